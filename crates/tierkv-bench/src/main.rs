@@ -1,0 +1,2 @@
+//! The `tierkv` command-line tool (being written).
+fn main() {}

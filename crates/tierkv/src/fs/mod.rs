@@ -1,0 +1,78 @@
+//! The file-system seam: the narrow set of file and directory operations the engine uses.
+//!
+//! Every byte the engine writes to or reads from SSD goes through a [`FileSystem`], so tests can
+//! swap the POSIX implementation ([`PosixFs`]) for an in-memory one ([`MemFs`]) that simulates
+//! crashes (keeping only synced data and synced directory entries) and injects I/O errors.
+//!
+//! Durability contract the engine relies on, which both implementations honour:
+//! * data appended to a [`WritableFile`] survives a *process* crash once `flush` returns, and a
+//!   *power* failure only once `sync` returns;
+//! * a created, renamed or removed directory entry survives a power failure only once
+//!   [`FileSystem::sync_dir`] on its directory returns.
+//!
+//! Thread-safety: a `FileSystem` and a [`RandomAccessFile`] are shared across threads; a
+//! `WritableFile` has one owner.
+
+mod mem;
+mod posix;
+
+pub use mem::{FaultSpec, FsOp, MemFs};
+pub use posix::PosixFs;
+
+use crate::Result;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A file opened for appending.
+pub trait WritableFile: Send {
+    /// Appends `data` (it may stay in a user-space buffer until `flush`).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered data to the operating system: it then survives a process crash.
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes and makes the file's data durable (fdatasync).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn size(&self) -> u64;
+}
+
+/// A file opened for positional reads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Fills `buf` with the bytes at `offset`; a short read is an error.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// The file's size in bytes.
+    fn size(&self) -> u64;
+}
+
+/// An exclusive lock on a database directory, released on drop.
+pub trait FileLock: Send + Sync {}
+
+/// The file and directory operations the engine needs.
+pub trait FileSystem: Send + Sync + 'static {
+    /// Creates (or truncates) a file for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open_readable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Reads a whole file.
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        let f = self.open_readable(path)?;
+        let mut buf = vec![0u8; f.size() as usize];
+        f.read_exact_at(0, &mut buf)?;
+        Ok(buf)
+    }
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// True if the path exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// The names (not paths) of the entries of a directory.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// The size of a file.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Takes an exclusive lock on `path` (created if missing), failing if another holder exists.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}

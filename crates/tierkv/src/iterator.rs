@@ -1,0 +1,73 @@
+//! The internal iterator protocol shared by memtables, tables, and merging iterators.
+//!
+//! Internal iterators walk internal keys (see [`crate::format`]) in [`compare_internal`] order,
+//! forward only. They are not thread-safe; each reader builds its own.
+//!
+//! [`compare_internal`]: crate::format::compare_internal
+
+use crate::Result;
+
+/// A forward iterator over `(internal key, value)` pairs in internal-key order.
+///
+/// Protocol: after `seek_to_first` or `seek`, `valid()` says whether the iterator is positioned on
+/// an entry; `key`/`value` may only be called while valid; `next` requires valid. When an
+/// iterator hits an error (I/O, corruption) it becomes invalid and `status()` returns the error.
+pub trait InternalIterator: Send {
+    /// True when positioned on an entry.
+    fn valid(&self) -> bool;
+    /// Positions on the first entry.
+    fn seek_to_first(&mut self);
+    /// Positions on the first entry whose internal key is `>= target`.
+    fn seek(&mut self, target: &[u8]);
+    /// Advances to the next entry. REQUIRES: `valid()`.
+    fn next(&mut self);
+    /// The current internal key. REQUIRES: `valid()`.
+    fn key(&self) -> &[u8];
+    /// The current value. REQUIRES: `valid()`.
+    fn value(&self) -> &[u8];
+    /// The first error the iterator met, if any.
+    fn status(&self) -> Result<()>;
+}
+
+/// An iterator over a slice of owned entries, already sorted; used by tests and small buffers.
+pub struct VecIterator {
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pos: usize,
+}
+
+impl VecIterator {
+    /// Wraps entries that are sorted by internal key.
+    pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        debug_assert!(entries
+            .windows(2)
+            .all(|w| crate::format::compare_internal(&w[0].0, &w[1].0).is_lt()));
+        let pos = entries.len();
+        VecIterator { entries, pos }
+    }
+}
+
+impl InternalIterator for VecIterator {
+    fn valid(&self) -> bool {
+        self.pos < self.entries.len()
+    }
+    fn seek_to_first(&mut self) {
+        self.pos = 0;
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.pos = self
+            .entries
+            .partition_point(|(k, _)| crate::format::compare_internal(k, target).is_lt());
+    }
+    fn next(&mut self) {
+        self.pos += 1;
+    }
+    fn key(&self) -> &[u8] {
+        &self.entries[self.pos].0
+    }
+    fn value(&self) -> &[u8] {
+        &self.entries[self.pos].1
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,257 @@
+//! Options: nested per component, each field documented with its effect and default, validated
+//! at open ([`Options::validate`]) and printed with every benchmark result.
+
+use crate::fs::{FileSystem, PosixFs};
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Which design (composition of front end and stages) a database uses. A database remembers its
+/// design: reopening it with another one is an [`Error::InvalidArgument`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Design {
+    /// SSD write-ahead log, DRAM memtable, leveled SSTables on SSD (the LevelDB/RocksDB baseline,
+    /// "RocksDB-SSD" in the papers).
+    Leveled,
+}
+
+impl Design {
+    /// Every design this build knows, in CLI order.
+    pub const ALL: &'static [Design] = &[Design::Leveled];
+
+    /// The design's name in the CLI, the manifest and the reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Design::Leveled => "leveled",
+        }
+    }
+}
+
+impl std::str::FromStr for Design {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Design> {
+        Design::ALL
+            .iter()
+            .copied()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| {
+                let known: Vec<_> = Design::ALL.iter().map(|d| d.name()).collect();
+                Error::InvalidArgument(format!(
+                    "unknown design {s:?}; known designs: {}",
+                    known.join(", ")
+                ))
+            })
+    }
+}
+
+impl std::fmt::Display for Design {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// SSTable format options. `block_size` and `restart_interval` may change between opens (every
+/// table records its own layout); `bloom_bits_per_key` applies to tables written from now on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableOptions {
+    /// Target uncompressed size of a data block. Smaller blocks read less per point lookup but
+    /// grow the index. Default 4096 bytes (LevelDB and RocksDB's default).
+    pub block_size: usize,
+    /// Keys between restart points inside a block; between restarts keys are prefix-compressed.
+    /// Default 16.
+    pub restart_interval: usize,
+    /// Bloom filter bits per key; 0 disables filters. 10 bits give about a 1% false-positive
+    /// rate. Default 10.
+    pub bloom_bits_per_key: usize,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            bloom_bits_per_key: 10,
+        }
+    }
+}
+
+/// Leveled compaction and write-throttling options (RocksDB's defaults unless noted).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactionOptions {
+    /// Number of levels, L0 included. Default 7.
+    pub num_levels: usize,
+    /// L0 file count that triggers an L0 -> L1 compaction. Default 4.
+    pub level0_compaction_trigger: usize,
+    /// L0 file count at which each write is delayed by 1 ms (counted as stall time). Default 20.
+    pub level0_slowdown_trigger: usize,
+    /// L0 file count at which writes wait until compaction catches up. Default 36.
+    pub level0_stop_trigger: usize,
+    /// Target size of L1; larger levels grow by `level_size_multiplier`. Default 256 MiB.
+    pub max_bytes_for_level_base: u64,
+    /// Ratio between the target sizes of adjacent levels. Default 10.
+    pub level_size_multiplier: u64,
+    /// Size at which a compaction output file is cut. Default 64 MiB.
+    pub target_file_size: u64,
+    /// Background compaction threads (flushes have their own thread). Compactions running at
+    /// once never share a level. Default 1.
+    pub background_compactions: usize,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        CompactionOptions {
+            num_levels: 7,
+            level0_compaction_trigger: 4,
+            level0_slowdown_trigger: 20,
+            level0_stop_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            level_size_multiplier: 10,
+            target_file_size: 64 << 20,
+            background_compactions: 1,
+        }
+    }
+}
+
+/// Options of a database, given at open.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Options {
+    /// The design. Default [`Design::Leveled`].
+    pub design: Design,
+    /// Create the database if it does not exist. Default true.
+    pub create_if_missing: bool,
+    /// Fail if the database already exists. Default false.
+    pub error_if_exists: bool,
+    /// Size of a DRAM memtable before it is made immutable and flushed. Larger memtables mean
+    /// fewer, larger L0 files and longer recovery. Default 64 MiB (RocksDB's default).
+    pub write_buffer_size: usize,
+    /// Memtables (the active one and immutable ones waiting for flush) allowed before writes
+    /// stop. Default 2.
+    pub max_write_buffer_number: usize,
+    /// Largest key accepted; longer keys get [`Error::InvalidArgument`]. Default 64 KiB.
+    pub max_key_size: usize,
+    /// Largest value accepted. Default 64 MiB.
+    pub max_value_size: usize,
+    /// Block cache budget in bytes (data blocks; indexes and filters of open tables stay
+    /// resident and are reported separately). Default 32 MiB.
+    pub block_cache_bytes: usize,
+    /// Table readers kept open. Default 1000.
+    pub max_open_files: usize,
+    /// SSTable layout.
+    pub table: TableOptions,
+    /// Compaction and throttling.
+    pub compaction: CompactionOptions,
+    /// The file system; [`PosixFs`] unless a test substitutes another one.
+    #[serde(skip, default = "default_fs")]
+    pub fs: Arc<dyn FileSystem>,
+}
+
+fn default_fs() -> Arc<dyn FileSystem> {
+    Arc::new(PosixFs)
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            design: Design::Leveled,
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            max_key_size: 64 << 10,
+            max_value_size: 64 << 20,
+            block_cache_bytes: 32 << 20,
+            max_open_files: 1000,
+            table: TableOptions::default(),
+            compaction: CompactionOptions::default(),
+            fs: default_fs(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("design", &self.design)
+            .field("create_if_missing", &self.create_if_missing)
+            .field("error_if_exists", &self.error_if_exists)
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("max_key_size", &self.max_key_size)
+            .field("max_value_size", &self.max_value_size)
+            .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("max_open_files", &self.max_open_files)
+            .field("table", &self.table)
+            .field("compaction", &self.compaction)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Options {
+    /// Checks every field; returns [`Error::InvalidArgument`] naming the first bad one.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        if self.write_buffer_size < 4096 {
+            return bad(format!("write_buffer_size {} < 4096", self.write_buffer_size));
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number must be >= 2".into());
+        }
+        if self.max_key_size == 0 || self.max_key_size > (1 << 24) {
+            return bad(format!("max_key_size {} not in 1..=16 MiB", self.max_key_size));
+        }
+        if self.max_value_size > (1 << 30) {
+            return bad(format!("max_value_size {} > 1 GiB", self.max_value_size));
+        }
+        if self.max_open_files < 16 {
+            return bad("max_open_files must be >= 16".into());
+        }
+        let t = &self.table;
+        if t.block_size < 256 || t.block_size > (16 << 20) {
+            return bad(format!("table.block_size {} not in 256..=16 MiB", t.block_size));
+        }
+        if t.restart_interval == 0 || t.restart_interval > 1024 {
+            return bad("table.restart_interval must be in 1..=1024".into());
+        }
+        if t.bloom_bits_per_key > 64 {
+            return bad("table.bloom_bits_per_key must be <= 64".into());
+        }
+        let c = &self.compaction;
+        if !(2..=20).contains(&c.num_levels) {
+            return bad("compaction.num_levels must be in 2..=20".into());
+        }
+        if c.level0_compaction_trigger == 0
+            || c.level0_slowdown_trigger < c.level0_compaction_trigger
+            || c.level0_stop_trigger < c.level0_slowdown_trigger
+        {
+            return bad("need 0 < level0_compaction_trigger <= slowdown <= stop trigger".into());
+        }
+        if c.level_size_multiplier < 2 {
+            return bad("compaction.level_size_multiplier must be >= 2".into());
+        }
+        if c.target_file_size < 4096 || c.max_bytes_for_level_base < 4096 {
+            return bad("target_file_size and max_bytes_for_level_base must be >= 4096".into());
+        }
+        if c.background_compactions == 0 || c.background_compactions > 64 {
+            return bad("compaction.background_compactions must be in 1..=64".into());
+        }
+        Ok(())
+    }
+}
+
+/// Options of one write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// Sync the write-ahead log (fdatasync) before acknowledging. Without it an acknowledged
+    /// write survives a process crash but may be lost in a power failure. Default false.
+    pub sync: bool,
+}
+
+/// Options of one read or iterator.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Read as of this snapshot; the latest state when `None`.
+    pub snapshot: Option<crate::Snapshot>,
+    /// Do not insert blocks read by this operation into the block cache (for scans that would
+    /// otherwise evict the working set). Default false.
+    pub skip_cache_fill: bool,
+}
