@@ -117,9 +117,7 @@ pub fn pick(
         let ptr = &compact_pointers[level];
         let f = files
             .iter()
-            .find(|f| {
-                ptr.is_empty() || crate::format::compare_internal(&f.largest, ptr).is_gt()
-            })
+            .find(|f| ptr.is_empty() || crate::format::compare_internal(&f.largest, ptr).is_gt())
             .unwrap_or(&files[0]);
         vec![Arc::clone(f)]
     };
@@ -218,20 +216,44 @@ mod tests {
             // Below every trigger: nothing to do.
             ("0: 1:a-z:10\n1: 2:a-c:50", [false; 4], "none"),
             // L0 at trigger: all L0 files plus overlapping L1 files.
-            ("0: 5:b-d:10 6:c-k:10\n1: 2:a-c:50 3:e-f:20 4:m-p:20", [false; 4], "L0->L1 [5,6]+[2,3] merge"),
+            (
+                "0: 5:b-d:10 6:c-k:10\n1: 2:a-c:50 3:e-f:20 4:m-p:20",
+                [false; 4],
+                "L0->L1 [5,6]+[2,3] merge",
+            ),
             // L0 at trigger but L1 busy: L1 is over size too but busy, so nothing.
-            ("0: 5:b-d:10 6:c-k:10\n1: 2:a-c:150", [false, true, false, false], "none"),
+            (
+                "0: 5:b-d:10 6:c-k:10\n1: 2:a-c:150",
+                [false, true, false, false],
+                "none",
+            ),
             // L1 over target (score 1.5) beats L0 at trigger (score 1.0).
-            ("0: 5:b-d:10 6:c-k:10\n1: 2:a-c:150\n2: 3:a-b:10 4:x-y:10", [false; 4], "L1->L2 [2]+[3] merge"),
+            (
+                "0: 5:b-d:10 6:c-k:10\n1: 2:a-c:150\n2: 3:a-b:10 4:x-y:10",
+                [false; 4],
+                "L1->L2 [2]+[3] merge",
+            ),
             // Same, but L1 busy: fall back to L0 -> L1? No: L0 needs L1 too. Nothing.
-            ("0: 5:b-d:10 6:c-k:10\n1: 2:a-c:150", [false, true, false, false], "none"),
+            (
+                "0: 5:b-d:10 6:c-k:10\n1: 2:a-c:150",
+                [false, true, false, false],
+                "none",
+            ),
             // L2 over target (1000 KiB) with no overlap below: trivial move.
-            ("2: 7:a-c:1200\n3: 8:x-z:10", [false; 4], "L2->L3 [7]+[] move"),
+            (
+                "2: 7:a-c:1200\n3: 8:x-z:10",
+                [false; 4],
+                "L2->L3 [7]+[] move",
+            ),
             // Single L0 file cannot trigger (trigger is 2); two files with no L1: merge of both.
             ("0: 5:a-b:1 6:c-d:1", [false; 4], "L0->L1 [5,6]+[] merge"),
         ];
         for (spec, busy, want) in cases {
-            assert_eq!(summary(&version(spec), *busy, &none), *want, "case:\n{spec}");
+            assert_eq!(
+                summary(&version(spec), *busy, &none),
+                *want,
+                "case:\n{spec}"
+            );
         }
     }
 

@@ -153,7 +153,10 @@ impl Db {
                 .map_err(|e| Error::io("spawn thread", path.as_ref(), e))
         };
         let db = Arc::clone(&inner);
-        threads.push(spawn("tierkv-flush".into(), Box::new(move || db.flush_loop()))?);
+        threads.push(spawn(
+            "tierkv-flush".into(),
+            Box::new(move || db.flush_loop()),
+        )?);
         for i in 0..inner.options.compaction.background_compactions {
             let db = Arc::clone(&inner);
             threads.push(spawn(

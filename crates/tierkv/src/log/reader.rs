@@ -23,8 +23,14 @@ pub struct LogReader {
 }
 
 enum Physical {
-    Record { t: RecordType, start: usize, len: usize },
-    Bad { why: &'static str },
+    Record {
+        t: RecordType,
+        start: usize,
+        len: usize,
+    },
+    Bad {
+        why: &'static str,
+    },
     Eof,
 }
 
@@ -67,7 +73,11 @@ impl LogReader {
                             return Ok(assembled);
                         }
                         _ => {
-                            return self.end_at(record_start, Some(phys_start), "fragment out of order");
+                            return self.end_at(
+                                record_start,
+                                Some(phys_start),
+                                "fragment out of order",
+                            );
                         }
                     }
                 }

@@ -93,7 +93,11 @@ fn corruption_in_the_middle_is_an_error_naming_the_file() {
         let mut d = data.clone();
         d[pos] ^= 0x10;
         if let Ok((got, _)) = read_all(d) {
-            assert_eq!(got[..], recs[..got.len()], "flip at {pos} returned wrong data");
+            assert_eq!(
+                got[..],
+                recs[..got.len()],
+                "flip at {pos} returned wrong data"
+            );
         }
     }
 }

@@ -31,7 +31,8 @@ impl LogWriter {
         loop {
             let leftover = BLOCK_SIZE - self.block_offset;
             if leftover < HEADER_SIZE {
-                self.scratch.extend_from_slice(&[0u8; HEADER_SIZE][..leftover]);
+                self.scratch
+                    .extend_from_slice(&[0u8; HEADER_SIZE][..leftover]);
                 self.block_offset = 0;
             }
             let avail = BLOCK_SIZE - self.block_offset - HEADER_SIZE;

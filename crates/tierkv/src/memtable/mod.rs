@@ -12,8 +12,7 @@
 //! `get` and iterators may run concurrently with it from any thread.
 
 use crate::format::{
-    compare_internal, make_internal_key, parse_internal_key, InternalKey, SequenceNumber,
-    ValueType,
+    make_internal_key, parse_internal_key, InternalKey, SequenceNumber, ValueType,
 };
 use crate::iterator::InternalIterator;
 use crate::Result;
@@ -125,7 +124,12 @@ impl MemTableIterator {
     fn fill_from(&mut self, start: Bound<&InternalKey>) {
         self.buf.clear();
         self.pos = 0;
-        for e in self.mem.map.range((start, Bound::Unbounded)).take(ITER_BATCH) {
+        for e in self
+            .mem
+            .map
+            .range((start, Bound::Unbounded))
+            .take(ITER_BATCH)
+        {
             self.buf.push((e.key().0.clone(), e.value().clone()));
         }
         self.exhausted = self.buf.len() < ITER_BATCH;
@@ -164,6 +168,7 @@ impl InternalIterator for MemTableIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::compare_internal;
 
     #[test]
     fn get_sees_newest_visible_version() {
@@ -187,7 +192,12 @@ mod tests {
         let m = Arc::new(MemTable::new(1));
         let n = 1000u64;
         for i in 0..n {
-            m.add(i + 1, ValueType::Value, format!("key{:05}", i).as_bytes(), &i.to_le_bytes());
+            m.add(
+                i + 1,
+                ValueType::Value,
+                format!("key{:05}", i).as_bytes(),
+                &i.to_le_bytes(),
+            );
         }
         let mut it = m.iter();
         it.seek_to_first();
@@ -202,7 +212,11 @@ mod tests {
             it.next();
         }
         assert_eq!(count, n);
-        it.seek(&make_internal_key(b"key00500", u64::MAX >> 8, ValueType::Value));
+        it.seek(&make_internal_key(
+            b"key00500",
+            u64::MAX >> 8,
+            ValueType::Value,
+        ));
         assert!(it.valid());
         assert_eq!(crate::format::user_key(it.key()), b"key00500");
         it.seek(&make_internal_key(b"zzz", 1, ValueType::Value));

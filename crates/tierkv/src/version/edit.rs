@@ -96,7 +96,9 @@ impl VersionEdit {
         while !d.is_empty() {
             let tag = d.varint32().ok_or_else(|| bad("tag"))?;
             match tag {
-                TAG_LOG_NUMBER => e.log_number = Some(d.varint64().ok_or_else(|| bad("log number"))?),
+                TAG_LOG_NUMBER => {
+                    e.log_number = Some(d.varint64().ok_or_else(|| bad("log number"))?)
+                }
                 TAG_NEXT_FILE_NUMBER => {
                     e.next_file_number = Some(d.varint64().ok_or_else(|| bad("next file"))?)
                 }
@@ -119,8 +121,14 @@ impl VersionEdit {
                         number: d.varint64().ok_or_else(|| bad("file number"))?,
                         file_size: d.varint64().ok_or_else(|| bad("file size"))?,
                         num_entries: d.varint64().ok_or_else(|| bad("entry count"))?,
-                        smallest: d.length_prefixed().ok_or_else(|| bad("smallest key"))?.to_vec(),
-                        largest: d.length_prefixed().ok_or_else(|| bad("largest key"))?.to_vec(),
+                        smallest: d
+                            .length_prefixed()
+                            .ok_or_else(|| bad("smallest key"))?
+                            .to_vec(),
+                        largest: d
+                            .length_prefixed()
+                            .ok_or_else(|| bad("largest key"))?
+                            .to_vec(),
                     };
                     e.new_files.push((level, f));
                 }

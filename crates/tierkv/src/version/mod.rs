@@ -161,7 +161,10 @@ impl Version {
 }
 
 fn bad_level(level: usize) -> Error {
-    Error::corruption("manifest", format!("edit names level {level} beyond num_levels"))
+    Error::corruption(
+        "manifest",
+        format!("edit names level {level} beyond num_levels"),
+    )
 }
 
 #[cfg(test)]
@@ -188,8 +191,14 @@ mod tests {
         e.new_files.push((0, meta(9, "a", "z")));
         e.new_files.push((0, meta(8, "b", "y")));
         let v = v.apply(&e).unwrap();
-        assert_eq!(v.levels[0].iter().map(|f| f.number).collect::<Vec<_>>(), vec![8, 9]);
-        assert_eq!(v.levels[1].iter().map(|f| f.number).collect::<Vec<_>>(), vec![4, 5]);
+        assert_eq!(
+            v.levels[0].iter().map(|f| f.number).collect::<Vec<_>>(),
+            vec![8, 9]
+        );
+        assert_eq!(
+            v.levels[1].iter().map(|f| f.number).collect::<Vec<_>>(),
+            vec![4, 5]
+        );
         assert_eq!(v.file_for_key(1, b"b").unwrap().number, 4);
         assert!(v.file_for_key(1, b"d").is_none());
         assert_eq!(v.file_for_key(1, b"p").unwrap().number, 5);

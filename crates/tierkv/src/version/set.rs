@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// Kinds of files in a database directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FileKind {
     /// `NNNNNN.log`: a write-ahead log.
     Log,
@@ -326,7 +326,11 @@ mod tests {
                 number: n,
                 file_size: 10,
                 num_entries: 1,
-                smallest: crate::format::make_internal_key(b"a", 1, crate::format::ValueType::Value),
+                smallest: crate::format::make_internal_key(
+                    b"a",
+                    1,
+                    crate::format::ValueType::Value,
+                ),
                 largest: crate::format::make_internal_key(b"b", 2, crate::format::ValueType::Value),
             },
         ));
@@ -343,7 +347,9 @@ mod tests {
             },
             ..Options::default()
         };
-        let err = VersionSet::recover(dir.path(), &other, counters).err().unwrap();
+        let err = VersionSet::recover(dir.path(), &other, counters)
+            .err()
+            .unwrap();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     }
 }
