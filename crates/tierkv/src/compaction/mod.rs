@@ -130,16 +130,20 @@ pub fn pick(
 }
 
 /// Plans compacting the files of `level` overlapping `[begin, end]` into `level + 1`; `None` if
-/// the level has no such file.
+/// the level has no such file. From L0 it takes every file: moving only some L0 files down would
+/// let an older, overlapping L0 entry that stays behind shadow a newer one moved below it.
 pub fn manual(
     version: &Version,
     level: usize,
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Option<CompactionPlan> {
-    let inputs = version.overlapping(level, begin, end);
+    let mut inputs = version.overlapping(level, begin, end);
     if inputs.is_empty() {
         return None;
+    }
+    if level == 0 {
+        inputs = version.levels[0].clone();
     }
     let mut plan = plan_for(version, level, inputs, Reason::Manual);
     plan.trivial_move = false;
@@ -277,6 +281,11 @@ mod tests {
         let p = manual(&v, 1, Some(b"e"), None).unwrap();
         assert_eq!(p.summary(), "L1->L2 [3]+[4] merge");
         assert!(manual(&v, 1, Some(b"x"), None).is_none());
+        // From L0, a range that touches one file still takes every L0 file.
+        let v0 = version("0: 5:a-c:1 6:m-p:1 7:b-n:1\n1: 2:a-b:1");
+        let p = manual(&v0, 0, Some(b"o"), Some(b"p")).unwrap();
+        assert_eq!(p.summary(), "L0->L1 [5,6,7]+[2] merge");
+        assert!(manual(&v0, 0, Some(b"x"), None).is_none());
         assert_eq!(max_bytes_for_level(&opts(), 3), 10_000 << 10);
         let s = level_scores(&v, &opts());
         assert_eq!(s.len(), 3);
