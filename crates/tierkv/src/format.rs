@@ -146,7 +146,10 @@ mod tests {
         assert_eq!(compare_internal(&a9, &look), Ordering::Less);
         assert_eq!(compare_internal(&look, &a5), Ordering::Less);
         let p = parse_internal_key(&a9).unwrap();
-        assert_eq!((p.user_key, p.sequence, p.value_type), (&b"a"[..], 9, ValueType::Deletion));
+        assert_eq!(
+            (p.user_key, p.sequence, p.value_type),
+            (&b"a"[..], 9, ValueType::Deletion)
+        );
         assert!(parse_internal_key(b"short").is_none());
         let mut bad = a5.clone();
         *bad.last_mut().unwrap() = 0; // high byte of the sequence, fine

@@ -191,13 +191,19 @@ impl Options {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
         if self.write_buffer_size < 4096 {
-            return bad(format!("write_buffer_size {} < 4096", self.write_buffer_size));
+            return bad(format!(
+                "write_buffer_size {} < 4096",
+                self.write_buffer_size
+            ));
         }
         if self.max_write_buffer_number < 2 {
             return bad("max_write_buffer_number must be >= 2".into());
         }
         if self.max_key_size == 0 || self.max_key_size > (1 << 24) {
-            return bad(format!("max_key_size {} not in 1..=16 MiB", self.max_key_size));
+            return bad(format!(
+                "max_key_size {} not in 1..=16 MiB",
+                self.max_key_size
+            ));
         }
         if self.max_value_size > (1 << 30) {
             return bad(format!("max_value_size {} > 1 GiB", self.max_value_size));
@@ -207,7 +213,10 @@ impl Options {
         }
         let t = &self.table;
         if t.block_size < 256 || t.block_size > (16 << 20) {
-            return bad(format!("table.block_size {} not in 256..=16 MiB", t.block_size));
+            return bad(format!(
+                "table.block_size {} not in 256..=16 MiB",
+                t.block_size
+            ));
         }
         if t.restart_interval == 0 || t.restart_interval > 1024 {
             return bad("table.restart_interval must be in 1..=1024".into());

@@ -148,7 +148,10 @@ pub(crate) struct DecodedBatch<'a> {
 pub(crate) fn decode_batch<'a>(rep: &'a [u8], location: &'static str) -> Result<DecodedBatch<'a>> {
     let mut d = Decoder::new(rep);
     let (Some(first_sequence), Some(count)) = (d.fixed64(), d.fixed32()) else {
-        return Err(Error::corruption(location, "write batch shorter than its header"));
+        return Err(Error::corruption(
+            location,
+            "write batch shorter than its header",
+        ));
     };
     Ok(DecodedBatch {
         first_sequence,
@@ -226,12 +229,16 @@ mod tests {
         let ops: Vec<_> = d.ops.map(|o| o.unwrap()).collect();
         assert_eq!(
             ops,
-            vec![BatchOp::Put(b"k1", b"v1"), BatchOp::Delete(b"k2"), BatchOp::Put(b"", b"")]
+            vec![
+                BatchOp::Put(b"k1", b"v1"),
+                BatchOp::Delete(b"k2"),
+                BatchOp::Put(b"", b"")
+            ]
         );
         // Truncations anywhere give an error, never a panic.
         for cut in 0..enc.len() {
-            let r = decode_batch(&enc[..cut], "test")
-                .and_then(|d| d.ops.collect::<Result<Vec<_>>>());
+            let r =
+                decode_batch(&enc[..cut], "test").and_then(|d| d.ops.collect::<Result<Vec<_>>>());
             assert!(r.is_err(), "cut at {cut} decoded");
         }
         assert!(b.validate(1, 100).is_err());

@@ -1,146 +1,361 @@
-//! The database: open/recover, the write path, reads, iterators, snapshots, background work.
-//! (Public surface fixed here; the implementation is being written.)
+//! The database: open and recovery, the write path, reads, iterators, snapshots, and the
+//! background flush and compaction threads.
+//!
+//! Structure (LevelDB's `db_impl`, split by concern):
+//! * `write.rs`: the write queue (group commit), WAL append, memtable insert, throttling;
+//! * `read.rs`: point lookups and iterator construction;
+//! * `background.rs`: the flush thread, compaction threads and obsolete-file deletion;
+//! * `compact.rs`: the compaction executor (merging inputs into new tables);
+//! * `recovery.rs`: open, manifest + WAL replay; `check.rs`: offline verification.
+//!
+//! Locking: `write_queue` orders writers; the write leader alone takes `wal`; `state` guards
+//! the memtables, the version set and the background bookkeeping. Lock order is
+//! `wal` -> `state`; nothing takes `wal` while holding `state`. Manifest writes happen under
+//! `state` (they are rare: one per flush or compaction).
+//!
+//! Readers take `state` only to clone the current [`SuperVersion`] (one `Arc`), then read
+//! without locks.
 
+mod background;
+mod check;
+mod compact;
+mod iter;
+mod read;
+mod recovery;
+mod snapshot;
+mod table_cache;
+mod write;
+
+pub use check::CheckReport;
+pub use iter::{DbIterator, LevelIterator, MergingIterator};
+pub use snapshot::Snapshot;
+
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, FileSystem};
+use crate::log::LogWriter;
+use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::stats::DbStats;
-use crate::{Result, WriteBatch};
-use std::ops::RangeBounds;
-use std::path::Path;
+use crate::stats::{Counters, DbStats, DramFootprint, LevelStats};
+use crate::version::{parse_file_name, FileKind, Version, VersionSet};
+use crate::WriteBatch;
+use parking_lot::{Condvar, Mutex};
+use snapshot::SnapshotList;
+use std::collections::{HashSet, VecDeque};
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use table_cache::TableCache;
+use write::Writer;
+
+/// What a reader needs, captured at one instant: the memtables and the table version.
+pub(crate) struct SuperVersion {
+    pub mem: Arc<MemTable>,
+    /// Immutable memtables, oldest first.
+    pub imm: Vec<Arc<MemTable>>,
+    pub version: Arc<Version>,
+}
+
+/// State guarded by `DbInner::state`.
+pub(crate) struct State {
+    pub mem: Arc<MemTable>,
+    /// Immutable memtables waiting for flush, oldest first.
+    pub imm: VecDeque<Arc<MemTable>>,
+    pub versions: VersionSet,
+    pub super_version: Arc<SuperVersion>,
+    /// Set by the first failed WAL, manifest or background write; writes then fail with it.
+    pub bg_error: Option<Error>,
+    /// Levels read or written by running compactions.
+    pub busy_levels: Vec<bool>,
+    /// File numbers being written that no version names yet (not obsolete).
+    pub pending_outputs: HashSet<u64>,
+    /// Versions handed out; their files stay until every reader drops them.
+    pub live_versions: Vec<Weak<Version>>,
+    pub shutting_down: bool,
+    /// Number of manual compactions waiting or running (automatic ones yield to them).
+    pub manual_compactions: usize,
+}
+
+impl State {
+    /// Publishes a new super version after `mem`, `imm` or the version changed.
+    pub fn install_super_version(&mut self) {
+        let version = self.versions.current();
+        self.live_versions.retain(|w| w.strong_count() > 0);
+        if !self
+            .live_versions
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&version)))
+        {
+            self.live_versions.push(Arc::downgrade(&version));
+        }
+        self.super_version = Arc::new(SuperVersion {
+            mem: Arc::clone(&self.mem),
+            imm: self.imm.iter().cloned().collect(),
+            version,
+        });
+    }
+
+    /// Poisons the database with `e` (first error wins) and returns a copy for the caller.
+    pub fn poison(&mut self, what: &str, e: Error) -> Error {
+        if self.bg_error.is_none() {
+            self.bg_error = Some(Error::Poisoned(format!("{what}: {e}")));
+        }
+        e
+    }
+}
+
+/// The WAL owned by the write leader.
+pub(crate) struct WalState {
+    pub writer: LogWriter,
+    pub number: u64,
+    /// The active memtable (the same `Arc` as `State::mem`).
+    pub mem: Arc<MemTable>,
+}
+
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub fs: Arc<dyn FileSystem>,
+    pub counters: Arc<Counters>,
+    pub table_cache: TableCache,
+    pub state: Mutex<State>,
+    /// Signalled when background work is queued or finishes, and on shutdown.
+    pub bg_cv: Condvar,
+    pub write_queue: Mutex<VecDeque<Arc<Writer>>>,
+    pub write_cv: Condvar,
+    pub wal: Mutex<WalState>,
+    /// The last sequence number visible to readers.
+    pub last_sequence: AtomicU64,
+    pub snapshots: Arc<SnapshotList>,
+    _lock: Box<dyn FileLock>,
+}
 
 /// An open database. `Send + Sync`: share it between threads with an `Arc`.
+///
+/// Dropping it stops the background threads; every acknowledged write is already in the WAL.
 pub struct Db {
-    _private: (),
-}
-
-/// A consistent read view; reads through it see the database as of its creation.
-#[derive(Clone, Debug)]
-pub struct Snapshot {
-    _private: (),
-}
-
-/// What `Db::check` verified.
-#[derive(Clone, Debug, Default)]
-pub struct CheckReport {
-    /// Tables whose every block checksum was verified.
-    pub tables_checked: usize,
-    /// Entries read from those tables.
-    pub entries_checked: u64,
-}
-
-/// A forward iterator over user keys and values.
-pub struct DbIterator {
-    _private: (),
-}
-
-impl DbIterator {
-    /// True when positioned on an entry.
-    pub fn valid(&self) -> bool {
-        todo!()
-    }
-    /// Positions on the first key (of the iterator's range).
-    pub fn seek_to_first(&mut self) {
-        todo!()
-    }
-    /// Positions on the first key `>= key`.
-    pub fn seek(&mut self, _key: &[u8]) {
-        todo!()
-    }
-    /// Advances. REQUIRES: valid.
-    pub fn next(&mut self) {
-        todo!()
-    }
-    /// Current key. REQUIRES: valid.
-    pub fn key(&self) -> &[u8] {
-        todo!()
-    }
-    /// Current value. REQUIRES: valid.
-    pub fn value(&self) -> &[u8] {
-        todo!()
-    }
-    /// The first error met.
-    pub fn status(&self) -> Result<()> {
-        todo!()
-    }
-}
-
-impl Iterator for DbIterator {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-    fn next(&mut self) -> Option<Self::Item> {
-        todo!()
-    }
+    inner: Arc<DbInner>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl Db {
-    /// Opens (creating if allowed) the database in directory `path`.
-    pub fn open(_path: impl AsRef<Path>, _options: Options) -> Result<Db> {
-        todo!()
+    /// Opens the database in directory `path`, creating it if `options.create_if_missing`.
+    /// Recovery replays the manifest, then the WALs; a torn tail of the newest WAL (a write that
+    /// was never acknowledged) is dropped, any other damage is an error naming the file.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = Arc::new(recovery::open(path.as_ref(), options)?);
+        let mut threads = Vec::new();
+        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(f)
+                .map_err(|e| Error::io("spawn thread", path.as_ref(), e))
+        };
+        let db = Arc::clone(&inner);
+        threads.push(spawn(
+            "tierkv-flush".into(),
+            Box::new(move || db.flush_loop()),
+        )?);
+        for i in 0..inner.options.compaction.background_compactions {
+            let db = Arc::clone(&inner);
+            threads.push(spawn(
+                format!("tierkv-compact-{i}"),
+                Box::new(move || db.compaction_loop()),
+            )?);
+        }
+        Ok(Db { inner, threads })
     }
-    /// Puts `key` -> `value`.
-    pub fn put(&self, _key: &[u8], _value: &[u8]) -> Result<()> {
-        todo!()
+
+    /// Puts `key` -> `value` (not synced; see [`WriteOptions::sync`]).
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(&WriteOptions::default(), b)
     }
-    /// Deletes `key`.
-    pub fn delete(&self, _key: &[u8]) -> Result<()> {
-        todo!()
+
+    /// Deletes `key` (a no-op if absent).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(&WriteOptions::default(), b)
     }
-    /// Applies a batch atomically.
-    pub fn write(&self, _options: &WriteOptions, _batch: WriteBatch) -> Result<()> {
-        todo!()
+
+    /// Applies `batch` atomically: after a crash either all of its operations are present or
+    /// none. With `options.sync`, the WAL is synced before this returns.
+    pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.inner.write(options, batch)
     }
-    /// Reads the latest value of `key`.
-    pub fn get(&self, _key: &[u8]) -> Result<Option<Vec<u8>>> {
-        todo!()
+
+    /// The latest value of `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get(&ReadOptions::default(), key)
     }
-    /// Reads `key` with options (snapshot, cache fill).
-    pub fn get_with(&self, _options: &ReadOptions, _key: &[u8]) -> Result<Option<Vec<u8>>> {
-        todo!()
+
+    /// The value of `key` as of `options.snapshot` (or the latest).
+    pub fn get_with(&self, options: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get(options, key)
     }
-    /// Takes a snapshot.
+
+    /// A snapshot of the current state.
     pub fn snapshot(&self) -> Snapshot {
-        todo!()
+        self.inner
+            .snapshots
+            .acquire(self.inner.last_sequence.load(Ordering::Acquire))
     }
-    /// An iterator over the whole database, not positioned.
-    pub fn iter(&self, _options: &ReadOptions) -> Result<DbIterator> {
-        todo!()
+
+    /// An iterator over the whole database; position it with `seek` or `seek_to_first`.
+    pub fn iter(&self, options: &ReadOptions) -> Result<DbIterator> {
+        self.inner
+            .iterator(options, Bound::Unbounded, Bound::Unbounded, true)
     }
-    /// An iterator over `range`, positioned on its first key.
-    pub fn scan<'a, R: RangeBounds<&'a [u8]>>(&self, _range: R) -> Result<DbIterator> {
-        todo!()
+
+    /// An iterator over the keys in `range`, positioned on the first of them.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let db = tierkv::Db::open(dir.path(), tierkv::Options::default()).unwrap();
+    /// for k in [b"a", b"b", b"c", b"d"] {
+    ///     db.put(k, b"v").unwrap();
+    /// }
+    /// let keys: Vec<Vec<u8>> = db
+    ///     .scan(&b"b"[..]..&b"d"[..])
+    ///     .unwrap()
+    ///     .map(|e| e.unwrap().0)
+    ///     .collect();
+    /// assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
+    /// ```
+    pub fn scan<'a, R: RangeBounds<&'a [u8]>>(&self, range: R) -> Result<DbIterator> {
+        self.scan_with(&ReadOptions::default(), range)
     }
-    /// `scan` with read options.
+
+    /// [`Db::scan`] with read options (snapshot, cache fill).
     pub fn scan_with<'a, R: RangeBounds<&'a [u8]>>(
         &self,
-        _options: &ReadOptions,
-        _range: R,
+        options: &ReadOptions,
+        range: R,
     ) -> Result<DbIterator> {
-        todo!()
+        let own = |b: Bound<&&[u8]>| b.map(|k| k.to_vec());
+        let mut it = self.inner.iterator(
+            options,
+            own(range.start_bound()),
+            own(range.end_bound()),
+            true,
+        )?;
+        it.seek_to_first();
+        Ok(it)
     }
-    /// Flushes the memtable to L0 and waits.
+
+    /// Makes the active memtable immutable, flushes it to an L0 table and waits.
     pub fn flush(&self) -> Result<()> {
-        todo!()
+        self.inner.flush()
     }
-    /// Compacts the key range (all keys when both bounds are `None`) down the levels and waits.
-    pub fn compact_range(&self, _begin: Option<&[u8]>, _end: Option<&[u8]>) -> Result<()> {
-        todo!()
+
+    /// Compacts every key in `[begin, end]` (unbounded when `None`) down through the levels and
+    /// waits. Flushes the memtable first.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner.flush()?;
+        self.inner.compact_range(begin, end)
     }
-    /// Every figure of the database.
+
+    /// Every figure of the database: bytes per tier and purpose, amplification inputs, stalls,
+    /// files per level and the DRAM footprint.
     pub fn stats(&self) -> DbStats {
-        todo!()
+        self.inner.stats()
     }
-    /// Key + value bytes of the live data (scans the database).
+
+    /// Key + value bytes of the live data as of now (scans the whole database; the basis of
+    /// space amplification).
     pub fn logical_size(&self) -> Result<u64> {
-        todo!()
+        let ro = ReadOptions {
+            skip_cache_fill: true,
+            ..ReadOptions::default()
+        };
+        let mut it = self
+            .inner
+            .iterator(&ro, Bound::Unbounded, Bound::Unbounded, false)?;
+        it.seek_to_first();
+        let mut total = 0u64;
+        while it.valid() {
+            total += (it.key().len() + it.value().len()) as u64;
+            it.next();
+        }
+        it.status()?;
+        Ok(total)
     }
-    /// The options in force.
+
+    /// The options the database was opened with.
     pub fn options(&self) -> &Options {
-        todo!()
+        &self.inner.options
     }
-    /// Waits for background work to stop and closes the database.
-    pub fn close(self) -> Result<()> {
-        todo!()
+
+    /// Stops the background threads and closes the database, returning the first background
+    /// error, if any. Dropping the database does the same, discarding the error.
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown();
+        match self.inner.state.lock().bg_error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
-    /// Verifies every checksum and the version invariants of the database at `path`.
-    pub fn check(_path: impl AsRef<Path>, _options: Options) -> Result<CheckReport> {
-        todo!()
+
+    fn shutdown(&mut self) {
+        self.inner.state.lock().shutting_down = true;
+        self.inner.bg_cv.notify_all();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+
+    /// Verifies the database at `path` without modifying it: the manifest, the version
+    /// invariants, every table's blocks and checksums, and the WALs. Returns the first damage as
+    /// an error naming the file.
+    pub fn check(path: impl AsRef<Path>, options: Options) -> Result<CheckReport> {
+        check::check(path.as_ref(), &options)
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl DbInner {
+    fn stats(&self) -> DbStats {
+        let mut s = DbStats::from_counters(&self.counters);
+        s.design = self.options.design.name().to_string();
+        let sv = Arc::clone(&self.state.lock().super_version);
+        s.levels = sv
+            .version
+            .levels
+            .iter()
+            .map(|files| LevelStats {
+                files: files.len(),
+                bytes: files.iter().map(|f| f.file_size).sum(),
+            })
+            .collect();
+        let (filter_bytes, index_bytes) = self.table_cache.resident_bytes();
+        s.dram = DramFootprint {
+            memtable_bytes: sv.mem.approximate_bytes()
+                + sv.imm.iter().map(|m| m.approximate_bytes()).sum::<u64>(),
+            filter_bytes,
+            index_bytes,
+            block_cache_bytes: self.table_cache.block_cache().usage_bytes(),
+        };
+        s.wal_bytes = self
+            .fs
+            .list(&self.dir)
+            .unwrap_or_default()
+            .iter()
+            .filter(|n| matches!(parse_file_name(n), Some((FileKind::Log, _))))
+            .filter_map(|n| self.fs.file_size(&self.dir.join(n)).ok())
+            .sum();
+        s
+    }
+
+    /// The current super version.
+    pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.state.lock().super_version)
     }
 }

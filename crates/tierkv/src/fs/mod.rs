@@ -16,7 +16,7 @@
 mod mem;
 mod posix;
 
-pub use mem::{FaultSpec, FsOp, MemFs};
+pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
 pub use posix::PosixFs;
 
 use crate::Result;

@@ -1,0 +1,395 @@
+//! Iterators over the whole database: the merging iterator over every source, the level
+//! iterator that concatenates the non-overlapping files of one level, and [`DbIterator`], which
+//! turns internal entries into the user's view at one sequence number.
+//!
+//! Thread-safety: iterators have one owner. A `DbIterator` pins its [`SuperVersion`] (memtables
+//! and table files), so flushes and compactions that finish while it is open never pull data
+//! from under it.
+
+use super::{DbInner, SuperVersion};
+use crate::format::{compare_internal, parse_internal_key, user_key, SequenceNumber, ValueType};
+use crate::iterator::InternalIterator;
+use crate::sst::TableIterator;
+use crate::stats::IoPurpose;
+use crate::version::FileMetaData;
+use crate::{Error, Result};
+use std::ops::Bound;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// Merges children that are each sorted by internal key into one sorted stream.
+///
+/// The children are few (memtables, L0 files, one per deeper level), so the smallest is found
+/// by a linear scan rather than a heap.
+pub struct MergingIterator {
+    children: Vec<Box<dyn InternalIterator>>,
+    current: Option<usize>,
+    error: Option<Error>,
+}
+
+impl MergingIterator {
+    /// Merges `children`.
+    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
+        MergingIterator {
+            children,
+            current: None,
+            error: None,
+        }
+    }
+
+    /// Points `current` at the child with the smallest key. A child that stopped on an error
+    /// stops the whole merge: skipping it would silently drop its entries.
+    fn find_smallest(&mut self) {
+        let mut best: Option<usize> = None;
+        for (i, c) in self.children.iter().enumerate() {
+            if !c.valid() {
+                if let Err(e) = c.status() {
+                    self.error.get_or_insert(e);
+                }
+                continue;
+            }
+            match best {
+                Some(b) if compare_internal(c.key(), self.children[b].key()).is_ge() => {}
+                _ => best = Some(i),
+            }
+        }
+        self.current = if self.error.is_some() { None } else { best };
+    }
+}
+
+impl InternalIterator for MergingIterator {
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+    fn seek_to_first(&mut self) {
+        self.error = None;
+        for c in &mut self.children {
+            c.seek_to_first();
+        }
+        self.find_smallest();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.error = None;
+        for c in &mut self.children {
+            c.seek(target);
+        }
+        self.find_smallest();
+    }
+    fn next(&mut self) {
+        let i = self.current.expect("next on invalid iterator");
+        self.children[i].next();
+        self.find_smallest();
+    }
+    fn key(&self) -> &[u8] {
+        self.children[self.current.expect("valid")].key()
+    }
+    fn value(&self) -> &[u8] {
+        self.children[self.current.expect("valid")].value()
+    }
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Concatenates the files of one level >= 1 (sorted, non-overlapping), opening each table only
+/// when the iteration reaches it.
+pub struct LevelIterator {
+    db: Arc<DbInner>,
+    files: Vec<Arc<FileMetaData>>,
+    purpose: IoPurpose,
+    fill_cache: bool,
+    index: usize,
+    current: Option<TableIterator>,
+    error: Option<Error>,
+}
+
+impl LevelIterator {
+    /// Iterates `files` (one level's, in order).
+    pub(crate) fn new(
+        db: Arc<DbInner>,
+        files: Vec<Arc<FileMetaData>>,
+        purpose: IoPurpose,
+        fill_cache: bool,
+    ) -> Self {
+        let index = files.len();
+        LevelIterator {
+            db,
+            files,
+            purpose,
+            fill_cache,
+            index,
+            current: None,
+            error: None,
+        }
+    }
+
+    fn open(&mut self, index: usize) {
+        self.index = index;
+        self.current = None;
+        if let Some(f) = self.files.get(index) {
+            match self.db.table_cache.get(f) {
+                Ok(t) => self.current = Some(t.iter(self.purpose, self.fill_cache)),
+                Err(e) => self.error = Some(e),
+            }
+        }
+    }
+
+    /// Moves past exhausted files.
+    fn skip_empty_files(&mut self) {
+        while self.error.is_none() {
+            match &self.current {
+                Some(it) if it.valid() || it.status().is_err() => return,
+                None => return,
+                Some(_) => {
+                    self.open(self.index + 1);
+                    if let Some(it) = &mut self.current {
+                        it.seek_to_first();
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl InternalIterator for LevelIterator {
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.current.as_ref().is_some_and(|c| c.valid())
+    }
+    fn seek_to_first(&mut self) {
+        self.error = None;
+        self.open(0);
+        if let Some(it) = &mut self.current {
+            it.seek_to_first();
+        }
+        self.skip_empty_files();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.error = None;
+        let i = self
+            .files
+            .partition_point(|f| compare_internal(&f.largest, target).is_lt());
+        self.open(i);
+        if let Some(it) = &mut self.current {
+            it.seek(target);
+        }
+        self.skip_empty_files();
+    }
+    fn next(&mut self) {
+        self.current.as_mut().expect("valid").next();
+        self.skip_empty_files();
+    }
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().expect("valid").key()
+    }
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().expect("valid").value()
+    }
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.duplicate());
+        }
+        self.current.as_ref().map_or(Ok(()), |c| c.status())
+    }
+}
+
+/// Builds the merging iterator over every source of a super version.
+pub(crate) fn merged_sources(
+    db: &Arc<DbInner>,
+    sv: &SuperVersion,
+    purpose: IoPurpose,
+    fill_cache: bool,
+) -> Result<MergingIterator> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    children.push(Box::new(sv.mem.iter()));
+    for m in sv.imm.iter().rev() {
+        children.push(Box::new(m.iter()));
+    }
+    for f in sv.version.levels[0].iter().rev() {
+        let t = db.table_cache.get(f)?;
+        children.push(Box::new(t.iter(purpose, fill_cache)));
+    }
+    for files in sv.version.levels.iter().skip(1) {
+        if !files.is_empty() {
+            children.push(Box::new(LevelIterator::new(
+                Arc::clone(db),
+                files.clone(),
+                purpose,
+                fill_cache,
+            )));
+        }
+    }
+    Ok(MergingIterator::new(children))
+}
+
+/// A forward iterator over the user's keys and values as of one sequence number, optionally
+/// limited to a key range.
+///
+/// Two ways to use it: as a cursor (`seek`/`seek_to_first`, `valid`, `key`, `value`, `next`,
+/// `status`), or as a std [`Iterator`] of `Result<(key, value)>` that yields the entry under the
+/// cursor and then advances (a freshly made [`crate::Db::scan`] iterator is already positioned,
+/// so `collect()` returns the whole range). After an error the cursor is invalid, `status`
+/// returns the error, and the std iterator yields it once and then ends.
+pub struct DbIterator {
+    inner: MergingIterator,
+    _sv: Arc<SuperVersion>,
+    db: Arc<DbInner>,
+    snapshot: SequenceNumber,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    valid: bool,
+    error: Option<Error>,
+    error_reported: bool,
+    count_bytes: bool,
+}
+
+impl DbIterator {
+    pub(crate) fn new(
+        db: Arc<DbInner>,
+        sv: Arc<SuperVersion>,
+        inner: MergingIterator,
+        snapshot: SequenceNumber,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+        count_bytes: bool,
+    ) -> Self {
+        DbIterator {
+            inner,
+            _sv: sv,
+            db,
+            snapshot,
+            lower,
+            upper,
+            valid: false,
+            error: None,
+            error_reported: false,
+            count_bytes,
+        }
+    }
+
+    /// True when positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// Positions on the first key of the iterator's range.
+    pub fn seek_to_first(&mut self) {
+        match self.lower.clone() {
+            Bound::Unbounded => {
+                self.inner.seek_to_first();
+                self.find_next_visible(None);
+            }
+            Bound::Included(k) => self.seek(&k),
+            Bound::Excluded(k) => {
+                self.seek(&k);
+                if self.valid && self.key() == k.as_slice() {
+                    self.next();
+                }
+            }
+        }
+    }
+
+    /// Positions on the first key `>= key` (and inside the iterator's range).
+    pub fn seek(&mut self, key: &[u8]) {
+        let below_lower = match &self.lower {
+            Bound::Included(l) | Bound::Excluded(l) => key < l.as_slice(),
+            Bound::Unbounded => false,
+        };
+        if below_lower {
+            return self.seek_to_first();
+        }
+        let target = crate::format::lookup_key(key, self.snapshot);
+        self.inner.seek(&target);
+        self.find_next_visible(None);
+    }
+
+    /// Advances to the next key. REQUIRES: `valid()`.
+    pub fn next(&mut self) {
+        assert!(self.valid, "next on an invalid iterator");
+        let skip = user_key(self.inner.key()).to_vec();
+        self.inner.next();
+        self.find_next_visible(Some(skip));
+    }
+
+    /// The current key. REQUIRES: `valid()`.
+    pub fn key(&self) -> &[u8] {
+        assert!(self.valid, "key on an invalid iterator");
+        user_key(self.inner.key())
+    }
+
+    /// The current value. REQUIRES: `valid()`.
+    pub fn value(&self) -> &[u8] {
+        assert!(self.valid, "value on an invalid iterator");
+        self.inner.value()
+    }
+
+    /// The first error the iterator met, if any.
+    pub fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => self.inner.status(),
+        }
+    }
+
+    /// Moves the inner iterator to the newest visible version of the next live user key, skipping
+    /// versions newer than the snapshot, older versions of `skip` and of deleted keys.
+    fn find_next_visible(&mut self, mut skip: Option<Vec<u8>>) {
+        self.valid = false;
+        while self.inner.valid() {
+            let Some(p) = parse_internal_key(self.inner.key()) else {
+                self.error = Some(Error::corruption("iterator", "malformed internal key"));
+                return;
+            };
+            if p.sequence > self.snapshot || skip.as_deref() == Some(p.user_key) {
+                self.inner.next();
+                continue;
+            }
+            let past_upper = match &self.upper {
+                Bound::Included(u) => p.user_key > u.as_slice(),
+                Bound::Excluded(u) => p.user_key >= u.as_slice(),
+                Bound::Unbounded => false,
+            };
+            if past_upper {
+                return;
+            }
+            match p.value_type {
+                ValueType::Deletion => {
+                    skip = Some(p.user_key.to_vec());
+                    self.inner.next();
+                }
+                ValueType::Value => {
+                    self.valid = true;
+                    if self.count_bytes {
+                        let n = (p.user_key.len() + self.inner.value().len()) as u64;
+                        self.db.counters.user_bytes_read.fetch_add(n, Relaxed);
+                    }
+                    return;
+                }
+            }
+        }
+        if let Err(e) = self.inner.status() {
+            self.error = Some(e);
+        }
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.valid {
+            let item = (self.key().to_vec(), self.value().to_vec());
+            DbIterator::next(self);
+            return Some(Ok(item));
+        }
+        if !self.error_reported {
+            if let Err(e) = self.status() {
+                self.error_reported = true;
+                return Some(Err(e));
+            }
+        }
+        None
+    }
+}

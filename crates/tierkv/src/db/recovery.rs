@@ -1,0 +1,236 @@
+//! Opening a database: create or recover the version set, replay the WALs, start fresh.
+//!
+//! Recovery order: `CURRENT` -> manifest (every edit) -> check that every table the version
+//! names exists -> replay WALs numbered `>= log_number`, oldest first, into memtables that are
+//! written out as L0 tables -> start a new WAL and a new manifest (via `log_and_apply`) that
+//! point past everything replayed -> delete obsolete files.
+//!
+//! WAL damage: only the newest WAL may end in a torn tail (an append that never completed, so
+//! never acknowledged); it is dropped. Because the WAL is synced before each rotation, an older
+//! WAL with damage, or damage followed by valid records, is corruption and fails the open with
+//! an error naming the file.
+
+use super::{DbInner, SnapshotList, State, SuperVersion, TableCache, WalState};
+use crate::error::{Error, Result};
+use crate::log::{LogReader, LogWriter};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::sst::BlockCache;
+use crate::stats::{Counters, IoPurpose};
+use crate::version::{
+    current_file_name, log_file_name, parse_file_name, table_file_name, FileKind, VersionEdit,
+    VersionSet,
+};
+use crate::write_batch::decode_batch;
+use parking_lot::{Condvar, Mutex};
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
+    options.validate()?;
+    let fs = Arc::clone(&options.fs);
+    if options.create_if_missing {
+        fs.create_dir_all(dir)?;
+    } else if !fs.exists(dir) {
+        return Err(Error::NotFound(format!(
+            "database directory {}",
+            dir.display()
+        )));
+    }
+    let lock = fs.lock(&dir.join("LOCK"))?;
+    let counters = Arc::new(Counters::default());
+    let mut versions = if fs.exists(&current_file_name(dir)) {
+        if options.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "database {} already exists",
+                dir.display()
+            )));
+        }
+        VersionSet::recover(dir, &options, Arc::clone(&counters))?
+    } else if options.create_if_missing {
+        VersionSet::create(dir, &options, Arc::clone(&counters))?
+    } else {
+        return Err(Error::NotFound(format!(
+            "no database in {} (create_if_missing is false)",
+            dir.display()
+        )));
+    };
+    let names = fs.list(dir)?;
+    let present: HashSet<(FileKind, u64)> =
+        names.iter().filter_map(|n| parse_file_name(n)).collect();
+    for n in versions.current().file_numbers() {
+        if !present.contains(&(FileKind::Table, n)) {
+            return Err(Error::corruption(
+                table_file_name(dir, n).display().to_string(),
+                "table file named by the manifest is missing",
+            ));
+        }
+    }
+    let mut logs: Vec<u64> = present
+        .iter()
+        .filter(|(k, n)| *k == FileKind::Log && *n >= versions.log_number)
+        .map(|(_, n)| *n)
+        .collect();
+    logs.sort_unstable();
+    for (_, n) in &present {
+        versions.mark_file_number_used(*n);
+    }
+
+    let block_cache = BlockCache::new(options.block_cache_bytes);
+    let table_cache = TableCache::new(
+        dir.to_path_buf(),
+        Arc::clone(&fs),
+        block_cache,
+        Arc::clone(&counters),
+        options.max_open_files,
+    );
+    let placeholder_mem = Arc::new(MemTable::new(0));
+    let version = versions.current();
+    let inner = DbInner {
+        dir: dir.to_path_buf(),
+        fs: Arc::clone(&fs),
+        counters: Arc::clone(&counters),
+        table_cache,
+        state: Mutex::new(State {
+            mem: Arc::clone(&placeholder_mem),
+            imm: VecDeque::new(),
+            super_version: Arc::new(SuperVersion {
+                mem: Arc::clone(&placeholder_mem),
+                imm: Vec::new(),
+                version,
+            }),
+            versions,
+            bg_error: None,
+            busy_levels: vec![false; options.compaction.num_levels],
+            pending_outputs: HashSet::new(),
+            live_versions: Vec::new(),
+            shutting_down: false,
+            manual_compactions: 0,
+        }),
+        bg_cv: Condvar::new(),
+        write_queue: Mutex::new(VecDeque::new()),
+        write_cv: Condvar::new(),
+        // Replaced below once the new WAL exists.
+        wal: Mutex::new(WalState {
+            writer: LogWriter::new(Box::new(NullFile)),
+            number: 0,
+            mem: placeholder_mem,
+        }),
+        last_sequence: AtomicU64::new(0),
+        snapshots: Arc::new(SnapshotList::default()),
+        options,
+        _lock: lock,
+    };
+    replay_and_restart(&inner, &logs)?;
+    Ok(inner)
+}
+
+/// Replays `logs` into L0 tables, then starts a new WAL and manifest.
+fn replay_and_restart(db: &DbInner, logs: &[u64]) -> Result<()> {
+    let mut state = db.state.lock();
+    let mut edit = VersionEdit::default();
+    let mut max_seq = state.versions.last_sequence;
+    let mut mem = Arc::new(MemTable::new(0));
+    for (i, &number) in logs.iter().enumerate() {
+        let path = log_file_name(&db.dir, number);
+        let data = db.fs.read_all(&path)?;
+        db.counters.add_read(IoPurpose::Recovery, data.len() as u64);
+        let location = path.display().to_string();
+        let mut reader = LogReader::new(data, location.clone());
+        while let Some(record) = reader.next_record()? {
+            let batch = decode_batch(&record, "WAL record").map_err(|e| match e {
+                Error::Corruption { reason, .. } => Error::corruption(location.clone(), reason),
+                other => other,
+            })?;
+            let mut seq = batch.first_sequence;
+            if batch.count == 0 {
+                continue;
+            }
+            for op in batch.ops {
+                let op = op.map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
+                match op {
+                    crate::write_batch::BatchOp::Put(k, v) => {
+                        mem.add(seq, crate::format::ValueType::Value, k, v)
+                    }
+                    crate::write_batch::BatchOp::Delete(k) => {
+                        mem.add(seq, crate::format::ValueType::Deletion, k, &[])
+                    }
+                }
+                seq += 1;
+            }
+            max_seq = max_seq.max(seq - 1);
+            if mem.approximate_bytes() >= db.options.write_buffer_size as u64 {
+                flush_replayed(db, &mut state, &mut mem, &mut edit)?;
+            }
+        }
+        let tail = reader.tail();
+        if tail.dropped_bytes > 0 && i + 1 < logs.len() {
+            return Err(Error::corruption(
+                format!("{location} at offset {}", tail.valid_end),
+                "damaged tail in a WAL that a newer WAL follows",
+            ));
+        }
+    }
+    flush_replayed(db, &mut state, &mut mem, &mut edit)?;
+    // Start the new WAL; the edit makes it the oldest live log.
+    let number = state.versions.new_file_number();
+    let file = db.fs.create(&log_file_name(&db.dir, number))?;
+    db.fs.sync_dir(&db.dir)?;
+    state.versions.last_sequence = max_seq;
+    edit.log_number = Some(number);
+    state.versions.log_and_apply(edit)?;
+    let mem = Arc::new(MemTable::new(number));
+    *db.wal.lock() = WalState {
+        writer: LogWriter::new(file),
+        number,
+        mem: Arc::clone(&mem),
+    };
+    state.mem = mem;
+    state.install_super_version();
+    db.last_sequence
+        .store(max_seq, std::sync::atomic::Ordering::Release);
+    let obsolete = db.collect_obsolete_files(&mut state);
+    drop(state);
+    db.delete_files(obsolete);
+    Ok(())
+}
+
+fn flush_replayed(
+    db: &DbInner,
+    state: &mut State,
+    mem: &mut Arc<MemTable>,
+    edit: &mut VersionEdit,
+) -> Result<()> {
+    if mem.is_empty() {
+        return Ok(());
+    }
+    let number = state.versions.new_file_number();
+    if let Some(meta) = db.write_table_from_memtable(mem, number)? {
+        db.counters
+            .ssd_written_flush
+            .fetch_add(meta.file_size, std::sync::atomic::Ordering::Relaxed);
+        edit.new_files.push((0, meta));
+    }
+    *mem = Arc::new(MemTable::new(0));
+    Ok(())
+}
+
+/// A sink used only until recovery installs the real WAL.
+struct NullFile;
+
+impl crate::fs::WritableFile for NullFile {
+    fn append(&mut self, _: &[u8]) -> Result<()> {
+        Err(Error::InvalidArgument("database is not open yet".into()))
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn size(&self) -> u64 {
+        0
+    }
+}

@@ -1,0 +1,123 @@
+//! The table cache: open table readers (file handle, parsed index and Bloom filter), bounded by
+//! `max_open_files` with least-recently-used eviction.
+//!
+//! Sharded by file number so concurrent readers rarely meet on one lock. Thread-safe.
+
+use crate::fs::FileSystem;
+use crate::sst::{BlockCache, Table};
+use crate::stats::Counters;
+use crate::version::{table_file_name, FileMetaData};
+use crate::{Error, Result};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+const SHARDS: usize = 16;
+
+struct Shard {
+    tables: HashMap<u64, (Arc<Table>, u64)>,
+}
+
+/// Open table readers keyed by file number.
+pub struct TableCache {
+    dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    block_cache: Arc<BlockCache>,
+    counters: Arc<Counters>,
+    shards: Vec<Mutex<Shard>>,
+    per_shard: usize,
+    tick: AtomicU64,
+}
+
+impl TableCache {
+    /// A cache for the tables of database directory `dir`.
+    pub fn new(
+        dir: PathBuf,
+        fs: Arc<dyn FileSystem>,
+        block_cache: Arc<BlockCache>,
+        counters: Arc<Counters>,
+        max_open_files: usize,
+    ) -> Self {
+        TableCache {
+            dir,
+            fs,
+            block_cache,
+            counters,
+            shards: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        tables: HashMap::new(),
+                    })
+                })
+                .collect(),
+            per_shard: (max_open_files / SHARDS).max(1),
+            tick: AtomicU64::new(0),
+        }
+    }
+
+    /// The reader of `meta`'s table, opening it on a miss. A file whose size differs from what
+    /// the manifest recorded is reported as corruption.
+    pub fn get(&self, meta: &FileMetaData) -> Result<Arc<Table>> {
+        let shard = &self.shards[meta.number as usize % SHARDS];
+        let now = self.tick.fetch_add(1, Relaxed);
+        if let Some(entry) = shard.lock().tables.get_mut(&meta.number) {
+            entry.1 = now;
+            return Ok(Arc::clone(&entry.0));
+        }
+        let path = table_file_name(&self.dir, meta.number);
+        let file = self.fs.open_readable(&path)?;
+        if file.size() != meta.file_size {
+            return Err(Error::corruption(
+                path.display().to_string(),
+                format!(
+                    "file is {} bytes, the manifest recorded {}",
+                    file.size(),
+                    meta.file_size
+                ),
+            ));
+        }
+        let table = Table::open(
+            file,
+            meta.number,
+            path,
+            Arc::clone(&self.block_cache),
+            Arc::clone(&self.counters),
+        )?;
+        let mut s = shard.lock();
+        if s.tables.len() >= self.per_shard {
+            if let Some(&victim) = s.tables.iter().min_by_key(|(_, e)| e.1).map(|(n, _)| n) {
+                s.tables.remove(&victim);
+            }
+        }
+        s.tables.insert(meta.number, (Arc::clone(&table), now));
+        Ok(table)
+    }
+
+    /// Drops the reader of a deleted file.
+    pub fn evict(&self, number: u64) {
+        self.shards[number as usize % SHARDS]
+            .lock()
+            .tables
+            .remove(&number);
+    }
+
+    /// DRAM held by open tables: (filter bytes, index bytes).
+    pub fn resident_bytes(&self) -> (u64, u64) {
+        let mut filter = 0;
+        let mut index = 0;
+        for s in &self.shards {
+            for (t, _) in s.lock().tables.values() {
+                filter += t.filter_bytes();
+                index += t.index_bytes();
+            }
+        }
+        (filter, index)
+    }
+
+    /// The shared block cache.
+    pub fn block_cache(&self) -> &Arc<BlockCache> {
+        &self.block_cache
+    }
+}

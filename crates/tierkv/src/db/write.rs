@@ -1,0 +1,209 @@
+//! The write path: a queue of writers in which the front writer (the leader) commits a group of
+//! batches with one WAL append, as LevelDB's write queue does.
+//!
+//! Steps of the leader, holding the `wal` lock: make room (throttle on L0 and memtable
+//! backlog, rotate a full memtable to a new WAL), assign sequence numbers, append one WAL
+//! record (and sync if any writer of the group asked), insert into the memtable, publish the
+//! last sequence. A failed WAL append or sync poisons the database: the memtable is not updated
+//! and every later write fails with [`Error::Poisoned`].
+
+use super::{DbInner, WalState};
+use crate::format::ValueType;
+use crate::log::LogWriter;
+use crate::memtable::MemTable;
+use crate::options::WriteOptions;
+use crate::stats::IoPurpose;
+use crate::version::log_file_name;
+use crate::write_batch::BatchOp;
+use crate::{Result, WriteBatch};
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Bytes a group may grow to (LevelDB's limit).
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// One waiting writer.
+pub(crate) struct Writer {
+    sync: bool,
+    slot: Mutex<WriterSlot>,
+}
+
+struct WriterSlot {
+    batch: Option<WriteBatch>,
+    result: Option<Result<()>>,
+}
+
+impl DbInner {
+    pub(crate) fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        batch.validate(self.options.max_key_size, self.options.max_value_size)?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let me = Arc::new(Writer {
+            sync: options.sync,
+            slot: Mutex::new(WriterSlot {
+                batch: Some(batch),
+                result: None,
+            }),
+        });
+        let mut queue = self.write_queue.lock();
+        queue.push_back(Arc::clone(&me));
+        loop {
+            if let Some(r) = me.slot.lock().result.take() {
+                return r;
+            }
+            if Arc::ptr_eq(queue.front().expect("queue holds me"), &me) {
+                break;
+            }
+            self.write_cv.wait(&mut queue);
+        }
+        // Leader: take a group of compatible writers from the front.
+        let mut group: Vec<Arc<Writer>> = Vec::new();
+        let mut bytes = 0;
+        for w in queue.iter() {
+            let len = w.slot.lock().batch.as_ref().map_or(0, |b| b.encoded_len());
+            if !group.is_empty() && ((w.sync && !me.sync) || bytes + len > MAX_GROUP_BYTES) {
+                break;
+            }
+            bytes += len;
+            group.push(Arc::clone(w));
+        }
+        drop(queue);
+        let result = self.commit_group(&group, me.sync);
+        let mut queue = self.write_queue.lock();
+        for w in &group {
+            let front = queue.pop_front().expect("group is at the front");
+            debug_assert!(Arc::ptr_eq(&front, w));
+            if !Arc::ptr_eq(w, &me) {
+                w.slot.lock().result = Some(match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(e.duplicate()),
+                });
+            }
+        }
+        self.write_cv.notify_all();
+        drop(queue);
+        result
+    }
+
+    fn commit_group(&self, group: &[Arc<Writer>], sync: bool) -> Result<()> {
+        let mut batch = group[0].slot.lock().batch.take().expect("batch");
+        for w in &group[1..] {
+            batch.append(w.slot.lock().batch.as_ref().expect("batch"));
+        }
+        let mut wal = self.wal.lock();
+        self.make_room_for_write(&mut wal, false)?;
+        let first_seq = self.last_sequence.load(Acquire) + 1;
+        let count = batch.len() as u64;
+        let user_bytes = batch.user_bytes();
+        let record = batch.encode(first_seq);
+        let appended = wal.writer.add_record(record).and_then(|n| {
+            self.counters.add_written(IoPurpose::Wal, n);
+            self.counters.wal_appends.fetch_add(1, Relaxed);
+            if sync {
+                self.counters.wal_syncs.fetch_add(1, Relaxed);
+                wal.writer.sync()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = appended {
+            return Err(self.state.lock().poison("WAL write failed", e));
+        }
+        insert_into(&wal.mem, &batch, first_seq)?;
+        self.last_sequence.store(first_seq + count - 1, Release);
+        self.counters
+            .user_bytes_written
+            .fetch_add(user_bytes, Relaxed);
+        self.counters.user_writes.fetch_add(count, Relaxed);
+        Ok(())
+    }
+
+    /// Ensures the active memtable has room, throttling or stopping while L0 or the memtable
+    /// backlog is too large, and rotating a full memtable. With `force`, rotates a non-empty
+    /// memtable regardless of its size (used by `flush`).
+    pub(crate) fn make_room_for_write(&self, wal: &mut WalState, mut force: bool) -> Result<()> {
+        let c = &self.options.compaction;
+        let mut allow_delay = !force;
+        let mut state = self.state.lock();
+        loop {
+            if let Some(e) = &state.bg_error {
+                return Err(e.duplicate());
+            }
+            let l0 = state.super_version.version.levels[0].len();
+            if allow_delay && l0 >= c.level0_slowdown_trigger {
+                // Delay this write by 1 ms rather than stopping later for seconds.
+                drop(state);
+                let t = Instant::now();
+                std::thread::sleep(Duration::from_millis(1));
+                self.add_stall(t, false);
+                allow_delay = false;
+                state = self.state.lock();
+                continue;
+            }
+            if !force && wal.mem.approximate_bytes() < self.options.write_buffer_size as u64 {
+                return Ok(());
+            }
+            if force && wal.mem.is_empty() {
+                return Ok(());
+            }
+            if state.imm.len() + 1 >= self.options.max_write_buffer_number
+                || l0 >= c.level0_stop_trigger
+            {
+                let t = Instant::now();
+                self.bg_cv.notify_all();
+                self.bg_cv.wait_for(&mut state, Duration::from_millis(100));
+                self.add_stall(t, true);
+                continue;
+            }
+            // Rotate: sync the old WAL (so no later WAL can hold synced data while an earlier
+            // one lost unsynced data), start a new WAL, make the memtable immutable.
+            let number = state.versions.new_file_number();
+            let rotated = self.rotate_wal(wal, number);
+            if let Err(e) = rotated {
+                return Err(state.poison("WAL rotation failed", e));
+            }
+            let old = std::mem::replace(&mut state.mem, Arc::clone(&wal.mem));
+            state.imm.push_back(old);
+            state.install_super_version();
+            self.bg_cv.notify_all();
+            force = false;
+        }
+    }
+
+    fn rotate_wal(&self, wal: &mut WalState, number: u64) -> Result<()> {
+        wal.writer.sync()?;
+        let path = log_file_name(&self.dir, number);
+        let file = self.fs.create(&path)?;
+        self.fs.sync_dir(&self.dir)?;
+        wal.writer = LogWriter::new(file);
+        wal.number = number;
+        wal.mem = Arc::new(MemTable::new(number));
+        Ok(())
+    }
+
+    fn add_stall(&self, since: Instant, stop: bool) {
+        let us = since.elapsed().as_micros() as u64;
+        let c = &self.counters;
+        if stop {
+            c.stall_stop_micros.fetch_add(us, Relaxed);
+        } else {
+            c.stall_slowdown_micros.fetch_add(us, Relaxed);
+        }
+        c.stall_count.fetch_add(1, Relaxed);
+    }
+}
+
+/// Inserts every operation of `batch` into `mem`, numbering them from `first_seq`.
+pub(crate) fn insert_into(mem: &MemTable, batch: &WriteBatch, first_seq: u64) -> Result<()> {
+    for (i, op) in batch.iter_ops().enumerate() {
+        let seq = first_seq + i as u64;
+        match op? {
+            BatchOp::Put(k, v) => mem.add(seq, ValueType::Value, k, v),
+            BatchOp::Delete(k) => mem.add(seq, ValueType::Deletion, k, &[]),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,493 @@
+//! An open table: point lookups and two-level iteration over a table file.
+//!
+//! [`Table::open`] reads the footer, the index block and the filter block once; the index is kept
+//! parsed (separator keys in one buffer plus an array of block handles) and the filter resident,
+//! so a lookup costs a binary search in DRAM, a filter probe, and at most one data block read
+//! (or a block cache hit).
+//!
+//! Thread-safety: a [`Table`] is immutable after open and shared as `Arc<Table>` by any number of
+//! threads; a [`TableIterator`] has one owner and keeps its table alive.
+//!
+//! Invariants: every block read from the file has its checksum verified before use; every length,
+//! offset, varint and restart is bounds-checked, so damaged bytes give
+//! [`crate::Error::Corruption`] naming the file (and the block offset), never a panic or wrong
+//! data. Index keys are strictly increasing and data block handles are ordered, non-overlapping
+//! and lie before the filter and index blocks (checked at open).
+
+use super::block::{Block, BlockIter};
+use super::cache::BlockCache;
+use super::filter::BloomFilter;
+use super::format::{block_location, read_block, BlockHandle, Footer, FOOTER_LEN};
+use crate::format::{compare_internal, parse_internal_key, user_key, TRAILER_LEN};
+use crate::fs::RandomAccessFile;
+use crate::iterator::InternalIterator;
+use crate::stats::{Counters, IoPurpose};
+use crate::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug)]
+struct IndexEntry {
+    key_start: usize,
+    key_end: usize,
+    handle: BlockHandle,
+}
+
+/// The parsed index block: entry `i`'s key is `>=` every key of data block `i` and `<` every
+/// key of block `i + 1`.
+#[derive(Debug)]
+struct Index {
+    keys: Vec<u8>,
+    entries: Vec<IndexEntry>,
+}
+
+impl Index {
+    #[inline]
+    fn key(&self, i: usize) -> &[u8] {
+        let e = &self.entries[i];
+        &self.keys[e.key_start..e.key_end]
+    }
+
+    /// The first block that may hold a key `>= target`.
+    #[inline]
+    fn find(&self, target: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.entries.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if compare_internal(self.key(mid), target).is_lt() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    fn resident_bytes(&self) -> u64 {
+        (self.keys.capacity() + self.entries.capacity() * std::mem::size_of::<IndexEntry>()) as u64
+    }
+}
+
+/// An open, immutable table reader.
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    file_number: u64,
+    path: PathBuf,
+    cache: Arc<BlockCache>,
+    counters: Arc<Counters>,
+    file_size: u64,
+    /// Blocks must end at or before this offset (the footer's start).
+    data_end: u64,
+    index: Index,
+    index_bytes: u64,
+    filter: Option<BloomFilter>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("file_size", &self.file_size)
+            .field("data_blocks", &self.index.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn parse_index(block: Block, path: &Path, handle: BlockHandle, meta_start: u64) -> Result<Index> {
+    let loc = || block_location(path, handle.offset);
+    let mut keys = Vec::with_capacity(block.size());
+    let mut entries: Vec<IndexEntry> = Vec::new();
+    let mut it = BlockIter::new(Arc::new(block), Vec::new());
+    it.seek_to_first();
+    let mut prev_end = 0u64;
+    while it.valid() {
+        let h = BlockHandle::decode_varint(it.value())
+            .ok_or_else(|| Error::corruption(loc(), "bad block handle in index"))?;
+        let end = h.end_with_trailer().unwrap_or(u64::MAX);
+        if h.offset < prev_end || end > meta_start {
+            return Err(Error::corruption(
+                loc(),
+                format!(
+                    "index entry {} has data block handle {}+{} out of order or out of range",
+                    entries.len(),
+                    h.offset,
+                    h.size
+                ),
+            ));
+        }
+        prev_end = end;
+        if let Some(last) = entries.last() {
+            let pk = &keys[last.key_start..last.key_end];
+            if !compare_internal(pk, it.key()).is_lt() {
+                return Err(Error::corruption(loc(), "index keys not increasing"));
+            }
+        }
+        let key_start = keys.len();
+        keys.extend_from_slice(it.key());
+        entries.push(IndexEntry {
+            key_start,
+            key_end: keys.len(),
+            handle: h,
+        });
+        it.next();
+    }
+    if let Some(r) = it.status() {
+        return Err(Error::corruption(loc(), r));
+    }
+    keys.shrink_to_fit();
+    entries.shrink_to_fit();
+    Ok(Index { keys, entries })
+}
+
+impl Table {
+    /// Opens a table: reads and checks the footer, the index block and the filter block (those
+    /// bytes are counted as user reads).
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        file_number: u64,
+        path: PathBuf,
+        cache: Arc<BlockCache>,
+        counters: Arc<Counters>,
+    ) -> Result<Arc<Table>> {
+        let file_size = file.size();
+        if file_size < FOOTER_LEN as u64 {
+            return Err(Error::corruption(
+                path.display().to_string(),
+                format!("file of {file_size} bytes is too short for a table footer"),
+            ));
+        }
+        let data_end = file_size - FOOTER_LEN as u64;
+        let mut fbuf = [0u8; FOOTER_LEN];
+        file.read_exact_at(data_end, &mut fbuf)?;
+        counters.add_read(IoPurpose::UserRead, FOOTER_LEN as u64);
+        let footer = Footer::decode(&fbuf).map_err(|r| {
+            Error::corruption(format!("{} footer at {data_end}", path.display()), r)
+        })?;
+
+        let mut meta_start = footer.index.offset;
+        let filter =
+            if footer.filter.size > 0 {
+                meta_start = meta_start.min(footer.filter.offset);
+                let (data, n) = read_block(&*file, &path, footer.filter, data_end)?;
+                counters.add_read(IoPurpose::UserRead, n);
+                Some(BloomFilter::new(data).map_err(|r| {
+                    Error::corruption(block_location(&path, footer.filter.offset), r)
+                })?)
+            } else {
+                None
+            };
+        let (data, n) = read_block(&*file, &path, footer.index, data_end)?;
+        counters.add_read(IoPurpose::UserRead, n);
+        let block = Block::new(data)
+            .map_err(|r| Error::corruption(block_location(&path, footer.index.offset), r))?;
+        let index = parse_index(block, &path, footer.index, meta_start)?;
+        let index_bytes = index.resident_bytes();
+        Ok(Arc::new(Table {
+            file,
+            file_number,
+            path,
+            cache,
+            counters,
+            file_size,
+            data_end,
+            index,
+            index_bytes,
+            filter,
+        }))
+    }
+
+    fn corruption_at(&self, offset: u64, reason: &str) -> Error {
+        Error::corruption(block_location(&self.path, offset), reason)
+    }
+
+    /// Reads data block `i` through the cache.
+    fn data_block(&self, i: usize, purpose: IoPurpose, fill_cache: bool) -> Result<Arc<Block>> {
+        let h = self.index.entries[i].handle;
+        if let Some(b) = self.cache.get(self.file_number, h.offset) {
+            self.counters.block_cache_hits.fetch_add(1, Relaxed);
+            return Ok(b);
+        }
+        self.counters.block_cache_misses.fetch_add(1, Relaxed);
+        let block = self.read_data_block_uncached(h, purpose)?;
+        if fill_cache {
+            self.cache.insert(self.file_number, h.offset, block.clone());
+        }
+        Ok(block)
+    }
+
+    fn read_data_block_uncached(&self, h: BlockHandle, purpose: IoPurpose) -> Result<Arc<Block>> {
+        let (data, n) = read_block(&*self.file, &self.path, h, self.data_end)?;
+        self.counters.add_read(purpose, n);
+        Ok(Arc::new(
+            Block::new(data).map_err(|r| self.corruption_at(h.offset, r))?,
+        ))
+    }
+
+    /// Looks up `lookup_key` (an internal key): the first entry `>= lookup_key` if it has the
+    /// same user key, as `(internal key, value)`; `None` otherwise or if the filter rules the
+    /// user key out.
+    pub fn get(
+        &self,
+        lookup_key: &[u8],
+        purpose: IoPurpose,
+        fill_cache: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if lookup_key.len() < TRAILER_LEN {
+            return Err(Error::InvalidArgument(
+                "lookup key shorter than an internal-key trailer".into(),
+            ));
+        }
+        let uk = user_key(lookup_key);
+        if let Some(f) = &self.filter {
+            if !f.may_contain(uk) {
+                self.counters.bloom_useful.fetch_add(1, Relaxed);
+                return Ok(None);
+            }
+        }
+        let mut key_buf = Vec::new();
+        let mut i = self.index.find(lookup_key);
+        while i < self.index.entries.len() {
+            let block = self.data_block(i, purpose, fill_cache)?;
+            let mut it = BlockIter::new(block, key_buf);
+            it.seek(lookup_key);
+            if let Some(r) = it.status() {
+                return Err(self.corruption_at(self.index.entries[i].handle.offset, r));
+            }
+            if it.valid() {
+                if user_key(it.key()) == uk {
+                    return Ok(Some((it.key().to_vec(), it.value().to_vec())));
+                }
+                return Ok(None);
+            }
+            // Only possible when the index key is past the block's last key: the answer, if
+            // any, starts the next block.
+            key_buf = it.into_key_buffer();
+            i += 1;
+        }
+        Ok(None)
+    }
+
+    /// An iterator over the whole table; it keeps the table alive.
+    pub fn iter(self: &Arc<Self>, purpose: IoPurpose, fill_cache: bool) -> TableIterator {
+        TableIterator {
+            table: Arc::clone(self),
+            purpose,
+            fill_cache,
+            index_pos: 0,
+            block_iter: None,
+            spare_key_buf: Vec::new(),
+            err: None,
+        }
+    }
+
+    /// The table's file number.
+    pub fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    /// The file's size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Number of data blocks.
+    pub fn num_data_blocks(&self) -> usize {
+        self.index.entries.len()
+    }
+
+    /// DRAM held by the Bloom filter (0 without one).
+    pub fn filter_bytes(&self) -> u64 {
+        self.filter.as_ref().map_or(0, |f| f.size() as u64)
+    }
+
+    /// DRAM held by the parsed index.
+    pub fn index_bytes(&self) -> u64 {
+        self.index_bytes
+    }
+
+    /// Reads every data block bypassing the cache (counted as recovery reads), checks checksums,
+    /// restart arrays, internal-key syntax, that keys strictly increase across the table and lie
+    /// within their index bounds, and that the filter admits every user key. Returns the number
+    /// of entries.
+    pub fn verify(&self) -> Result<u64> {
+        let mut n = 0u64;
+        let mut prev: Vec<u8> = Vec::new();
+        let mut key_buf = Vec::new();
+        for i in 0..self.index.entries.len() {
+            let h = self.index.entries[i].handle;
+            let block = self.read_data_block_uncached(h, IoPurpose::Recovery)?;
+            block
+                .check_restarts()
+                .map_err(|r| self.corruption_at(h.offset, r))?;
+            let mut it = BlockIter::new(block, key_buf);
+            it.seek_to_first();
+            let mut in_block = 0;
+            while it.valid() {
+                let k = it.key();
+                let bad = |r: &str| Err(self.corruption_at(h.offset, r));
+                if parse_internal_key(k).is_none() {
+                    return bad("malformed internal key");
+                }
+                if n > 0 && !compare_internal(&prev, k).is_lt() {
+                    return bad("keys not strictly increasing");
+                }
+                if compare_internal(k, self.index.key(i)).is_gt() {
+                    return bad("key past its index entry");
+                }
+                if i > 0 && !compare_internal(self.index.key(i - 1), k).is_lt() {
+                    return bad("key not after the previous block's index entry");
+                }
+                if let Some(f) = &self.filter {
+                    if !f.may_contain(user_key(k)) {
+                        return bad("filter rejects a key of the table");
+                    }
+                }
+                prev.clear();
+                prev.extend_from_slice(k);
+                n += 1;
+                in_block += 1;
+                it.next();
+            }
+            if let Some(r) = it.status() {
+                return Err(self.corruption_at(h.offset, r));
+            }
+            if in_block == 0 {
+                return Err(self.corruption_at(h.offset, "empty data block"));
+            }
+            key_buf = it.into_key_buffer();
+        }
+        Ok(n)
+    }
+}
+
+/// A two-level iterator over a table: a position in the parsed index plus an iterator over the
+/// current data block.
+pub struct TableIterator {
+    table: Arc<Table>,
+    purpose: IoPurpose,
+    fill_cache: bool,
+    index_pos: usize,
+    block_iter: Option<BlockIter>,
+    spare_key_buf: Vec<u8>,
+    err: Option<Error>,
+}
+
+impl std::fmt::Debug for TableIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableIterator")
+            .field("table", &self.table.path)
+            .field("index_pos", &self.index_pos)
+            .field("valid", &self.valid())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableIterator {
+    /// Loads block `index_pos` (dropping the previous one); false (and invalid) past the end or
+    /// on error.
+    fn load_block(&mut self) -> bool {
+        let buf = match self.block_iter.take() {
+            Some(it) => it.into_key_buffer(),
+            None => std::mem::take(&mut self.spare_key_buf),
+        };
+        if self.err.is_some() || self.index_pos >= self.table.index.entries.len() {
+            self.spare_key_buf = buf;
+            return false;
+        }
+        match self
+            .table
+            .data_block(self.index_pos, self.purpose, self.fill_cache)
+        {
+            Ok(b) => {
+                self.block_iter = Some(BlockIter::new(b, buf));
+                true
+            }
+            Err(e) => {
+                self.err = Some(e);
+                self.spare_key_buf = buf;
+                false
+            }
+        }
+    }
+
+    /// After a block-level move: records block errors and moves on past exhausted blocks.
+    fn settle(&mut self) {
+        loop {
+            let Some(it) = &self.block_iter else { return };
+            if let Some(r) = it.status() {
+                let off = self.table.index.entries[self.index_pos].handle.offset;
+                self.err = Some(self.table.corruption_at(off, r));
+                self.block_iter = None;
+                return;
+            }
+            if it.valid() {
+                return;
+            }
+            self.index_pos += 1;
+            if !self.load_block() {
+                return;
+            }
+            if let Some(it) = &mut self.block_iter {
+                it.seek_to_first();
+            }
+        }
+    }
+}
+
+impl InternalIterator for TableIterator {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.block_iter.as_ref().is_some_and(|it| it.valid())
+    }
+
+    fn seek_to_first(&mut self) {
+        self.index_pos = 0;
+        if self.load_block() {
+            if let Some(it) = &mut self.block_iter {
+                it.seek_to_first();
+            }
+            self.settle();
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.index_pos = self.table.index.find(target);
+        if self.load_block() {
+            if let Some(it) = &mut self.block_iter {
+                it.seek(target);
+            }
+            self.settle();
+        }
+    }
+
+    fn next(&mut self) {
+        debug_assert!(self.valid());
+        if let Some(it) = &mut self.block_iter {
+            if it.valid() {
+                it.next();
+            }
+        }
+        self.settle();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.block_iter.as_ref().expect("valid iterator").key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.block_iter.as_ref().expect("valid iterator").value()
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+}

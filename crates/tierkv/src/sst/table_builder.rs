@@ -1,0 +1,277 @@
+//! Writes one table: data blocks, the filter block, the index block and the footer.
+//!
+//! Thread-safety: a [`TableBuilder`] has one owner (a flush or a compaction).
+//!
+//! Invariants: keys are internal keys added in strictly increasing [`compare_internal`] order;
+//! every index key `s_i` satisfies `last_key(block_i) <= s_i < first_key(block_i+1)`; the file is
+//! synced by [`TableBuilder::finish`] before the summary is returned. After an error the builder
+//! must be abandoned (the caller removes the file).
+
+use super::block_builder::BlockBuilder;
+use super::filter::FilterBuilder;
+use super::format::{block_trailer, BlockHandle, Footer};
+use crate::format::{
+    compare_internal, pack_trailer, user_key, MAX_SEQUENCE, TRAILER_LEN, VALUE_TYPE_FOR_SEEK,
+};
+use crate::fs::WritableFile;
+use crate::options::TableOptions;
+use crate::{Error, Result};
+use std::path::PathBuf;
+
+/// What a finished table holds, for the version edit that installs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableSummary {
+    /// Bytes in the file.
+    pub file_size: u64,
+    /// Entries in the table.
+    pub num_entries: u64,
+    /// The smallest internal key (empty for an empty table).
+    pub smallest: Vec<u8>,
+    /// The largest internal key (empty for an empty table).
+    pub largest: Vec<u8>,
+}
+
+/// Builds a table file from sorted entries.
+pub struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    block_size: usize,
+    offset: u64,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    /// Handle of the last finished data block, whose index entry waits for the next key.
+    pending_handle: Option<BlockHandle>,
+    filter: Option<FilterBuilder>,
+    last_key: Vec<u8>,
+    smallest: Vec<u8>,
+    num_entries: u64,
+    scratch: Vec<u8>,
+    handle_buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for TableBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableBuilder")
+            .field("path", &self.path)
+            .field("offset", &self.offset)
+            .field("num_entries", &self.num_entries)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sets `out` to a short internal key `s` with `start <= s < limit` (LevelDB's
+/// `FindShortestSeparator` on the user keys).
+fn shortest_separator(start: &[u8], limit: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let (us, ul) = (user_key(start), user_key(limit));
+    let n = us.len().min(ul.len());
+    let diff = us.iter().zip(ul).take_while(|(a, b)| a == b).count();
+    if diff < n {
+        let b = us[diff];
+        if b < 0xff && b + 1 < ul[diff] && diff + 1 < us.len() {
+            out.extend_from_slice(&us[..=diff]);
+            out[diff] += 1;
+            out.extend_from_slice(&pack_trailer(MAX_SEQUENCE, VALUE_TYPE_FOR_SEEK).to_le_bytes());
+            debug_assert!(compare_internal(start, out).is_lt());
+            debug_assert!(compare_internal(out, limit).is_lt());
+            return;
+        }
+    }
+    out.extend_from_slice(start);
+}
+
+/// Sets `out` to a short internal key `>= key` (LevelDB's `FindShortSuccessor`).
+fn short_successor(key: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let uk = user_key(key);
+    if let Some(i) = uk.iter().position(|&b| b != 0xff) {
+        if i + 1 < uk.len() {
+            out.extend_from_slice(&uk[..=i]);
+            out[i] += 1;
+            out.extend_from_slice(&pack_trailer(MAX_SEQUENCE, VALUE_TYPE_FOR_SEEK).to_le_bytes());
+            debug_assert!(compare_internal(key, out).is_lt());
+            return;
+        }
+    }
+    out.extend_from_slice(key);
+}
+
+impl TableBuilder {
+    /// Starts a table written to `file` (already created, empty); `path` names it in errors.
+    pub fn new(options: &TableOptions, file: Box<dyn WritableFile>, path: PathBuf) -> TableBuilder {
+        TableBuilder {
+            file,
+            path,
+            block_size: options.block_size.max(1),
+            offset: 0,
+            data_block: BlockBuilder::new(options.restart_interval),
+            index_block: BlockBuilder::new(1),
+            pending_handle: None,
+            filter: (options.bloom_bits_per_key > 0)
+                .then(|| FilterBuilder::new(options.bloom_bits_per_key)),
+            last_key: Vec::new(),
+            smallest: Vec::new(),
+            num_entries: 0,
+            scratch: Vec::new(),
+            handle_buf: Vec::new(),
+        }
+    }
+
+    /// Adds an entry. REQUIRES: `internal_key` is a valid internal key sorting strictly after
+    /// every key added before.
+    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        if internal_key.len() < TRAILER_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "table key of {} bytes is shorter than an internal-key trailer",
+                internal_key.len()
+            )));
+        }
+        if internal_key.len() > u32::MAX as usize || value.len() > u32::MAX as usize {
+            return Err(Error::InvalidArgument("table entry too large".into()));
+        }
+        debug_assert!(
+            self.num_entries == 0 || compare_internal(&self.last_key, internal_key).is_lt(),
+            "table keys must be strictly increasing"
+        );
+        if let Some(h) = self.pending_handle.take() {
+            shortest_separator(&self.last_key, internal_key, &mut self.scratch);
+            self.add_index_entry(h);
+        }
+        if let Some(f) = &mut self.filter {
+            let uk = user_key(internal_key);
+            if self.num_entries == 0 || user_key(&self.last_key) != uk {
+                f.add_key(uk);
+            }
+        }
+        if self.num_entries == 0 {
+            self.smallest.extend_from_slice(internal_key);
+        }
+        self.last_key.clear();
+        self.last_key.extend_from_slice(internal_key);
+        self.num_entries += 1;
+        self.data_block.add(internal_key, value);
+        if self.data_block.size_estimate() >= self.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Adds the index entry with key `self.scratch` for `h`.
+    fn add_index_entry(&mut self, h: BlockHandle) {
+        self.handle_buf.clear();
+        h.encode_varint(&mut self.handle_buf);
+        self.index_block.add(&self.scratch, &self.handle_buf);
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        debug_assert!(self.pending_handle.is_none());
+        let contents = self.data_block.finish();
+        let handle = write_raw_block(&mut *self.file, &mut self.offset, contents)?;
+        self.data_block.reset();
+        self.pending_handle = Some(handle);
+        Ok(())
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.num_entries
+    }
+
+    /// Bytes written so far plus the pending data block.
+    pub fn file_size_estimate(&self) -> u64 {
+        self.offset
+            + if self.data_block.is_empty() {
+                0
+            } else {
+                self.data_block.size_estimate() as u64
+            }
+    }
+
+    /// Writes the last data block, the filter block, the index block and the footer, then syncs
+    /// the file.
+    pub fn finish(mut self) -> Result<TableSummary> {
+        self.flush_data_block()?;
+        if let Some(h) = self.pending_handle.take() {
+            short_successor(&self.last_key, &mut self.scratch);
+            self.add_index_entry(h);
+        }
+        let filter = match &self.filter {
+            Some(f) => {
+                let contents = f.finish();
+                write_raw_block(&mut *self.file, &mut self.offset, &contents)?
+            }
+            None => BlockHandle::default(),
+        };
+        let index = write_raw_block(&mut *self.file, &mut self.offset, self.index_block.finish())?;
+        let footer = Footer { filter, index }.encode();
+        self.file.append(&footer)?;
+        self.offset += footer.len() as u64;
+        self.file.sync()?;
+        debug_assert_eq!(self.file.size(), self.offset);
+        Ok(TableSummary {
+            file_size: self.offset,
+            num_entries: self.num_entries,
+            smallest: self.smallest,
+            largest: self.last_key,
+        })
+    }
+}
+
+/// Appends `contents` and its trailer at `*offset`; returns the handle and advances `*offset`.
+fn write_raw_block(
+    file: &mut dyn WritableFile,
+    offset: &mut u64,
+    contents: &[u8],
+) -> Result<BlockHandle> {
+    let handle = BlockHandle {
+        offset: *offset,
+        size: contents.len() as u64,
+    };
+    file.append(contents)?;
+    let trailer = block_trailer(contents);
+    file.append(&trailer)?;
+    *offset += (contents.len() + trailer.len()) as u64;
+    Ok(handle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{make_internal_key, ValueType};
+
+    #[test]
+    fn separators_are_between_keys() {
+        let mut out = Vec::new();
+        let cases: &[(&[u8], &[u8])] = &[
+            (b"abcdef", b"abzzz"),
+            (b"abc", b"abd"),
+            (b"abc", b"abc"),
+            (b"a\xff\xff", b"b"),
+            (b"helloworld", b"hellp"),
+            (b"", b"a"),
+        ];
+        for &(a, b) in cases {
+            let ka = make_internal_key(a, 10, ValueType::Value);
+            let kb = make_internal_key(b, if a == b { 5 } else { 10 }, ValueType::Value);
+            shortest_separator(&ka, &kb, &mut out);
+            assert!(compare_internal(&ka, &out).is_le(), "{a:?} {b:?}");
+            assert!(compare_internal(&out, &kb).is_lt(), "{a:?} {b:?}");
+            assert!(out.len() <= ka.len());
+        }
+        shortest_separator(
+            &make_internal_key(b"abcdef", 1, ValueType::Value),
+            &make_internal_key(b"abzzz", 1, ValueType::Value),
+            &mut out,
+        );
+        assert_eq!(user_key(&out), b"abd");
+        for k in [&b"abc"[..], b"\xff\xff", b"\xffa", b""] {
+            let ik = make_internal_key(k, 3, ValueType::Deletion);
+            short_successor(&ik, &mut out);
+            assert!(compare_internal(&ik, &out).is_le());
+            assert!(out.len() <= ik.len());
+        }
+    }
+}

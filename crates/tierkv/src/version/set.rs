@@ -1,0 +1,355 @@
+//! `VersionSet`: the current version, the file-number and sequence counters, and the manifest.
+//!
+//! Manifest protocol (DESIGN.md section 4): every change is written to the manifest and synced
+//! before the new version is installed. Each open starts a fresh manifest whose first record is a
+//! snapshot of the whole state, so a torn tail of an older manifest is never appended to.
+//! `CURRENT` names the live manifest; it is replaced by writing a temporary file, syncing it,
+//! renaming it over `CURRENT` and syncing the directory.
+//!
+//! Thread-safety: not internally synchronized; the database keeps it under its state mutex.
+
+use super::{Version, VersionEdit};
+use crate::fs::FileSystem;
+use crate::log::{LogReader, LogWriter};
+use crate::options::Options;
+use crate::stats::{Counters, IoPurpose};
+use crate::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// The on-disk format version written by this build.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Kinds of files in a database directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// `NNNNNN.log`: a write-ahead log.
+    Log,
+    /// `NNNNNN.sst`: a table.
+    Table,
+    /// `MANIFEST-NNNNNN`.
+    Manifest,
+    /// `NNNNNN.dbtmp`: a temporary file (e.g. the next `CURRENT`).
+    Temp,
+}
+
+/// Path of WAL file `n`.
+pub fn log_file_name(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.log"))
+}
+/// Path of table file `n`.
+pub fn table_file_name(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.sst"))
+}
+/// Path of manifest `n`.
+pub fn manifest_file_name(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("MANIFEST-{n:06}"))
+}
+/// Path of `CURRENT`.
+pub fn current_file_name(dir: &Path) -> PathBuf {
+    dir.join("CURRENT")
+}
+
+/// Parses a file name of the database directory into its kind and number.
+pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return n.parse().ok().map(|n| (FileKind::Manifest, n));
+    }
+    let (num, ext) = name.split_once('.')?;
+    let n = num.parse().ok()?;
+    match ext {
+        "log" => Some((FileKind::Log, n)),
+        "sst" => Some((FileKind::Table, n)),
+        "dbtmp" => Some((FileKind::Temp, n)),
+        _ => None,
+    }
+}
+
+/// The current version plus the counters and the manifest writer.
+pub struct VersionSet {
+    dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    counters: Arc<Counters>,
+    current: Arc<Version>,
+    design: String,
+    num_levels: usize,
+    /// Next file number to hand out.
+    pub next_file_number: u64,
+    /// Last sequence number persisted in the manifest (set by the caller before each edit).
+    pub last_sequence: u64,
+    /// WAL files below this number are obsolete.
+    pub log_number: u64,
+    /// Per level: the largest key of the last size-triggered compaction (round-robin start).
+    pub compact_pointers: Vec<Vec<u8>>,
+    manifest: Option<(LogWriter, u64)>,
+}
+
+impl VersionSet {
+    /// Creates the manifest and `CURRENT` of a new, empty database.
+    pub fn create(dir: &Path, options: &Options, counters: Arc<Counters>) -> Result<VersionSet> {
+        let mut vs = VersionSet {
+            dir: dir.to_path_buf(),
+            fs: options.fs.clone(),
+            counters,
+            current: Arc::new(Version::new(options.compaction.num_levels)),
+            design: options.design.name().to_string(),
+            num_levels: options.compaction.num_levels,
+            next_file_number: 1,
+            last_sequence: 0,
+            log_number: 0,
+            compact_pointers: vec![Vec::new(); options.compaction.num_levels],
+            manifest: None,
+        };
+        vs.log_and_apply(VersionEdit::default())?;
+        Ok(vs)
+    }
+
+    /// Reads `CURRENT` and the manifest it names; writes nothing. Checks that the database was
+    /// created with `options.design` and a compatible format.
+    pub fn recover(dir: &Path, options: &Options, counters: Arc<Counters>) -> Result<VersionSet> {
+        let fs = options.fs.clone();
+        let current_path = current_file_name(dir);
+        let current = fs.read_all(&current_path)?;
+        counters.add_read(IoPurpose::Recovery, current.len() as u64);
+        let name = std::str::from_utf8(&current)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n'))
+            .filter(|s| matches!(parse_file_name(s), Some((FileKind::Manifest, _))))
+            .ok_or_else(|| {
+                Error::corruption(current_path.display().to_string(), "not a manifest name")
+            })?;
+        let manifest_path = dir.join(name);
+        let data = fs.read_all(&manifest_path)?;
+        counters.add_read(IoPurpose::Recovery, data.len() as u64);
+        let location = manifest_path.display().to_string();
+        let mut reader = LogReader::new(data, location.clone());
+        let mut version: Option<Version> = None;
+        let (mut next_file, mut last_seq, mut log_number) = (None, None, None);
+        let mut compact_pointers: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut created_design: Option<String> = None;
+        while let Some(record) = reader.next_record()? {
+            let edit = VersionEdit::decode(&record, &location)?;
+            if let Some(d) = &edit.design {
+                created_design = Some(d.clone());
+            }
+            if let Some(fv) = edit.format_version {
+                if fv > FORMAT_VERSION {
+                    return Err(Error::InvalidArgument(format!(
+                        "{location} has format version {fv}; this build reads up to {FORMAT_VERSION}"
+                    )));
+                }
+            }
+            if let Some(n) = edit.num_levels {
+                let n = n as usize;
+                if n != options.compaction.num_levels {
+                    return Err(Error::InvalidArgument(format!(
+                        "database was created with num_levels {n}, opened with {}",
+                        options.compaction.num_levels
+                    )));
+                }
+            }
+            let base = version.unwrap_or_else(|| Version::new(options.compaction.num_levels));
+            version = Some(base.apply(&edit).map_err(|e| match e {
+                Error::Corruption { reason, .. } => Error::corruption(location.clone(), reason),
+                other => other,
+            })?);
+            next_file = edit.next_file_number.or(next_file);
+            last_seq = edit.last_sequence.or(last_seq);
+            log_number = edit.log_number.or(log_number);
+            compact_pointers.extend(edit.compact_pointers);
+        }
+        let missing = |what: &str| Error::corruption(location.clone(), format!("no {what} record"));
+        let design = created_design.ok_or_else(|| missing("design"))?;
+        if design != options.design.name() {
+            return Err(Error::InvalidArgument(format!(
+                "database {} was created with design {design:?}, opened with {:?}",
+                dir.display(),
+                options.design.name()
+            )));
+        }
+        let mut cps = vec![Vec::new(); options.compaction.num_levels];
+        for (level, key) in compact_pointers {
+            if let Some(slot) = cps.get_mut(level) {
+                *slot = key;
+            }
+        }
+        Ok(VersionSet {
+            dir: dir.to_path_buf(),
+            fs,
+            counters,
+            current: Arc::new(version.ok_or_else(|| missing("version"))?),
+            design,
+            num_levels: options.compaction.num_levels,
+            next_file_number: next_file.ok_or_else(|| missing("next file number"))?,
+            last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
+            log_number: log_number.ok_or_else(|| missing("log number"))?,
+            compact_pointers: cps,
+            manifest: None,
+        })
+    }
+
+    /// The installed version.
+    pub fn current(&self) -> Arc<Version> {
+        Arc::clone(&self.current)
+    }
+
+    /// Allocates a file number.
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    /// Makes sure a later allocation never returns `n` (used while replaying WALs).
+    pub fn mark_file_number_used(&mut self, n: u64) {
+        self.next_file_number = self.next_file_number.max(n + 1);
+    }
+
+    /// The number of the live manifest, once one was written by this process.
+    pub fn manifest_number(&self) -> Option<u64> {
+        self.manifest.as_ref().map(|m| m.1)
+    }
+
+    /// Logs `edit` to the manifest (starting a fresh manifest if this process has none yet),
+    /// syncs it, then installs the resulting version. On error nothing is installed and the
+    /// caller must poison the database: the manifest's durable state is unknown.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        if edit.log_number.is_none() {
+            edit.log_number = Some(self.log_number);
+        }
+        let new_version = self.current.apply(&edit)?;
+        for (level, key) in &edit.compact_pointers {
+            self.compact_pointers[*level] = key.clone();
+        }
+        if self.manifest.is_none() {
+            // Allocate the manifest's number before recording next_file_number in it.
+            let number = self.new_file_number();
+            edit.next_file_number = Some(self.next_file_number);
+            edit.last_sequence = Some(self.last_sequence);
+            self.start_manifest(number, &new_version, &edit)?;
+        } else {
+            edit.next_file_number = Some(self.next_file_number);
+            edit.last_sequence = Some(self.last_sequence);
+            let (writer, _) = self.manifest.as_mut().expect("manifest open");
+            let n = writer.add_record(&edit.encode())?;
+            writer.sync()?;
+            self.counters.add_written(IoPurpose::Manifest, n);
+        }
+        self.log_number = edit.log_number.expect("set above");
+        self.current = Arc::new(new_version);
+        Ok(self.current())
+    }
+
+    /// Writes a new manifest holding a snapshot of `version` plus `edit`'s counters, syncs it and
+    /// its directory, then points `CURRENT` at it.
+    fn start_manifest(&mut self, number: u64, version: &Version, edit: &VersionEdit) -> Result<()> {
+        let path = manifest_file_name(&self.dir, number);
+        let mut snapshot = VersionEdit {
+            design: Some(self.design.clone()),
+            format_version: Some(FORMAT_VERSION),
+            num_levels: Some(self.num_levels as u32),
+            log_number: edit.log_number,
+            next_file_number: edit.next_file_number,
+            last_sequence: edit.last_sequence,
+            ..VersionEdit::default()
+        };
+        for (level, files) in version.levels.iter().enumerate() {
+            for f in files {
+                snapshot.new_files.push((level, (**f).clone()));
+            }
+        }
+        for (level, key) in self.compact_pointers.iter().enumerate() {
+            if !key.is_empty() {
+                snapshot.compact_pointers.push((level, key.clone()));
+            }
+        }
+        let mut writer = LogWriter::new(self.fs.create(&path)?);
+        let n = writer.add_record(&snapshot.encode())?;
+        writer.sync()?;
+        self.counters.add_written(IoPurpose::Manifest, n);
+        self.fs.sync_dir(&self.dir)?;
+        set_current(&*self.fs, &self.dir, number, &self.counters)?;
+        self.manifest = Some((writer, number));
+        Ok(())
+    }
+}
+
+/// Points `CURRENT` at manifest `number`: write a temp file, sync, rename, sync the directory.
+fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64, counters: &Counters) -> Result<()> {
+    let contents = format!("MANIFEST-{number:06}\n");
+    let tmp = dir.join(format!("{number:06}.dbtmp"));
+    let mut f = fs.create(&tmp)?;
+    f.append(contents.as_bytes())?;
+    f.sync()?;
+    drop(f);
+    fs.rename(&tmp, &current_file_name(dir))?;
+    fs.sync_dir(dir)?;
+    counters
+        .ssd_written_manifest
+        .fetch_add(contents.len() as u64, Relaxed);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_round_trip() {
+        let d = Path::new("/db");
+        for (p, k, n) in [
+            (log_file_name(d, 7), FileKind::Log, 7),
+            (table_file_name(d, 123456789), FileKind::Table, 123456789),
+            (manifest_file_name(d, 3), FileKind::Manifest, 3),
+        ] {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            assert_eq!(parse_file_name(name), Some((k, n)));
+        }
+        assert_eq!(parse_file_name("CURRENT"), None);
+        assert_eq!(parse_file_name("LOCK"), None);
+        assert_eq!(parse_file_name("x.sst"), None);
+    }
+
+    #[test]
+    fn create_recover_and_design_mismatch() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options::default();
+        let counters = Arc::new(Counters::default());
+        let mut vs = VersionSet::create(dir.path(), &opts, counters.clone()).unwrap();
+        let n = vs.new_file_number();
+        vs.last_sequence = 42;
+        let mut e = VersionEdit::default();
+        e.new_files.push((
+            1,
+            super::super::FileMetaData {
+                number: n,
+                file_size: 10,
+                num_entries: 1,
+                smallest: crate::format::make_internal_key(
+                    b"a",
+                    1,
+                    crate::format::ValueType::Value,
+                ),
+                largest: crate::format::make_internal_key(b"b", 2, crate::format::ValueType::Value),
+            },
+        ));
+        vs.log_and_apply(e).unwrap();
+        drop(vs);
+        let vs = VersionSet::recover(dir.path(), &opts, counters.clone()).unwrap();
+        assert_eq!(vs.last_sequence, 42);
+        assert_eq!(vs.current().levels[1].len(), 1);
+        assert!(vs.next_file_number > n);
+        let other = Options {
+            compaction: crate::CompactionOptions {
+                num_levels: 5,
+                ..Default::default()
+            },
+            ..Options::default()
+        };
+        let err = VersionSet::recover(dir.path(), &other, counters)
+            .err()
+            .unwrap();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    }
+}

@@ -1,0 +1,116 @@
+//! End-to-end behaviour of the public API on the real file system.
+
+use tierkv::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
+
+fn small_options() -> Options {
+    let mut o = Options {
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    };
+    o.compaction.target_file_size = 64 << 10;
+    o.compaction.max_bytes_for_level_base = 256 << 10;
+    o.table.block_size = 1024;
+    o
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+#[test]
+fn put_get_delete_reopen_across_flushes_and_compactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 20_000u32;
+    {
+        let db = Db::open(dir.path(), small_options()).unwrap();
+        for i in 0..n {
+            db.put(&key(i), format!("value{i}").as_bytes()).unwrap();
+        }
+        for i in (0..n).step_by(3) {
+            db.delete(&key(i)).unwrap();
+        }
+        db.flush().unwrap();
+        let s = db.stats();
+        assert!(s.flushes > 0, "{s:?}");
+        assert!(
+            s.levels.iter().skip(1).any(|l| l.files > 0),
+            "compaction ran: {s:?}"
+        );
+        for i in (0..n).step_by(7) {
+            let want = (i % 3 != 0).then(|| format!("value{i}").into_bytes());
+            assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
+        }
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let mut count = 0;
+    for (i, e) in db.scan(..).unwrap().enumerate() {
+        let (k, _) = e.unwrap();
+        assert_ne!(k, Vec::new());
+        count = i + 1;
+    }
+    assert_eq!(count as u32, n - n.div_ceil(3));
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(&key(1)).unwrap(), Some(b"value1".to_vec()));
+    assert_eq!(db.get(&key(3)).unwrap(), None);
+}
+
+#[test]
+fn snapshots_batches_and_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    let snap = db.snapshot();
+    let mut b = WriteBatch::new();
+    b.put(b"a", b"2");
+    b.put(b"b", b"3");
+    b.delete(b"c");
+    db.write(&WriteOptions { sync: true }, b).unwrap();
+    db.flush().unwrap();
+    let ro = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..Default::default()
+    };
+    assert_eq!(db.get_with(&ro, b"a").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.get_with(&ro, b"b").unwrap(), None);
+    assert_eq!(db.get(b"a").unwrap(), Some(b"2".to_vec()));
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get_with(&ro, b"a").unwrap(), Some(b"1".to_vec()));
+    let keys: Vec<_> = db
+        .scan(&b"a"[..]..=&b"b"[..])
+        .unwrap()
+        .map(|e| e.unwrap().0)
+        .collect();
+    assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec()]);
+    let mut it = db.iter(&ro).unwrap();
+    it.seek(b"a");
+    assert!(it.valid());
+    assert_eq!((it.key(), it.value()), (&b"a"[..], &b"1"[..]));
+    it.next();
+    assert!(!it.valid());
+}
+
+#[test]
+fn bad_arguments_and_conflicting_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let big = vec![0u8; small_options().max_key_size + 1];
+    assert!(matches!(db.put(&big, b"v"), Err(Error::InvalidArgument(_))));
+    // A second open of the same directory is refused while the first holds the lock.
+    assert!(Db::open(dir.path(), small_options()).is_err());
+    drop(db);
+    let mut other = small_options();
+    other.compaction.num_levels = 4;
+    assert!(matches!(
+        Db::open(dir.path(), other),
+        Err(Error::InvalidArgument(_))
+    ));
+    let missing = dir.path().join("nope");
+    let o = Options {
+        create_if_missing: false,
+        ..small_options()
+    };
+    assert!(Db::open(&missing, o).is_err());
+    let report = Db::check(dir.path(), small_options()).unwrap();
+    assert_eq!(report.tables_checked, 0);
+}
