@@ -1,7 +1,6 @@
 //! End-to-end tests of the `tierkv` binary over a real TierKV database.
 //!
-//! They need the engine implementation (`tierkv::Db`); while its methods are still `todo!()`
-//! they are ignored. Run them with `cargo test -p tierkv-bench --test cli -- --include-ignored`.
+//! Each run uses its own temporary directory (the default `--db`, or a `tempfile` directory).
 
 use std::process::Command;
 
@@ -33,13 +32,11 @@ fn bench_runs_each_benchmark_on(extra: &[&str]) {
 }
 
 #[test]
-#[ignore = "needs the tierkv::Db implementation, not yet merged into this branch"]
 fn bench_runs_each_benchmark() {
     bench_runs_each_benchmark_on(&[]);
 }
 
 #[test]
-#[ignore = "needs the tierkv::Db implementation, not yet merged into this branch"]
 fn bench_prints_engine_figures_and_json() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -91,7 +88,6 @@ fn bench_runs_each_benchmark_on_the_memory_engine() {
 }
 
 #[test]
-#[ignore = "needs the tierkv::Db implementation, not yet merged into this branch"]
 fn tools_put_get_scan_delete_check() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
