@@ -1,2 +1,185 @@
-//! The `tierkv` command-line tool (being written).
-fn main() {}
+//! The `tierkv` command-line tool: argument parsing and dispatch to
+//! [`tierkv_bench::commands`]. Errors print `error: ...` to stderr and exit with status 1
+//! (clap's own usage errors exit with status 2).
+
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::process::ExitCode;
+use tierkv_bench::commands::{self, DbArgs};
+use tierkv_bench::{BenchConfig, EngineResult};
+
+/// TierKV command-line tool: benchmarks and database tools.
+#[derive(Parser, Debug)]
+#[command(name = "tierkv", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Runs db_bench-style benchmarks (flags as in db_bench: --benchmarks=fillseq,readrandom
+    /// --num=1000000 ...).
+    Bench(Box<BenchConfig>),
+    /// Writes KEY -> VALUE (creates the database if needed). 0x-prefixed arguments are hex.
+    Put {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The key (text, or 0x-prefixed hex).
+        key: String,
+        /// The value (text, or 0x-prefixed hex).
+        value: String,
+    },
+    /// Prints the value of KEY; exits with status 1 if it is absent.
+    Get {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The key (text, or 0x-prefixed hex).
+        key: String,
+    },
+    /// Deletes KEY.
+    Delete {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The key (text, or 0x-prefixed hex).
+        key: String,
+    },
+    /// Prints key<TAB>value lines of the keys in [--from, --to).
+    Scan {
+        #[command(flatten)]
+        db: DbArgs,
+        /// First key (inclusive).
+        #[arg(long)]
+        from: Option<String>,
+        /// End key (exclusive).
+        #[arg(long)]
+        to: Option<String>,
+        /// Most entries to print.
+        #[arg(long)]
+        limit: Option<u64>,
+    },
+    /// Prints the database's figures.
+    Stats {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Verifies every checksum and invariant; exits non-zero on damage.
+    Check {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+fn run(command: Command) -> EngineResult<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match command {
+        Command::Bench(config) => {
+            commands::bench(&config, &mut out)?;
+        }
+        Command::Put { db, key, value } => commands::put(&db, &key, &value)?,
+        Command::Get { db, key } => {
+            if !commands::get(&db, &key, &mut out)? {
+                out.flush()?;
+                eprintln!("error: key {key} not found");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Delete { db, key } => commands::delete(&db, &key)?,
+        Command::Scan {
+            db,
+            from,
+            to,
+            limit,
+        } => {
+            commands::scan(&db, from.as_deref(), to.as_deref(), limit, &mut out)?;
+        }
+        Command::Stats { db } => commands::stats(&db, &mut out)?,
+        Command::Check { db } => commands::check(&db, &mut out)?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            // A closed pipe (`tierkv scan ... | head`) is not an error worth reporting.
+            let broken_pipe = e
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);
+            if broken_pipe {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierkv_bench::Benchmark;
+
+    #[test]
+    fn parses_bench_with_db_bench_flags() {
+        let cli = Cli::try_parse_from([
+            "tierkv",
+            "bench",
+            "--benchmarks=fillseq,readrandom",
+            "--num=1000",
+            "--key_size=20",
+        ])
+        .unwrap();
+        let Command::Bench(c) = cli.command else {
+            panic!("not bench: {:?}", cli.command)
+        };
+        assert_eq!(
+            c.benchmarks,
+            vec![Benchmark::Fillseq, Benchmark::Readrandom]
+        );
+        assert_eq!((c.num, c.key_size, c.value_size), (1000, 20, 128));
+    }
+
+    #[test]
+    fn parses_tool_subcommands() {
+        let cli = Cli::try_parse_from(["tierkv", "put", "--db", "d", "k", "0x00ff"]).unwrap();
+        match cli.command {
+            Command::Put { db, key, value } => {
+                assert_eq!(db.db, std::path::PathBuf::from("d"));
+                assert_eq!((key.as_str(), value.as_str()), ("k", "0x00ff"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from([
+            "tierkv",
+            "scan",
+            "--db=d",
+            "--from",
+            "a",
+            "--to=b",
+            "--limit=3",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Scan {
+                from, to, limit, ..
+            } => {
+                assert_eq!(from.as_deref(), Some("a"));
+                assert_eq!(to.as_deref(), Some("b"));
+                assert_eq!(limit, Some(3));
+            }
+            other => panic!("{other:?}"),
+        }
+        // --db is required by the tools; a bad --benchmarks is clap's error.
+        assert!(Cli::try_parse_from(["tierkv", "get", "k"]).is_err());
+        let err = Cli::try_parse_from(["tierkv", "bench", "--benchmarks=nope"]).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown benchmark \"nope\""),
+            "{err}"
+        );
+    }
+}

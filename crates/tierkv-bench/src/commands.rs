@@ -1,0 +1,310 @@
+//! The subcommands of the `tierkv` tool: `bench` (the whole benchmark run: open, header,
+//! benchmarks, engine figures, JSON, close) and the tools that act on an existing database
+//! (`put`, `get`, `delete`, `scan`, `stats`, `check`).
+//!
+//! Keys and values on the command line are taken as UTF-8 text, or as hex when prefixed with
+//! `0x` ([`parse_bytes_arg`]). On output they are shown as text when they are valid UTF-8 without
+//! control characters and do not themselves start with `0x`, otherwise as `0x`-prefixed hex
+//! ([`display_bytes`]), so that any printed key can be passed back to `get`.
+
+use crate::config::{BenchConfig, EngineKind};
+use crate::engine::{EngineResult, KvEngine, MemEngine, NullEngine, TierKvEngine};
+use crate::report::{self, BenchResult, JsonReport, StatsSummary};
+use crate::runner;
+use std::io::Write;
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::str::FromStr;
+use tierkv::{Db, Design, Options};
+
+/// Parses a key or value argument: `0x`-prefixed hex (`0x00ff`), else the UTF-8 bytes.
+pub fn parse_bytes_arg(s: &str) -> Result<Vec<u8>, String> {
+    let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) else {
+        return Ok(s.as_bytes().to_vec());
+    };
+    if hex.len() % 2 != 0 {
+        return Err(format!("hex argument {s:?} has an odd number of digits"));
+    }
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    };
+    hex.as_bytes()
+        .chunks(2)
+        .map(|p| match (digit(p[0]), digit(p[1])) {
+            (Some(h), Some(l)) => Ok(h << 4 | l),
+            _ => Err(format!("hex argument {s:?} has a non-hex digit")),
+        })
+        .collect()
+}
+
+/// Shows bytes as text when printable UTF-8, else as `0x`-prefixed lowercase hex.
+pub fn display_bytes(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s)
+            if !s.chars().any(char::is_control) && !s.starts_with("0x") && !s.starts_with("0X") =>
+        {
+            s.to_string()
+        }
+        _ => {
+            let mut out = String::with_capacity(2 + 2 * b.len());
+            out.push_str("0x");
+            for byte in b {
+                out.push_str(&format!("{byte:02x}"));
+            }
+            out
+        }
+    }
+}
+
+/// The database flags shared by the tool subcommands.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct DbArgs {
+    /// The database directory.
+    #[arg(long)]
+    pub db: PathBuf,
+    /// The design the database was created with.
+    #[arg(long, default_value = "leveled", value_parser = |s: &str| Design::from_str(s).map_err(|e| e.to_string()))]
+    pub design: Design,
+}
+
+impl DbArgs {
+    /// Options to open the database; only `put` may create it.
+    pub fn options(&self, create_if_missing: bool) -> Options {
+        Options {
+            design: self.design,
+            create_if_missing,
+            ..Options::default()
+        }
+    }
+
+    fn open(&self, create_if_missing: bool) -> EngineResult<Db> {
+        Db::open(&self.db, self.options(create_if_missing))
+            .map_err(|e| format!("opening database {}: {e}", self.db.display()).into())
+    }
+}
+
+/// `tierkv put`: writes `key` -> `value`, creating the database if needed.
+pub fn put(args: &DbArgs, key: &str, value: &str) -> EngineResult<()> {
+    let (key, value) = (parse_bytes_arg(key)?, parse_bytes_arg(value)?);
+    let db = args.open(true)?;
+    db.put(&key, &value)?;
+    Ok(db.close()?)
+}
+
+/// `tierkv get`: prints the value of `key`; returns whether it was found.
+pub fn get(args: &DbArgs, key: &str, out: &mut dyn Write) -> EngineResult<bool> {
+    let key = parse_bytes_arg(key)?;
+    let db = args.open(false)?;
+    let value = db.get(&key)?;
+    if let Some(v) = &value {
+        writeln!(out, "{}", display_bytes(v))?;
+    }
+    db.close()?;
+    Ok(value.is_some())
+}
+
+/// `tierkv delete`: deletes `key`.
+pub fn delete(args: &DbArgs, key: &str) -> EngineResult<()> {
+    let key = parse_bytes_arg(key)?;
+    let db = args.open(false)?;
+    db.delete(&key)?;
+    Ok(db.close()?)
+}
+
+/// `tierkv scan`: prints `key<TAB>value` lines for keys in `[from, to)`, at most `limit` of
+/// them; returns the number printed.
+pub fn scan(
+    args: &DbArgs,
+    from: Option<&str>,
+    to: Option<&str>,
+    limit: Option<u64>,
+    out: &mut dyn Write,
+) -> EngineResult<u64> {
+    let from = from.map(parse_bytes_arg).transpose()?;
+    let to = to.map(parse_bytes_arg).transpose()?;
+    let db = args.open(false)?;
+    let lower = from.as_deref().map_or(Bound::Unbounded, Bound::Included);
+    let upper = to.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+    let limit = limit.unwrap_or(u64::MAX);
+    let mut n = 0;
+    {
+        // The iterator ends before the database closes.
+        let mut it = db.scan((lower, upper))?;
+        while n < limit && it.valid() {
+            let (k, v) = (display_bytes(it.key()), display_bytes(it.value()));
+            writeln!(out, "{k}\t{v}")?;
+            n += 1;
+            it.next();
+        }
+        it.status()?;
+    }
+    db.close()?;
+    Ok(n)
+}
+
+/// `tierkv stats`: prints the database's figures.
+pub fn stats(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
+    let db = args.open(false)?;
+    let logical = db.logical_size()?;
+    let summary = StatsSummary::new("tierkv", db.stats(), Some(logical));
+    write!(out, "{}", report::format_stats(&summary))?;
+    db.close()?;
+    Ok(())
+}
+
+/// `tierkv check`: verifies every checksum and invariant; prints the report.
+pub fn check(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
+    let report = Db::check(&args.db, args.options(false))
+        .map_err(|e| format!("check of {} failed: {e}", args.db.display()))?;
+    writeln!(
+        out,
+        "OK: {} tables, {} entries verified",
+        report.tables_checked, report.entries_checked
+    )?;
+    writeln!(out, "{report:#?}")?;
+    Ok(())
+}
+
+/// `tierkv bench`: opens the database (`--db`, or a temporary directory removed at the end),
+/// runs the benchmarks, prints the engine figures, writes the JSON report.
+pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<BenchResult>> {
+    config.validate()?;
+    let options = config.options();
+    let temp;
+    let path = match &config.db {
+        Some(p) => p.clone(),
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("tierkv-bench-")
+                .tempdir_in(std::env::temp_dir())
+                .map_err(|e| format!("creating a temporary database directory: {e}"))?;
+            temp.path().to_path_buf()
+        }
+    };
+    let kept = if config.db.is_some() {
+        "kept"
+    } else {
+        "temporary, removed at exit"
+    };
+    let engine: Box<dyn KvEngine> = match config.engine {
+        EngineKind::Tierkv => {
+            writeln!(out, "Database:   {} ({kept})", path.display())?;
+            let engine = TierKvEngine::open(&path, options.clone(), config.write_options())
+                .map_err(|e| format!("opening database {}: {e}", path.display()))?;
+            Box::new(engine)
+        }
+        EngineKind::Null => Box::new(NullEngine::default()),
+        EngineKind::Memory => Box::new(MemEngine::default()),
+    };
+    bench_with(engine, config, &options, out)
+}
+
+/// The body of [`bench`] over any engine: header, benchmarks, figures, JSON, close.
+pub fn bench_with(
+    engine: Box<dyn KvEngine>,
+    config: &BenchConfig,
+    options: &Options,
+    out: &mut dyn Write,
+) -> EngineResult<Vec<BenchResult>> {
+    write!(
+        out,
+        "{}",
+        report::format_header(engine.name(), config, options)
+    )?;
+    let results = match runner::run_benchmarks(engine.as_ref(), config, out, true) {
+        Ok(r) => r,
+        Err(e) => {
+            // Close cleanly (background work stops) but report the benchmark's error.
+            let _ = engine.close();
+            return Err(e);
+        }
+    };
+    let stats = runner::final_stats(engine.as_ref())?;
+    if let Some(s) = &stats {
+        writeln!(out, "{}", "-".repeat(72))?;
+        write!(out, "{}", report::format_stats(s))?;
+    }
+    if let Some(path) = &config.json {
+        JsonReport::new(engine.name(), config, options, results.clone(), stats).write_to(path)?;
+        writeln!(out, "JSON report written to {}", path.display())?;
+    }
+    engine.close()?;
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::parse;
+
+    #[test]
+    fn byte_arguments_round_trip() {
+        assert_eq!(parse_bytes_arg("apple").unwrap(), b"apple");
+        assert_eq!(parse_bytes_arg("").unwrap(), b"");
+        assert_eq!(parse_bytes_arg("0x00ff10").unwrap(), vec![0, 0xff, 0x10]);
+        assert_eq!(parse_bytes_arg("0XABcd").unwrap(), vec![0xab, 0xcd]);
+        assert_eq!(parse_bytes_arg("0x").unwrap(), Vec::<u8>::new());
+        assert!(parse_bytes_arg("0x123").unwrap_err().contains("odd number"));
+        assert!(parse_bytes_arg("0xzz").unwrap_err().contains("non-hex"));
+        assert!(
+            parse_bytes_arg("0xé1").is_err(),
+            "multi-byte characters are not hex digits"
+        );
+
+        assert_eq!(display_bytes(b"apple"), "apple");
+        assert_eq!(display_bytes("pomme-é".as_bytes()), "pomme-é");
+        assert_eq!(display_bytes(&[0, 1, 0xff]), "0x0001ff");
+        assert_eq!(display_bytes(b"a\tb"), "0x610962");
+        assert_eq!(
+            display_bytes(b"0x12"),
+            "0x30783132",
+            "text that looks like hex is shown as hex"
+        );
+        for b in [&b"apple"[..], &[0, 0xff], b"0x12", b"", b"a\nb"] {
+            assert_eq!(parse_bytes_arg(&display_bytes(b)).unwrap(), b);
+        }
+        // A db_bench key prints as hex.
+        assert_eq!(
+            display_bytes(&crate::workload::make_key(1, 10)),
+            "0x00000000000000013030"
+        );
+    }
+
+    #[test]
+    fn bench_with_writes_the_json_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("out.json");
+        let c = parse(&[
+            "--benchmarks=fillrandom,readrandom",
+            "--num=100",
+            &format!("--json={}", json.display()),
+        ])
+        .unwrap();
+        let mut out = Vec::new();
+        let results =
+            bench_with(Box::new(NullEngine::default()), &c, &c.options(), &mut out).unwrap();
+        assert_eq!(results.len(), 2);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("Engine:     null"), "{text}");
+        assert!(text.contains("fillrandom   :"), "{text}");
+        assert!(text.contains("readrandom   :"), "{text}");
+        assert!(text.contains("(0 of 100 found)"), "{text}");
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(v["engine"], "null");
+        assert_eq!(v["benchmarks"][0]["name"], "fillrandom");
+        assert_eq!(v["benchmarks"][0]["ops"], 100);
+        assert_eq!(v["benchmarks"][1]["found"], 0);
+        assert!(v["final_stats"].is_null());
+    }
+
+    #[test]
+    fn bench_rejects_invalid_flags_before_opening() {
+        let mut c = parse(&["--num=10"]).unwrap();
+        c.threads = 0;
+        let err = bench(&c, &mut Vec::new()).unwrap_err().to_string();
+        assert!(err.contains("--threads"), "{err}");
+    }
+}

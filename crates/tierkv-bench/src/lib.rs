@@ -1,0 +1,21 @@
+//! TierKV's benchmark harness and command-line tool, as a library with a thin binary
+//! (`src/main.rs`, the `tierkv` command), in the manner of Pebble's bench package.
+//!
+//! * [`config`]: the `tierkv bench` flags, with db_bench's names and defaults.
+//! * [`workload`]: db_bench's key and value generation.
+//! * [`engine`]: the narrow [`engine::KvEngine`] seam the runner drives, implemented for
+//!   [`tierkv::Db`] and for test engines.
+//! * [`runner`]: runs each benchmark on N threads with per-thread HDR latency histograms.
+//! * [`report`]: result lines, the engine-figures block, and the JSON report.
+//! * [`commands`]: the subcommands (`bench`, `put`, `get`, `delete`, `scan`, `stats`, `check`).
+#![warn(missing_docs)]
+
+pub mod commands;
+pub mod config;
+pub mod engine;
+pub mod report;
+pub mod runner;
+pub mod workload;
+
+pub use config::{BenchConfig, Benchmark};
+pub use engine::{EngineError, EngineResult, KvCursor, KvEngine};

@@ -1,0 +1,131 @@
+//! End-to-end tests of the `tierkv` binary over a real TierKV database.
+//!
+//! Each run uses its own temporary directory (the default `--db`, or a `tempfile` directory).
+
+use std::process::Command;
+
+fn tierkv(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tierkv"))
+        .args(args)
+        .output()
+        .expect("the tierkv binary runs")
+}
+
+fn bench_runs_each_benchmark_on(extra: &[&str]) {
+    let mut args = vec![
+        "bench",
+        "--num=2000",
+        "--benchmarks=fillseq,readrandom,readseq",
+    ];
+    args.extend_from_slice(extra);
+    let out = tierkv(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    for name in ["fillseq", "readrandom", "readseq"] {
+        assert!(
+            stdout.contains(&format!("{name:<12} :")),
+            "{name} missing from\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("(2000 of 2000 found)"), "{stdout}");
+}
+
+#[test]
+fn bench_runs_each_benchmark() {
+    bench_runs_each_benchmark_on(&[]);
+}
+
+#[test]
+fn bench_prints_engine_figures_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let db = dir.path().join("db");
+    let out = tierkv(&[
+        "bench",
+        "--num=5000",
+        "--benchmarks=fillrandom,overwrite,flush,readrandom,seekrandom,readwhilewriting",
+        "--threads=2",
+        "--seek_nexts=2",
+        &format!("--db={}", db.display()),
+        &format!("--json={}", json.display()),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Write amplification:"), "{stdout}");
+    assert!(stdout.contains("Space amplification:"), "{stdout}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["benchmarks"].as_array().unwrap().len(), 6);
+    assert!(
+        v["final_stats"]["stats"]["user_bytes_written"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(db.exists(), "--db is kept");
+    // The kept database is reusable; fills are skipped.
+    let again = tierkv(&[
+        "bench",
+        "--num=5000",
+        "--benchmarks=fillseq,readrandom",
+        "--use_existing_db",
+        &format!("--db={}", db.display()),
+    ]);
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(again.status.success(), "{stdout}");
+    assert!(stdout.contains("fillseq      : skipped"), "{stdout}");
+    assert!(stdout.contains("(5000 of 5000 found)"), "{stdout}");
+}
+
+#[test]
+fn bench_runs_each_benchmark_on_the_memory_engine() {
+    // The same run through the harness alone (the in-memory reference engine).
+    bench_runs_each_benchmark_on(&["--engine=memory"]);
+}
+
+#[test]
+fn tools_put_get_scan_delete_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    assert!(tierkv(&["put", "--db", db, "apple", "red"])
+        .status
+        .success());
+    assert!(tierkv(&["put", "--db", db, "0x00ff", "0x0102"])
+        .status
+        .success());
+    let got = tierkv(&["get", "--db", db, "apple"]);
+    assert!(got.status.success());
+    assert_eq!(String::from_utf8_lossy(&got.stdout), "red\n");
+    let scan = tierkv(&["scan", "--db", db]);
+    assert!(scan.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&scan.stdout),
+        "0x00ff\t0x0102\napple\tred\n"
+    );
+    assert!(tierkv(&["delete", "--db", db, "apple"]).status.success());
+    let missing = tierkv(&["get", "--db", db, "apple"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("error: key apple not found"));
+    assert!(tierkv(&["check", "--db", db]).status.success());
+    assert!(tierkv(&["stats", "--db", db]).status.success());
+}
+
+#[test]
+fn errors_are_reported_not_panics() {
+    // Bad flags: clap's usage error (status 2), naming the problem.
+    let out = tierkv(&["bench", "--benchmarks=fillseq,nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown benchmark \"nosuch\""));
+    // Flags that parse but do not make sense together: `error: ...`, status 1.
+    let out = tierkv(&["bench", "--num=0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: --num must be at least 1"));
+    let out = tierkv(&["get", "--db", "/nonexistent", "0xz1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: hex argument"));
+}
