@@ -100,56 +100,75 @@ impl MemTable {
         MemTableIterator {
             mem: Arc::clone(self),
             buf: Vec::new(),
+            len: 0,
             pos: 0,
+            batch: ITER_BATCH_MIN,
             exhausted: true,
         }
     }
 }
 
-/// Entries copied out of the skiplist per refill: large enough to amortise the O(log n) re-seek,
-/// small enough that a short scan copies little.
-const ITER_BATCH: usize = 64;
+/// Entries copied out of the skiplist by the first refill after a seek; each later refill doubles
+/// it up to [`ITER_BATCH_MAX`]. A point-like seek copies little, a long scan amortises the
+/// O(log n) re-seek of each refill.
+const ITER_BATCH_MIN: usize = 4;
+/// The largest refill.
+const ITER_BATCH_MAX: usize = 256;
 
-/// An iterator over a memtable that owns an `Arc` to it. It copies entries out in small batches
-/// (re-seeking after the last copied key), so it holds no borrow into the skiplist.
+/// An iterator over a memtable that owns an `Arc` to it. It copies entries out in batches
+/// (re-seeking after the last copied key), so it holds no borrow into the skiplist; the copies
+/// reuse their buffers from one refill to the next.
 pub struct MemTableIterator {
     mem: Arc<MemTable>,
     buf: Vec<(Vec<u8>, Vec<u8>)>,
+    len: usize,
     pos: usize,
+    batch: usize,
     /// True when the skiplist holds nothing after the last buffered entry.
     exhausted: bool,
 }
 
 impl MemTableIterator {
     fn fill_from(&mut self, start: Bound<&InternalKey>) {
-        self.buf.clear();
+        self.len = 0;
         self.pos = 0;
         for e in self
             .mem
             .map
             .range((start, Bound::Unbounded))
-            .take(ITER_BATCH)
+            .take(self.batch)
         {
-            self.buf.push((e.key().0.clone(), e.value().clone()));
+            if self.len == self.buf.len() {
+                self.buf.push((Vec::new(), Vec::new()));
+            }
+            let (k, v) = &mut self.buf[self.len];
+            k.clear();
+            k.extend_from_slice(&e.key().0);
+            v.clear();
+            v.extend_from_slice(e.value());
+            self.len += 1;
         }
-        self.exhausted = self.buf.len() < ITER_BATCH;
+        self.exhausted = self.len < self.batch;
     }
 }
 
 impl InternalIterator for MemTableIterator {
     fn valid(&self) -> bool {
-        self.pos < self.buf.len()
+        self.pos < self.len
     }
     fn seek_to_first(&mut self) {
+        self.batch = ITER_BATCH_MIN;
         self.fill_from(Bound::Unbounded);
     }
     fn seek(&mut self, target: &[u8]) {
+        self.batch = ITER_BATCH_MIN;
         let t = InternalKey(target.to_vec());
         self.fill_from(Bound::Included(&t));
     }
     fn next(&mut self) {
         self.pos += 1;
-        if self.pos == self.buf.len() && !self.exhausted {
+        if self.pos == self.len && !self.exhausted {
+            self.batch = (self.batch * 2).min(ITER_BATCH_MAX);
             let last = InternalKey(std::mem::take(&mut self.buf[self.pos - 1].0));
             self.fill_from(Bound::Excluded(&last));
         }

@@ -222,19 +222,21 @@ impl VersionSet {
         for (level, key) in &edit.compact_pointers {
             self.compact_pointers[*level] = key.clone();
         }
-        if self.manifest.is_none() {
-            // Allocate the manifest's number before recording next_file_number in it.
-            let number = self.new_file_number();
-            edit.next_file_number = Some(self.next_file_number);
-            edit.last_sequence = Some(self.last_sequence);
-            self.start_manifest(number, &new_version, &edit)?;
-        } else {
-            edit.next_file_number = Some(self.next_file_number);
-            edit.last_sequence = Some(self.last_sequence);
-            let (writer, _) = self.manifest.as_mut().expect("manifest open");
-            let n = writer.add_record(&edit.encode())?;
-            writer.sync()?;
-            self.counters.add_written(IoPurpose::Manifest, n);
+        match self.manifest.as_mut() {
+            Some((writer, _)) => {
+                edit.next_file_number = Some(self.next_file_number);
+                edit.last_sequence = Some(self.last_sequence);
+                let n = writer.add_record(&edit.encode())?;
+                writer.sync()?;
+                self.counters.add_written(IoPurpose::Manifest, n);
+            }
+            None => {
+                // Allocate the manifest's number before recording next_file_number in it.
+                let number = self.new_file_number();
+                edit.next_file_number = Some(self.next_file_number);
+                edit.last_sequence = Some(self.last_sequence);
+                self.start_manifest(number, &new_version, &edit)?;
+            }
         }
         self.log_number = edit.log_number.expect("set above");
         self.current = Arc::new(new_version);
