@@ -160,8 +160,12 @@ impl DbInner {
             }
             // Rotate: sync the old WAL (so no later WAL can hold synced data while an earlier
             // one lost unsynced data), start a new WAL, make the memtable immutable.
+            // The file I/O runs without the state lock (readers and background threads go on);
+            // the `wal` lock this leader holds keeps every other writer out.
             let number = state.versions.new_file_number();
+            drop(state);
             let rotated = self.rotate_wal(wal, number);
+            state = self.state.lock();
             if let Err(e) = rotated {
                 return Err(state.poison("WAL rotation failed", e));
             }
