@@ -61,17 +61,17 @@ impl MemTable {
     pub fn add(&self, seq: SequenceNumber, t: ValueType, key: &[u8], value: &[u8]) {
         let ikey = make_internal_key(key, seq, t);
         let bytes = (ikey.len() + value.len()) as u64 + ENTRY_OVERHEAD_BYTES;
-        self.map.insert(InternalKey(ikey), value.to_vec());
+        self.map.insert(InternalKey::new(ikey), value.to_vec());
         self.approximate_bytes.fetch_add(bytes, Relaxed);
     }
 
     /// Looks up the newest version of `key` visible at `snapshot`.
     pub fn get(&self, key: &[u8], snapshot: SequenceNumber) -> LookupResult {
-        let lookup = InternalKey(make_internal_key(key, snapshot, ValueType::Value));
+        let lookup = InternalKey::new(make_internal_key(key, snapshot, ValueType::Value));
         let Some(entry) = self.map.lower_bound(Bound::Included(&lookup)) else {
             return LookupResult::Absent;
         };
-        match parse_internal_key(&entry.key().0) {
+        match parse_internal_key(entry.key().bytes()) {
             Some(p) if p.user_key == key => match p.value_type {
                 ValueType::Value => LookupResult::Found(entry.value().clone()),
                 ValueType::Deletion => LookupResult::Deleted,
@@ -143,7 +143,7 @@ impl MemTableIterator {
             }
             let (k, v) = &mut self.buf[self.len];
             k.clear();
-            k.extend_from_slice(&e.key().0);
+            k.extend_from_slice(e.key().bytes());
             v.clear();
             v.extend_from_slice(e.value());
             self.len += 1;
@@ -162,14 +162,14 @@ impl InternalIterator for MemTableIterator {
     }
     fn seek(&mut self, target: &[u8]) {
         self.batch = ITER_BATCH_MIN;
-        let t = InternalKey(target.to_vec());
+        let t = InternalKey::new(target.to_vec());
         self.fill_from(Bound::Included(&t));
     }
     fn next(&mut self) {
         self.pos += 1;
         if self.pos == self.len && !self.exhausted {
             self.batch = (self.batch * 2).min(ITER_BATCH_MAX);
-            let last = InternalKey(std::mem::take(&mut self.buf[self.pos - 1].0));
+            let last = InternalKey::new(std::mem::take(&mut self.buf[self.pos - 1].0));
             self.fill_from(Bound::Excluded(&last));
         }
     }
