@@ -1,0 +1,741 @@
+//! Model test: random operation sequences checked against a `BTreeMap` model.
+//!
+//! Every sequence is driven by one seed. Operations: put, delete, mixed batches, point gets,
+//! scans over random ranges (compared in full), iterator seeks, snapshots (later read back and
+//! compared with the model's copy taken at the same instant), flush, whole and partial
+//! `compact_range`, and close + reopen. Options are tiny so flushes and compactions happen every
+//! few operations.
+//!
+//! `TIERKV_MODEL_SEEDS=N` raises the number of sequences run by `model_random_sequences_memfs`.
+//! A failure prints the seed and the op index; freeze it as `model_regression_seed_<N>`.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use tierkv::fs::MemFs;
+use tierkv::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Tiny options: 4 KiB memtables, 1 KiB blocks, 4 KiB tables, a 16 KiB L1.
+fn small_options(rng: &mut SmallRng) -> Options {
+    let mut o = Options {
+        write_buffer_size: 4096,
+        max_write_buffer_number: 2,
+        block_cache_bytes: if rng.gen_bool(0.2) { 0 } else { 64 << 10 },
+        max_open_files: 16,
+        ..Options::default()
+    };
+    o.table.block_size = 1024;
+    o.table.restart_interval = [1, 4, 16][rng.gen_range(0..3)];
+    o.table.bloom_bits_per_key = [0, 10][rng.gen_range(0..2)];
+    o.compaction.level0_compaction_trigger = 2;
+    o.compaction.level0_slowdown_trigger = 8;
+    o.compaction.level0_stop_trigger = 12;
+    o.compaction.target_file_size = 4096;
+    o.compaction.max_bytes_for_level_base = 16 << 10;
+    o.compaction.level_size_multiplier = 4;
+    o.compaction.num_levels = 5;
+    o
+}
+
+/// A key space of `n` distinct keys: the empty key, short and long keys, binary bytes,
+/// common prefixes.
+fn key_space(rng: &mut SmallRng, n: usize) -> Vec<Vec<u8>> {
+    let mut keys = std::collections::BTreeSet::new();
+    keys.insert(Vec::new());
+    let prefixes: [&[u8]; 4] = [b"", b"user:", b"\x00\x00", b"\xff\xfe"];
+    while keys.len() < n {
+        let mut k = prefixes[rng.gen_range(0..prefixes.len())].to_vec();
+        let len = match rng.gen_range(0..10) {
+            0 => rng.gen_range(0..3),
+            1..=7 => rng.gen_range(1..16),
+            8 => rng.gen_range(16..64),
+            _ => rng.gen_range(64..300),
+        };
+        if rng.gen_bool(0.5) {
+            k.extend((0..len).map(|_| rng.gen::<u8>()));
+        } else {
+            k.extend((0..len).map(|_| b'a' + rng.gen_range(0..4u8)));
+        }
+        keys.insert(k);
+    }
+    let mut keys: Vec<_> = keys.into_iter().collect();
+    // Shuffle so key index order is unrelated to key order.
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, rng.gen_range(0..=i));
+    }
+    keys
+}
+
+fn value(rng: &mut SmallRng) -> Vec<u8> {
+    let len = match rng.gen_range(0..100) {
+        0..=9 => 0,
+        10..=89 => rng.gen_range(1..64),
+        90..=96 => rng.gen_range(64..1500),
+        _ => rng.gen_range(4097..9000),
+    };
+    let b = rng.gen::<u8>();
+    (0..len).map(|i| b.wrapping_add((i % 251) as u8)).collect()
+}
+
+fn in_bounds(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    let lo_ok = match lo {
+        Bound::Included(l) => k >= l.as_slice(),
+        Bound::Excluded(l) => k > l.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let hi_ok = match hi {
+        Bound::Included(h) => k <= h.as_slice(),
+        Bound::Excluded(h) => k < h.as_slice(),
+        Bound::Unbounded => true,
+    };
+    lo_ok && hi_ok
+}
+
+fn model_range(m: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    m.iter()
+        .filter(|(k, _)| in_bounds(k, lo, hi))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn random_bound(rng: &mut SmallRng, keys: &[Vec<u8>]) -> Bound<Vec<u8>> {
+    let k = if rng.gen_bool(0.8) {
+        keys[rng.gen_range(0..keys.len())].clone()
+    } else {
+        // A key probably not in the key space.
+        (0..rng.gen_range(0..6)).map(|_| rng.gen::<u8>()).collect()
+    };
+    match rng.gen_range(0..5) {
+        0 => Bound::Unbounded,
+        1 | 2 => Bound::Included(k),
+        _ => Bound::Excluded(k),
+    }
+}
+
+fn as_slice_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn short(k: &[u8]) -> String {
+    if k.len() <= 24 {
+        format!("{k:x?}")
+    } else {
+        format!("{:x?}..(len {})", &k[..24], k.len())
+    }
+}
+
+fn diff(got: &[(Vec<u8>, Vec<u8>)], want: &[(Vec<u8>, Vec<u8>)]) -> String {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if g != w {
+            return format!(
+                "first difference at entry {i}: got key {} (value len {}), want key {} (value len {})",
+                short(&g.0),
+                g.1.len(),
+                short(&w.0),
+                w.1.len()
+            );
+        }
+    }
+    format!("got {} entries, want {}", got.len(), want.len())
+}
+
+/// Where a sequence runs.
+#[derive(Clone)]
+enum Backend {
+    Mem(MemFs),
+    Disk(PathBuf),
+}
+
+impl Backend {
+    fn options(&self, rng: &mut SmallRng) -> (PathBuf, Options) {
+        let mut o = small_options(rng);
+        match self {
+            Backend::Mem(fs) => {
+                o.fs = Arc::new(fs.clone());
+                (PathBuf::from("/db"), o)
+            }
+            Backend::Disk(p) => (p.clone(), o),
+        }
+    }
+}
+
+/// Runs one random sequence of `ops` operations for `seed`; panics with "seed S op I: ..." on
+/// the first divergence from the model.
+/// Work the engine did during one sequence (summed over its opens).
+#[derive(Default, Debug, Clone, Copy)]
+struct Work {
+    flushes: u64,
+    compactions: u64,
+    deepest_level: usize,
+    reopens: u64,
+}
+
+impl Work {
+    fn add_stats(&mut self, d: &Db) {
+        let s = d.stats();
+        self.flushes += s.flushes;
+        self.compactions += s.compactions;
+        let deepest = s.levels.iter().rposition(|l| l.files > 0).unwrap_or(0);
+        self.deepest_level = self.deepest_level.max(deepest);
+    }
+    fn merge(&mut self, o: Work) {
+        self.flushes += o.flushes;
+        self.compactions += o.compactions;
+        self.deepest_level = self.deepest_level.max(o.deepest_level);
+        self.reopens += o.reopens;
+    }
+}
+
+fn run_sequence(seed: u64, ops: usize, backend: Backend, partial_compactions: bool) -> Work {
+    let mut work = Work::default();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let (path, opts) = backend.options(&mut rng);
+    let nkeys = [8, 50, 200, 1000][rng.gen_range(0..4)];
+    let keys = key_space(&mut rng, nkeys);
+    let mut db =
+        Some(Db::open(&path, opts.clone()).unwrap_or_else(|e| panic!("seed {seed}: open: {e}")));
+    let mut model = Model::new();
+    let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
+    let pick = |rng: &mut SmallRng| keys[rng.gen_range(0..keys.len())].clone();
+    let trace = std::env::var_os("TIERKV_MODEL_TRACE").is_some();
+    for i in 0..ops {
+        let d = db.as_ref().unwrap();
+        let what = rng.gen_range(0..100);
+        if trace {
+            eprintln!(
+                "seed {seed} op {i}: kind {what} stats {:?}",
+                d.stats().levels
+            );
+        }
+        match what {
+            0..=29 => {
+                let (k, v) = (pick(&mut rng), value(&mut rng));
+                let sync = rng.gen_bool(0.1);
+                let mut b = WriteBatch::new();
+                b.put(&k, &v);
+                d.write(&WriteOptions { sync }, b)
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: put {}: {e}", short(&k)));
+                model.insert(k, v);
+            }
+            30..=39 => {
+                let k = pick(&mut rng);
+                d.delete(&k)
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: delete: {e}"));
+                model.remove(&k);
+            }
+            40..=49 => {
+                let mut b = WriteBatch::new();
+                let n = rng.gen_range(1..40);
+                for _ in 0..n {
+                    let k = pick(&mut rng);
+                    if rng.gen_bool(0.7) {
+                        let v = value(&mut rng);
+                        b.put(&k, &v);
+                        model.insert(k, v);
+                    } else {
+                        b.delete(&k);
+                        model.remove(&k);
+                    }
+                }
+                let sync = rng.gen_bool(0.2);
+                d.write(&WriteOptions { sync }, b)
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: batch: {e}"));
+            }
+            50..=64 => {
+                for _ in 0..4 {
+                    let k = pick(&mut rng);
+                    let got = d
+                        .get(&k)
+                        .unwrap_or_else(|e| panic!("seed {seed} op {i}: get: {e}"));
+                    assert!(
+                        got.as_ref() == model.get(&k),
+                        "seed {seed} op {i}: get {} returned {:?} bytes, model has {:?}",
+                        short(&k),
+                        got.as_ref().map(|v| v.len()),
+                        model.get(&k).map(|v| v.len())
+                    );
+                }
+            }
+            65..=74 => {
+                let lo = random_bound(&mut rng, &keys);
+                let hi = random_bound(&mut rng, &keys);
+                let got: Vec<_> = d
+                    .scan((as_slice_bound(&lo), as_slice_bound(&hi)))
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: scan: {e}"))
+                    .collect::<Result<_, _>>()
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: scan: {e}"));
+                let want = model_range(&model, &lo, &hi);
+                assert!(
+                    got == want,
+                    "seed {seed} op {i}: scan {lo:x?}..{hi:x?}: {}",
+                    diff(&got, &want)
+                );
+            }
+            75..=77 => {
+                // Iterator seek + a few nexts.
+                let target = pick(&mut rng);
+                let mut it = d
+                    .iter(&ReadOptions::default())
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: iter: {e}"));
+                it.seek(&target);
+                let want: Vec<_> = model
+                    .range(target.clone()..)
+                    .take(5)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let mut got = Vec::new();
+                while it.valid() && got.len() < 5 {
+                    got.push((it.key().to_vec(), it.value().to_vec()));
+                    it.next();
+                }
+                it.status()
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: iter: {e}"));
+                assert!(
+                    got == want,
+                    "seed {seed} op {i}: seek {}: {}",
+                    short(&target),
+                    diff(&got, &want)
+                );
+            }
+            78..=81 => {
+                if snaps.len() >= 3 {
+                    snaps.remove(rng.gen_range(0..snaps.len()));
+                }
+                snaps.push((d.snapshot(), model.clone()));
+            }
+            82..=87 => {
+                if snaps.is_empty() {
+                    continue;
+                }
+                let j = rng.gen_range(0..snaps.len());
+                let (snap, smodel) = &snaps[j];
+                let ro = ReadOptions {
+                    snapshot: Some(snap.clone()),
+                    ..ReadOptions::default()
+                };
+                for _ in 0..3 {
+                    let k = pick(&mut rng);
+                    let got = d
+                        .get_with(&ro, &k)
+                        .unwrap_or_else(|e| panic!("seed {seed} op {i}: snapshot get: {e}"));
+                    assert!(
+                        got.as_ref() == smodel.get(&k),
+                        "seed {seed} op {i}: snapshot get {}: {:?} bytes, model {:?}",
+                        short(&k),
+                        got.as_ref().map(|v| v.len()),
+                        smodel.get(&k).map(|v| v.len())
+                    );
+                }
+                let lo = random_bound(&mut rng, &keys);
+                let hi = random_bound(&mut rng, &keys);
+                let got: Vec<_> = d
+                    .scan_with(&ro, (as_slice_bound(&lo), as_slice_bound(&hi)))
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: snapshot scan: {e}"))
+                    .collect::<Result<_, _>>()
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: snapshot scan: {e}"));
+                let want = model_range(smodel, &lo, &hi);
+                assert!(
+                    got == want,
+                    "seed {seed} op {i}: snapshot scan {lo:x?}..{hi:x?}: {}",
+                    diff(&got, &want)
+                );
+            }
+            88..=91 => {
+                d.flush()
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: flush: {e}"));
+            }
+            92..=95 => {
+                let (a, b) = (pick(&mut rng), pick(&mut rng));
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                let mut which = rng.gen_range(0..4);
+                if !partial_compactions {
+                    which = 0;
+                }
+                let r = match which {
+                    0 => d.compact_range(None, None),
+                    1 => d.compact_range(Some(&lo), None),
+                    2 => d.compact_range(None, Some(&hi)),
+                    _ => d.compact_range(Some(&lo), Some(&hi)),
+                };
+                r.unwrap_or_else(|e| panic!("seed {seed} op {i}: compact_range: {e}"));
+            }
+            _ => {
+                // Close and reopen; snapshots do not survive.
+                snaps.clear();
+                work.add_stats(d);
+                work.reopens += 1;
+                db.take()
+                    .unwrap()
+                    .close()
+                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: close: {e}"));
+                db = Some(
+                    Db::open(&path, opts.clone())
+                        .unwrap_or_else(|e| panic!("seed {seed} op {i}: reopen: {e}")),
+                );
+            }
+        }
+    }
+    // Final full comparison, before and after a reopen.
+    let d = db.take().unwrap();
+    check_full(&d, &model, &format!("seed {seed} op {ops} (end)"));
+    work.add_stats(&d);
+    snaps.clear();
+    d.close()
+        .unwrap_or_else(|e| panic!("seed {seed}: final close: {e}"));
+    let d =
+        Db::open(&path, opts.clone()).unwrap_or_else(|e| panic!("seed {seed}: final reopen: {e}"));
+    check_full(&d, &model, &format!("seed {seed} op {ops} (after reopen)"));
+    d.close().unwrap();
+    if let Backend::Mem(_) = backend {
+        Db::check(&path, opts).unwrap_or_else(|e| panic!("seed {seed}: check: {e}"));
+    }
+    work
+}
+
+fn check_full(d: &Db, model: &Model, ctx: &str) {
+    let got: Vec<_> = d
+        .scan(..)
+        .unwrap_or_else(|e| panic!("{ctx}: scan: {e}"))
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
+    let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert!(got == want, "{ctx}: full scan: {}", diff(&got, &want));
+    for (k, v) in model.iter().take(50) {
+        let g = d.get(k).unwrap_or_else(|e| panic!("{ctx}: get: {e}"));
+        assert!(g.as_ref() == Some(v), "{ctx}: get {}", short(k));
+    }
+}
+
+fn ops_for(seed: u64) -> usize {
+    50 + (seed % 51) as usize
+}
+
+#[test]
+#[ignore = "debug helper: TIERKV_MODEL_SEED=N TIERKV_MODEL_TRACE=1"]
+fn model_one_seed_from_env() {
+    let seed = std::env::var("TIERKV_MODEL_SEED").unwrap().parse().unwrap();
+    run_sequence(seed, ops_for(seed), Backend::Mem(MemFs::new()), true);
+}
+
+fn seed_count() -> u64 {
+    std::env::var("TIERKV_MODEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000)
+}
+
+/// Runs `seeds`, catching panics so that every failing seed is reported, not only the first.
+fn run_seeds(
+    seeds: impl Iterator<Item = u64>,
+    partial_compactions: bool,
+    backend: impl Fn(u64) -> Backend,
+) -> Work {
+    let mut total = Work::default();
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for seed in seeds {
+        ran += 1;
+        let b = backend(seed);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_sequence(seed, ops_for(seed), b, partial_compactions)
+        }));
+        match r {
+            Ok(w) => total.merge(w),
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                failures.push(msg);
+                if failures.len() >= 10 {
+                    break;
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} sequences failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    total
+}
+
+/// The main model test. `compact_range` is only called on the whole key space here, because
+/// partial ranges hit an engine bug (see `model_random_sequences_partial_compaction`).
+#[test]
+fn model_random_sequences_memfs() {
+    let n = seed_count();
+    let start = std::time::Instant::now();
+    let work = run_seeds(0..n, false, |_| Backend::Mem(MemFs::new()));
+    eprintln!("{n} sequences in {:?}: {work:?}", start.elapsed());
+    // The options are small enough that the engine really flushes, compacts and reopens.
+    assert!(work.flushes > n && work.compactions > n / 2, "{work:?}");
+    assert!(work.deepest_level >= 2 && work.reopens > n / 2, "{work:?}");
+}
+
+/// As `model_random_sequences_memfs`, with `compact_range` also on partial ranges.
+#[test]
+#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
+fn model_random_sequences_partial_compaction() {
+    let n = seed_count();
+    run_seeds(0..n, true, |_| Backend::Mem(MemFs::new()));
+}
+
+#[test]
+fn model_random_sequences_real_fs() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    let work = run_seeds(1_000_000..1_000_008, false, move |seed| {
+        Backend::Disk(base.join(format!("db{seed}")))
+    });
+    assert!(work.flushes > 8 && work.compactions > 0, "{work:?}");
+}
+
+/// 4 writers on disjoint key sets and 2 readers (gets, scans, snapshot scans) at once; then the
+/// whole database is compared with the writers' models, before and after a reopen.
+fn concurrent_run(path: &Path, opts: Options) {
+    const WRITERS: usize = 4;
+    const OPS: usize = 1500;
+    let db = Arc::new(Db::open(path, opts.clone()).unwrap());
+    let done = Arc::new(AtomicBool::new(false));
+    let barrier = Arc::new(Barrier::new(WRITERS + 2));
+    let key = |t: usize, i: usize| format!("w{t}-{i:04}").into_bytes();
+    // Values: "<key>|<version>|" + padding: readers check each value belongs to its key and
+    // versions never go backwards.
+    let val = |k: &[u8], ver: usize, pad: usize| {
+        let mut v = k.to_vec();
+        v.extend_from_slice(format!("|{ver:08}|").as_bytes());
+        v.resize(v.len() + pad, b'x');
+        v
+    };
+    let parse = |k: &[u8], v: &[u8]| -> usize {
+        assert!(v.starts_with(k), "value of {k:?} belongs to another key");
+        let rest = &v[k.len()..];
+        assert_eq!(rest[0], b'|');
+        std::str::from_utf8(&rest[1..9]).unwrap().parse().unwrap()
+    };
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|t| {
+            let db = Arc::clone(&db);
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(t as u64);
+                let mut model = Model::new();
+                barrier.wait();
+                for ver in 1..=OPS {
+                    let i = rng.gen_range(0..300);
+                    let k = key(t, i);
+                    match rng.gen_range(0..10) {
+                        0 | 1 => {
+                            db.delete(&k).unwrap();
+                            model.remove(&k);
+                        }
+                        2 => {
+                            let mut b = WriteBatch::new();
+                            for j in 0..5 {
+                                let k = key(t, (i + j * 7) % 300);
+                                let v = val(&k, ver, j * 30);
+                                b.put(&k, &v);
+                                model.insert(k, v);
+                            }
+                            db.write(
+                                &WriteOptions {
+                                    sync: ver % 50 == 0,
+                                },
+                                b,
+                            )
+                            .unwrap();
+                        }
+                        _ => {
+                            let v = val(&k, ver, rng.gen_range(0..200));
+                            db.put(&k, &v).unwrap();
+                            model.insert(k, v);
+                        }
+                    }
+                    if t == 0 && ver % 500 == 0 {
+                        db.flush().unwrap();
+                    }
+                    if t == 1 && ver % 700 == 0 {
+                        db.compact_range(None, None).unwrap();
+                    }
+                }
+                model
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let db = Arc::clone(&db);
+            let done = Arc::clone(&done);
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(100 + r as u64);
+                let mut seen: HashMap<Vec<u8>, usize> = HashMap::new();
+                let mut rounds = 0;
+                barrier.wait();
+                while !done.load(Ordering::Acquire) || rounds < 10 {
+                    rounds += 1;
+                    let k = key(rng.gen_range(0..WRITERS), rng.gen_range(0..300));
+                    if let Some(v) = db.get(&k).unwrap() {
+                        let ver = parse(&k, &v);
+                        let prev = seen.entry(k.clone()).or_insert(0);
+                        assert!(ver >= *prev, "version of {k:?} went back");
+                        *prev = ver;
+                    }
+                    if rounds % 20 == 0 {
+                        // A snapshot scan twice: identical, sorted, well-formed.
+                        let snap = db.snapshot();
+                        let ro = ReadOptions {
+                            snapshot: Some(snap),
+                            ..ReadOptions::default()
+                        };
+                        let t = rng.gen_range(0..WRITERS);
+                        let lo = key(t, 0);
+                        let hi = key(t, 150);
+                        let a: Vec<_> = db
+                            .scan_with(&ro, &lo[..]..&hi[..])
+                            .unwrap()
+                            .collect::<Result<_, _>>()
+                            .unwrap();
+                        for w in a.windows(2) {
+                            assert!(w[0].0 < w[1].0, "scan out of order");
+                        }
+                        for (k, v) in &a {
+                            assert!(k >= &lo && k < &hi);
+                            parse(k, v);
+                        }
+                        let b: Vec<_> = db
+                            .scan_with(&ro, &lo[..]..&hi[..])
+                            .unwrap()
+                            .collect::<Result<_, _>>()
+                            .unwrap();
+                        assert!(a == b, "two scans of one snapshot differ");
+                    }
+                }
+                rounds
+            })
+        })
+        .collect();
+    let mut model = Model::new();
+    for w in writers {
+        model.extend(w.join().unwrap());
+    }
+    done.store(true, Ordering::Release);
+    for r in readers {
+        assert!(r.join().unwrap() >= 10);
+    }
+    check_full(&db, &model, "concurrent (end)");
+    let db = Arc::into_inner(db).expect("threads joined");
+    db.close().unwrap();
+    let db = Db::open(path, opts).unwrap();
+    check_full(&db, &model, "concurrent (after reopen)");
+    db.close().unwrap();
+}
+
+#[test]
+fn concurrent_writers_and_readers_real_fs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SmallRng::seed_from_u64(7);
+    let mut opts = small_options(&mut rng);
+    opts.write_buffer_size = 16 << 10;
+    concurrent_run(dir.path(), opts);
+}
+
+#[test]
+fn concurrent_writers_and_readers_memfs() {
+    let mut rng = SmallRng::seed_from_u64(8);
+    let mut opts = small_options(&mut rng);
+    opts.fs = Arc::new(MemFs::new());
+    concurrent_run(Path::new("/db"), opts);
+}
+
+/// Replays a seed of `model_random_sequences_partial_compaction` that failed. These failures
+/// depend on background-compaction timing, so each replay runs the seed 20 times;
+/// `partial_l0_manual_compaction_keeps_newest` reproduces the cause deterministically.
+fn replay_partial(seed: u64) {
+    for _ in 0..20 {
+        run_sequence(seed, ops_for(seed), Backend::Mem(MemFs::new()), true);
+    }
+}
+
+/// Op 76: a snapshot `get` of the empty key returned a stale 4810-byte value (model: 13 bytes).
+#[test]
+#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
+fn model_regression_seed_80() {
+    replay_partial(80);
+}
+
+/// Op 7: `get` returned a stale 61-byte value (model: 11 bytes).
+#[test]
+#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
+fn model_regression_seed_1001() {
+    replay_partial(1001);
+}
+
+/// End of sequence: a full scan returned a deleted key (resurrected).
+#[test]
+#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
+fn model_regression_seed_1343() {
+    replay_partial(1343);
+}
+
+/// An L0 file that does not overlap the compacted range but overlaps a newer L0 file that does
+/// must not be left above it: LevelDB widens the L0 input set until it is closed under overlap.
+#[test]
+#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
+fn partial_l0_manual_compaction_keeps_newest() {
+    let opts = Options {
+        fs: Arc::new(MemFs::new()),
+        ..Options::default()
+    };
+    let db = Db::open("/db", opts).unwrap();
+    db.put(b"x", b"old").unwrap();
+    db.flush().unwrap(); // L0: [x..x]
+    db.put(b"a", b"1").unwrap();
+    db.put(b"x", b"new").unwrap();
+    db.flush().unwrap(); // L0: [x..x], [a..x] (newer)
+    db.compact_range(Some(b"a"), Some(b"b")).unwrap();
+    assert_eq!(db.get(b"x").unwrap(), Some(b"new".to_vec()));
+    let all: Vec<_> = db.scan(..).unwrap().collect::<Result<_, _>>().unwrap();
+    assert_eq!(
+        all,
+        vec![
+            (b"a".to_vec(), b"1".to_vec()),
+            (b"x".to_vec(), b"new".to_vec())
+        ]
+    );
+}
+
+/// The same bug resurrects deleted keys: the newer tombstone is compacted into L1 (and dropped
+/// there as L1 is the base level for the key) while the older put stays in L0.
+#[test]
+#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
+fn partial_l0_manual_compaction_does_not_resurrect() {
+    let opts = Options {
+        fs: Arc::new(MemFs::new()),
+        ..Options::default()
+    };
+    let db = Db::open("/db", opts).unwrap();
+    db.put(b"x", b"old").unwrap();
+    db.flush().unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.delete(b"x").unwrap();
+    db.flush().unwrap();
+    db.compact_range(Some(b"a"), Some(b"b")).unwrap();
+    assert_eq!(db.get(b"x").unwrap(), None);
+    let keys: Vec<_> = db.scan(..).unwrap().map(|e| e.unwrap().0).collect();
+    assert_eq!(keys, vec![b"a".to_vec()]);
+}
