@@ -473,25 +473,16 @@ fn run_seeds(
     total
 }
 
-/// The main model test. `compact_range` is only called on the whole key space here, because
-/// partial ranges hit an engine bug (see `model_random_sequences_partial_compaction`).
+/// The main model test; `compact_range` runs on whole and partial key ranges.
 #[test]
 fn model_random_sequences_memfs() {
     let n = seed_count();
     let start = std::time::Instant::now();
-    let work = run_seeds(0..n, false, |_| Backend::Mem(MemFs::new()));
+    let work = run_seeds(0..n, true, |_| Backend::Mem(MemFs::new()));
     eprintln!("{n} sequences in {:?}: {work:?}", start.elapsed());
     // The options are small enough that the engine really flushes, compacts and reopens.
     assert!(work.flushes > n && work.compactions > n / 2, "{work:?}");
     assert!(work.deepest_level >= 2 && work.reopens > n / 2, "{work:?}");
-}
-
-/// As `model_random_sequences_memfs`, with `compact_range` also on partial ranges.
-#[test]
-#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
-fn model_random_sequences_partial_compaction() {
-    let n = seed_count();
-    run_seeds(0..n, true, |_| Backend::Mem(MemFs::new()));
 }
 
 #[test]
@@ -662,8 +653,9 @@ fn concurrent_writers_and_readers_memfs() {
     concurrent_run(Path::new("/db"), opts);
 }
 
-/// Replays a seed of `model_random_sequences_partial_compaction` that failed. These failures
-/// depend on background-compaction timing, so each replay runs the seed 20 times;
+/// Replays a seed that failed when a manual compaction of a partial range moved only some L0
+/// files down (fixed: L0 is always compacted whole). These failures depended on
+/// background-compaction timing, so each replay runs the seed 20 times;
 /// `partial_l0_manual_compaction_keeps_newest` reproduces the cause deterministically.
 fn replay_partial(seed: u64) {
     for _ in 0..20 {
@@ -673,21 +665,18 @@ fn replay_partial(seed: u64) {
 
 /// Op 76: a snapshot `get` of the empty key returned a stale 4810-byte value (model: 13 bytes).
 #[test]
-#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
 fn model_regression_seed_80() {
     replay_partial(80);
 }
 
 /// Op 7: `get` returned a stale 61-byte value (model: 11 bytes).
 #[test]
-#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
 fn model_regression_seed_1001() {
     replay_partial(1001);
 }
 
 /// End of sequence: a full scan returned a deleted key (resurrected).
 #[test]
-#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
 fn model_regression_seed_1343() {
     replay_partial(1343);
 }
@@ -695,7 +684,6 @@ fn model_regression_seed_1343() {
 /// An L0 file that does not overlap the compacted range but overlaps a newer L0 file that does
 /// must not be left above it: LevelDB widens the L0 input set until it is closed under overlap.
 #[test]
-#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
 fn partial_l0_manual_compaction_keeps_newest() {
     let opts = Options {
         fs: Arc::new(MemFs::new()),
@@ -722,7 +710,6 @@ fn partial_l0_manual_compaction_keeps_newest() {
 /// The same bug resurrects deleted keys: the newer tombstone is compacted into L1 (and dropped
 /// there as L1 is the base level for the key) while the older put stays in L0.
 #[test]
-#[ignore = "engine bug: compact_range on a partial range moves newer L0 files below older overlapping ones"]
 fn partial_l0_manual_compaction_does_not_resurrect() {
     let opts = Options {
         fs: Arc::new(MemFs::new()),
