@@ -39,6 +39,9 @@ pub enum Error {
     /// because its durable state is unknown. Reopen the database to recover.
     #[error("database is read-only after an earlier failure: {0}")]
     Poisoned(String),
+    /// A tier is out of space (e.g. no free chunk in the PM pool).
+    #[error("out of space: {0}")]
+    NoSpace(String),
     /// The requested object does not exist (e.g. opening a database that was never created with
     /// `create_if_missing = false`).
     #[error("not found: {0}")]
@@ -83,6 +86,23 @@ impl Error {
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Poisoned(m) => Error::Poisoned(m.clone()),
             Error::NotFound(m) => Error::NotFound(m.clone()),
+            Error::NoSpace(m) => Error::NoSpace(m.clone()),
+        }
+    }
+}
+
+impl From<tierkv_pm::PmError> for Error {
+    fn from(e: tierkv_pm::PmError) -> Self {
+        use tierkv_pm::PmError;
+        match e {
+            PmError::Io { op, path, source } => Error::Io {
+                op,
+                path: path.into(),
+                source,
+            },
+            PmError::Corruption { location, reason } => Error::Corruption { location, reason },
+            PmError::InvalidArgument(m) => Error::InvalidArgument(m),
+            PmError::NoSpace(m) => Error::NoSpace(m),
         }
     }
 }

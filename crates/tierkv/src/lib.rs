@@ -39,6 +39,9 @@ pub mod write_batch;
 
 pub use db::{CheckReport, Db, DbIterator, Snapshot};
 pub use error::{Error, Result};
-pub use options::{CompactionOptions, Design, Options, ReadOptions, TableOptions, WriteOptions};
+pub use options::{
+    CompactionOptions, Design, Options, PmOptions, ReadOptions, TableOptions, WriteOptions,
+};
+pub use tierkv_pm as pm;
 pub use stats::DbStats;
 pub use write_batch::WriteBatch;

@@ -2,6 +2,9 @@
 //! at open ([`Options::validate`]) and printed with every benchmark result.
 
 use crate::fs::{FileSystem, PosixFs};
+use crate::stats::Tier;
+use std::path::PathBuf;
+use tierkv_pm::{DurabilityMode, LatencyModel, PmPool};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -11,19 +14,101 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Design {
     /// SSD write-ahead log, DRAM memtable, leveled SSTables on SSD (the LevelDB/RocksDB baseline,
-    /// "RocksDB-SSD" in the papers).
+    /// "RocksDB-SSD" in the papers). With [`PmOptions::wal_on_pm`] its WAL moves to PM.
     Leveled,
+    /// The "RocksDB-L0-NVM" baseline of TriangleKV and LAB-DB: WAL on a PM log, L0 tables in the
+    /// PM pool (read in place), L1 and below on SSD.
+    LeveledPm,
 }
 
 impl Design {
     /// Every design this build knows, in CLI order.
-    pub const ALL: &'static [Design] = &[Design::Leveled];
+    pub const ALL: &'static [Design] = &[Design::Leveled, Design::LeveledPm];
 
     /// The design's name in the CLI, the manifest and the reports.
     pub fn name(self) -> &'static str {
         match self {
             Design::Leveled => "leveled",
+            Design::LeveledPm => "leveled-pm",
         }
+    }
+
+    /// Where the WAL lives under `options`.
+    pub fn wal_tier(self, options: &Options) -> Tier {
+        match self {
+            Design::Leveled if options.pm.wal_on_pm => Tier::Pm,
+            Design::Leveled => Tier::Ssd,
+            Design::LeveledPm => Tier::Pm,
+        }
+    }
+
+    /// Where memtable flushes (L0 tables) are written.
+    pub fn flush_tier(self) -> Tier {
+        match self {
+            Design::Leveled => Tier::Ssd,
+            Design::LeveledPm => Tier::Pm,
+        }
+    }
+
+    /// True if the design keeps anything in the PM pool under `options`.
+    pub fn uses_pm(self, options: &Options) -> bool {
+        self.wal_tier(options) == Tier::Pm || self.flush_tier() == Tier::Pm
+    }
+}
+
+/// Persistent-memory options, used by designs that keep data in the PM pool.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct PmOptions {
+    /// The pool file; default `<database directory>/pm.pool`. Put it on a DAX file system for
+    /// real PM, or on `/dev/shm` for the emulation the papers used.
+    pub path: Option<PathBuf>,
+    /// Pool size in bytes, fixed when the pool is created (a sparse file: only used chunks take
+    /// memory). It must hold the WAL and every L0 table: about
+    /// `(max_write_buffer_number + level0_stop_trigger) x write_buffer_size`. Default 8 GiB.
+    pub size_bytes: u64,
+    /// Allocation unit for logs and tables. Default 4 MiB (FluidKV's chunk size).
+    pub chunk_bytes: u64,
+    /// How persists become durable: `Emulated` (flush + fence; survives a process crash, the
+    /// benchmark default, as in the papers' emulations), `Msync` (also msync: power-fail durable,
+    /// slow), `Dax` (MAP_SYNC on a DAX file system: power-fail durable). Default `Emulated`.
+    pub mode: DurabilityMode,
+    /// Emulated extra latency per cache line written back and per read. Default none (`dram`).
+    pub latency: LatencyModel,
+    /// For the `leveled` design: put its WAL on PM, to isolate the log's effect. Default false.
+    pub wal_on_pm: bool,
+    /// A pool to use instead of opening `path` (crash-simulation tests).
+    #[serde(skip)]
+    pub pool: Option<Arc<PmPool>>,
+}
+
+impl Default for PmOptions {
+    fn default() -> Self {
+        PmOptions {
+            path: None,
+            size_bytes: 8 << 30,
+            chunk_bytes: 4 << 20,
+            mode: DurabilityMode::Emulated,
+            latency: LatencyModel {
+                read_ns: 0,
+                write_ns: 0,
+            },
+            wal_on_pm: false,
+            pool: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for PmOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PmOptions")
+            .field("path", &self.path)
+            .field("size_bytes", &self.size_bytes)
+            .field("chunk_bytes", &self.chunk_bytes)
+            .field("mode", &self.mode)
+            .field("latency", &self.latency)
+            .field("wal_on_pm", &self.wal_on_pm)
+            .field("pool", &self.pool.as_ref().map(|_| "<given>"))
+            .finish()
     }
 }
 
@@ -140,6 +225,8 @@ pub struct Options {
     pub table: TableOptions,
     /// Compaction and throttling.
     pub compaction: CompactionOptions,
+    /// The PM pool, for designs that use it.
+    pub pm: PmOptions,
     /// The file system; [`PosixFs`] unless a test substitutes another one.
     #[serde(skip, default = "default_fs")]
     pub fs: Arc<dyn FileSystem>,
@@ -163,6 +250,7 @@ impl Default for Options {
             max_open_files: 1000,
             table: TableOptions::default(),
             compaction: CompactionOptions::default(),
+            pm: PmOptions::default(),
             fs: default_fs(),
         }
     }
@@ -182,6 +270,7 @@ impl std::fmt::Debug for Options {
             .field("max_open_files", &self.max_open_files)
             .field("table", &self.table)
             .field("compaction", &self.compaction)
+            .field("pm", &self.pm)
             .finish_non_exhaustive()
     }
 }
@@ -242,6 +331,15 @@ impl Options {
         }
         if c.background_compactions == 0 || c.background_compactions > 64 {
             return bad("compaction.background_compactions must be in 1..=64".into());
+        }
+        let pm = &self.pm;
+        if self.design.uses_pm(self) && pm.pool.is_none() {
+            if pm.chunk_bytes < (64 << 10) || !pm.chunk_bytes.is_power_of_two() {
+                return bad("pm.chunk_bytes must be a power of two >= 64 KiB".into());
+            }
+            if pm.size_bytes < 4 * pm.chunk_bytes || pm.size_bytes % pm.chunk_bytes != 0 {
+                return bad("pm.size_bytes must be a multiple of pm.chunk_bytes, >= 4 chunks".into());
+            }
         }
         Ok(())
     }

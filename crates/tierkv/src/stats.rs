@@ -7,7 +7,26 @@
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// Why bytes were read from or written to SSD.
+/// A storage tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Tier {
+    /// Block storage through the file-system seam.
+    Ssd,
+    /// Persistent memory through the PM pool.
+    Pm,
+}
+
+impl Tier {
+    /// The tier's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Ssd => "ssd",
+            Tier::Pm => "pm",
+        }
+    }
+}
+
+/// Why bytes were read from or written to a tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoPurpose {
     /// Write-ahead log appends.
@@ -67,12 +86,60 @@ pub struct Counters {
     pub compactions: AtomicU64,
     /// WAL appends (one per group commit).
     pub wal_appends: AtomicU64,
+    /// PM bytes appended to the WAL (payload bytes handed to the PM file layer).
+    pub pm_written_wal: AtomicU64,
+    /// PM bytes written by flushes.
+    pub pm_written_flush: AtomicU64,
+    /// PM bytes written by compactions.
+    pub pm_written_compaction: AtomicU64,
+    /// PM bytes read to answer user reads.
+    pub pm_read_user: AtomicU64,
+    /// PM bytes read by compactions.
+    pub pm_read_compaction: AtomicU64,
+    /// PM bytes read by recovery and checks.
+    pub pm_read_recovery: AtomicU64,
+    /// Flushes that went to SSD because the PM pool was full.
+    pub pm_flush_fallbacks: AtomicU64,
     /// WAL syncs.
     pub wal_syncs: AtomicU64,
 }
 
 impl Counters {
-    /// Adds `n` bytes written for `purpose`.
+    /// Adds `n` bytes written to `tier` for `purpose`.
+    pub fn add_written_to(&self, tier: Tier, purpose: IoPurpose, n: u64) {
+        match tier {
+            Tier::Ssd => self.add_written(purpose, n),
+            Tier::Pm => {
+                let c = match purpose {
+                    IoPurpose::Wal => &self.pm_written_wal,
+                    IoPurpose::Flush => &self.pm_written_flush,
+                    IoPurpose::Compaction => &self.pm_written_compaction,
+                    _ => {
+                        debug_assert!(false, "no PM counter for {purpose:?} writes");
+                        return;
+                    }
+                };
+                c.fetch_add(n, Relaxed);
+            }
+        }
+    }
+
+    /// Adds `n` bytes read from `tier` for `purpose`.
+    pub fn add_read_from(&self, tier: Tier, purpose: IoPurpose, n: u64) {
+        match tier {
+            Tier::Ssd => self.add_read(purpose, n),
+            Tier::Pm => {
+                let c = match purpose {
+                    IoPurpose::Compaction => &self.pm_read_compaction,
+                    IoPurpose::UserRead => &self.pm_read_user,
+                    _ => &self.pm_read_recovery,
+                };
+                c.fetch_add(n, Relaxed);
+            }
+        }
+    }
+
+    /// Adds `n` bytes written to SSD for `purpose`.
     pub fn add_written(&self, purpose: IoPurpose, n: u64) {
         let c = match purpose {
             IoPurpose::Wal => &self.ssd_written_wal,
@@ -87,7 +154,7 @@ impl Counters {
         c.fetch_add(n, Relaxed);
     }
 
-    /// Adds `n` bytes read for `purpose`.
+    /// Adds `n` bytes read from SSD for `purpose`.
     pub fn add_read(&self, purpose: IoPurpose, n: u64) {
         let c = match purpose {
             IoPurpose::Compaction => &self.ssd_read_compaction,
@@ -125,6 +192,25 @@ impl DramFootprint {
     pub fn total(&self) -> u64 {
         self.memtable_bytes + self.filter_bytes + self.index_bytes + self.block_cache_bytes
     }
+}
+
+/// Device-level counters of the PM pool.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PmDeviceStats {
+    /// The durability mode in force (`dax`, `msync`, `emulated`).
+    pub mode: String,
+    /// The flush instruction used (`clwb`, `clflushopt`, `clflush`, `msync`).
+    pub flush_instruction: String,
+    /// Cache lines written back (x 64 = bytes written to the PM device).
+    pub lines_written_back: u64,
+    /// Store fences.
+    pub fences: u64,
+    /// Bytes read through the pool's read accessor.
+    pub bytes_read: u64,
+    /// Bytes in allocated chunks.
+    pub bytes_allocated: u64,
+    /// Pool size.
+    pub pool_bytes: u64,
 }
 
 /// A copy of every figure of a database, as returned by [`crate::Db::stats`].
@@ -174,10 +260,31 @@ pub struct DbStats {
     pub wal_appends: u64,
     /// WAL syncs.
     pub wal_syncs: u64,
+    /// PM bytes appended to the WAL.
+    pub pm_written_wal: u64,
+    /// PM bytes written by flushes.
+    pub pm_written_flush: u64,
+    /// PM bytes written by compactions.
+    pub pm_written_compaction: u64,
+    /// PM bytes read for user reads.
+    pub pm_read_user: u64,
+    /// PM bytes read by compactions.
+    pub pm_read_compaction: u64,
+    /// PM bytes read by recovery and checks.
+    pub pm_read_recovery: u64,
+    /// Flushes that went to SSD because the PM pool was full.
+    pub pm_flush_fallbacks: u64,
+    /// The PM pool's own counters (device level: cache lines written back, fences, bytes read,
+    /// bytes allocated), when the design uses PM.
+    pub pm: Option<PmDeviceStats>,
     /// Files and bytes per level, L0 first.
     pub levels: Vec<LevelStats>,
-    /// Bytes of live WAL files.
+    /// Files and bytes per level that live on PM, L0 first.
+    pub pm_levels: Vec<LevelStats>,
+    /// Bytes of live WAL files on SSD.
     pub wal_bytes: u64,
+    /// Bytes of live WAL files on PM.
+    pub pm_wal_bytes: u64,
     /// DRAM held, by use.
     pub dram: DramFootprint,
 }
@@ -208,6 +315,13 @@ impl DbStats {
             compactions: g(&c.compactions),
             wal_appends: g(&c.wal_appends),
             wal_syncs: g(&c.wal_syncs),
+            pm_written_wal: g(&c.pm_written_wal),
+            pm_written_flush: g(&c.pm_written_flush),
+            pm_written_compaction: g(&c.pm_written_compaction),
+            pm_read_user: g(&c.pm_read_user),
+            pm_read_compaction: g(&c.pm_read_compaction),
+            pm_read_recovery: g(&c.pm_read_recovery),
+            pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
             ..DbStats::default()
         }
     }
@@ -220,9 +334,34 @@ impl DbStats {
             + self.ssd_written_compaction
     }
 
-    /// Device bytes written / user bytes written (0 before any write).
+    /// All PM bytes written, as the engine handed them to the PM layer.
+    pub fn pm_bytes_written(&self) -> u64 {
+        self.pm_written_wal + self.pm_written_flush + self.pm_written_compaction
+    }
+
+    /// PM bytes written at the device: cache lines written back x 64 (0 without PM).
+    pub fn pm_device_bytes_written(&self) -> u64 {
+        self.pm.as_ref().map_or(0, |p| p.lines_written_back * 64)
+    }
+
+    /// SSD bytes written / user bytes written (0 before any write).
     pub fn write_amplification(&self) -> f64 {
         ratio(self.ssd_bytes_written(), self.user_bytes_written)
+    }
+
+    /// PM bytes written at the device (cache lines written back x 64) / user bytes written.
+    pub fn pm_write_amplification(&self) -> f64 {
+        ratio(self.pm_device_bytes_written(), self.user_bytes_written)
+    }
+
+    /// PM bytes read for user reads / user bytes returned.
+    pub fn pm_read_amplification(&self) -> f64 {
+        ratio(self.pm_read_user, self.user_bytes_read)
+    }
+
+    /// Bytes of tables on PM.
+    pub fn pm_live_bytes(&self) -> u64 {
+        self.pm_levels.iter().map(|l| l.bytes).sum()
     }
 
     /// Write amplification without the WAL (flush + compaction bytes / user bytes), the figure
@@ -241,10 +380,15 @@ impl DbStats {
 
     /// Bytes of tables and WAL on SSD.
     pub fn ssd_live_bytes(&self) -> u64 {
-        self.levels.iter().map(|l| l.bytes).sum::<u64>() + self.wal_bytes
+        self.levels.iter().map(|l| l.bytes).sum::<u64>() - self.pm_live_bytes() + self.wal_bytes
     }
 
-    /// Live SSD bytes / `logical_bytes` (the key + value bytes of the live data, which the caller
+    /// PM bytes of tables and WAL / `logical_bytes`.
+    pub fn pm_space_amplification(&self, logical_bytes: u64) -> f64 {
+        ratio(self.pm_live_bytes() + self.pm_wal_bytes, logical_bytes)
+    }
+
+    /// Live SSD bytes (tables and WAL on SSD) / `logical_bytes` (the key + value bytes of the live data, which the caller
     /// measures, e.g. with [`crate::Db::logical_size`]).
     pub fn space_amplification(&self, logical_bytes: u64) -> f64 {
         ratio(self.ssd_live_bytes(), logical_bytes)

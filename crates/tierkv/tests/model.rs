@@ -154,6 +154,8 @@ fn diff(got: &[(Vec<u8>, Vec<u8>)], want: &[(Vec<u8>, Vec<u8>)]) -> String {
 enum Backend {
     Mem(MemFs),
     Disk(PathBuf),
+    /// The `leveled-pm` design on the real file system, its PM pool a temporary file.
+    LeveledPm(PathBuf),
 }
 
 impl Backend {
@@ -165,6 +167,12 @@ impl Backend {
                 (PathBuf::from("/db"), o)
             }
             Backend::Disk(p) => (p.clone(), o),
+            Backend::LeveledPm(p) => {
+                o.design = tierkv::Design::LeveledPm;
+                o.pm.chunk_bytes = 64 << 10;
+                o.pm.size_bytes = 4 << 20;
+                (p.clone(), o)
+            }
         }
     }
 }
@@ -396,7 +404,7 @@ fn run_sequence(seed: u64, ops: usize, backend: Backend, partial_compactions: bo
         Db::open(&path, opts.clone()).unwrap_or_else(|e| panic!("seed {seed}: final reopen: {e}"));
     check_full(&d, &model, &format!("seed {seed} op {ops} (after reopen)"));
     d.close().unwrap();
-    if let Backend::Mem(_) = backend {
+    if !matches!(backend, Backend::Disk(_)) {
         Db::check(&path, opts).unwrap_or_else(|e| panic!("seed {seed}: check: {e}"));
     }
     work
@@ -493,6 +501,19 @@ fn model_random_sequences_real_fs() {
         Backend::Disk(base.join(format!("db{seed}")))
     });
     assert!(work.flushes > 8 && work.compactions > 0, "{work:?}");
+}
+
+/// The model test against the `leveled-pm` design (WAL and L0 tables in a PM pool in a
+/// temporary file, deeper levels on the file system).
+#[test]
+fn model_random_sequences_leveled_pm() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    let n = (seed_count() / 10).max(50);
+    let work = run_seeds(2_000_000..2_000_000 + n, true, move |seed| {
+        Backend::LeveledPm(base.join(format!("db{seed}")))
+    });
+    assert!(work.flushes > n && work.compactions > 0, "{work:?}");
 }
 
 /// 4 writers on disjoint key sets and 2 readers (gets, scans, snapshot scans) at once; then the

@@ -191,6 +191,7 @@ mod tests {
                         num_entries: 1,
                         smallest: make_internal_key(a.as_bytes(), 9, ValueType::Value),
                         largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
+                        tier: crate::stats::Tier::Ssd,
                     },
                 ));
             }

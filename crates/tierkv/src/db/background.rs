@@ -12,9 +12,18 @@ use crate::compaction::{self, CompactionPlan, Reason};
 use crate::memtable::MemTable;
 use crate::sst::TableBuilder;
 use crate::version::{parse_file_name, table_file_name, FileKind, FileMetaData, VersionEdit};
-use crate::Result;
+use crate::fs::FileSystem;
+use crate::stats::{IoPurpose, Tier};
+use crate::{Error, Result};
 use std::collections::HashSet;
 use std::path::PathBuf;
+
+/// A file found obsolete.
+pub(crate) struct ObsoleteFile {
+    tier: Tier,
+    path: PathBuf,
+    table: Option<u64>,
+}
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
 
@@ -42,9 +51,6 @@ impl DbInner {
             let result = built.and_then(|meta| {
                 let mut edit = VersionEdit::default();
                 if let Some(meta) = meta {
-                    self.counters
-                        .ssd_written_flush
-                        .fetch_add(meta.file_size, Relaxed);
                     edit.new_files.push((0, meta));
                 }
                 // WALs older than the next memtable's are no longer needed.
@@ -75,8 +81,9 @@ impl DbInner {
         }
     }
 
-    /// Writes the entries of `mem` to table `number` and syncs it and the directory. `None`
-    /// for an empty memtable.
+    /// Writes the entries of `mem` to table `number` on the design's flush tier and syncs it
+    /// and its directory; counts the bytes as flush writes. `None` for an empty memtable. When
+    /// the PM pool is full the table goes to SSD instead (counted in `pm_flush_fallbacks`).
     pub(crate) fn write_table_from_memtable(
         &self,
         mem: &Arc<MemTable>,
@@ -85,24 +92,41 @@ impl DbInner {
         if mem.is_empty() {
             return Ok(None);
         }
-        let path = table_file_name(&self.dir, number);
-        let mut builder = TableBuilder::new(&self.options.table, self.fs.create(&path)?, path);
-        let mut it = mem.iter();
+        let tier = self.options.design.flush_tier();
+        let meta = match self.build_table(mem, number, tier) {
+            Err(Error::NoSpace(_)) if tier == Tier::Pm => {
+                let _ = self.fs_for(Tier::Pm).remove(&table_file_name(&self.dir, number));
+                self.counters.pm_flush_fallbacks.fetch_add(1, Relaxed);
+                self.build_table(mem, number, Tier::Ssd)?
+            }
+            other => other?,
+        };
+        self.counters
+            .add_written_to(meta.tier, IoPurpose::Flush, meta.file_size);
+        Ok(Some(meta))
+    }
+
+    fn build_table(&self, mem: &Arc<MemTable>, number: u64, tier: Tier) -> Result<FileMetaData> {
         use crate::iterator::InternalIterator;
+        let fs = self.fs_for(tier);
+        let path = table_file_name(&self.dir, number);
+        let mut builder = TableBuilder::new(&self.options.table, fs.create(&path)?, path);
+        let mut it = mem.iter();
         it.seek_to_first();
         while it.valid() {
             builder.add(it.key(), it.value())?;
             it.next();
         }
         let summary = builder.finish()?;
-        self.fs.sync_dir(&self.dir)?;
-        Ok(Some(FileMetaData {
+        fs.sync_dir(&self.dir)?;
+        Ok(FileMetaData {
             number,
             file_size: summary.file_size,
             num_entries: summary.num_entries,
             smallest: summary.smallest,
             largest: summary.largest,
-        }))
+            tier,
+        })
     }
 
     /// A compaction thread: repeatedly asks the picker for a plan and runs it.
@@ -181,8 +205,7 @@ impl DbInner {
             }
             for meta in &outputs {
                 self.counters
-                    .ssd_written_compaction
-                    .fetch_add(meta.file_size, Relaxed);
+                    .add_written_to(meta.tier, IoPurpose::Compaction, meta.file_size);
                 edit.new_files.push((plan.output_level(), meta.clone()));
             }
         }
@@ -207,11 +230,9 @@ impl DbInner {
         Ok(())
     }
 
-    /// Under the state lock: the files no live version, pending output or live WAL needs.
-    pub(crate) fn collect_obsolete_files(
-        &self,
-        state: &mut super::State,
-    ) -> Vec<(PathBuf, Option<u64>)> {
+    /// Under the state lock: the files no live version, pending output or live WAL needs, on
+    /// every tier.
+    pub(crate) fn collect_obsolete_files(&self, state: &mut super::State) -> Vec<ObsoleteFile> {
         let mut live: HashSet<u64> = state.pending_outputs.clone();
         state.live_versions.retain(|w| w.strong_count() > 0);
         for v in state.live_versions.iter().filter_map(|w| w.upgrade()) {
@@ -220,35 +241,53 @@ impl DbInner {
         live.extend(state.versions.current().file_numbers());
         let log_number = state.versions.log_number;
         let manifest = state.versions.manifest_number();
-        let names = match self.fs.list(&self.dir) {
-            Ok(n) => n,
-            Err(_) => return Vec::new(),
-        };
         let mut out = Vec::new();
-        for name in names {
-            let Some((kind, n)) = parse_file_name(&name) else {
+        let tiers: &[Tier] = if self.pm.is_some() {
+            &[Tier::Ssd, Tier::Pm]
+        } else {
+            &[Tier::Ssd]
+        };
+        for &tier in tiers {
+            let Ok(names) = self.fs_for(tier).list(&self.dir) else {
                 continue;
             };
-            let keep = match kind {
-                FileKind::Log => n >= log_number,
-                FileKind::Table => live.contains(&n),
-                FileKind::Manifest => Some(n) == manifest,
-                FileKind::Temp => false,
-            };
-            if !keep {
-                out.push((self.dir.join(&name), (kind == FileKind::Table).then_some(n)));
+            for name in names {
+                let Some((kind, n)) = parse_file_name(&name) else {
+                    continue;
+                };
+                let keep = match kind {
+                    FileKind::Log => n >= log_number,
+                    FileKind::Table => live.contains(&n),
+                    FileKind::Manifest => Some(n) == manifest,
+                    FileKind::Temp => false,
+                };
+                if !keep {
+                    out.push(ObsoleteFile {
+                        tier,
+                        path: self.dir.join(&name),
+                        table: (kind == FileKind::Table).then_some(n),
+                    });
+                }
             }
         }
         out
     }
 
     /// Deletes files found obsolete; failures are ignored (the next pass retries).
-    pub(crate) fn delete_files(&self, files: Vec<(PathBuf, Option<u64>)>) {
-        for (path, table) in files {
-            if let Some(n) = table {
+    pub(crate) fn delete_files(&self, files: Vec<ObsoleteFile>) {
+        for f in files {
+            if let Some(n) = f.table {
                 self.table_cache.evict(n);
             }
-            let _ = self.fs.remove(&path);
+            let _ = self.fs_for(f.tier).remove(&f.path);
+        }
+    }
+
+    /// The file system of `tier`. REQUIRES: the database has a PM pool if `tier` is PM.
+    pub(crate) fn fs_for(&self, tier: Tier) -> &Arc<dyn FileSystem> {
+        match tier {
+            Tier::Ssd => &self.fs,
+            Tier::Pm => &self.pm.as_ref().expect("design uses PM").fs,
         }
     }
 

@@ -7,6 +7,7 @@ use crate::log::LogReader;
 use crate::options::Options;
 use crate::sst::BlockCache;
 use crate::stats::{Counters, IoPurpose};
+use crate::fs::FileSystem;
 use crate::version::{log_file_name, parse_file_name, FileKind, VersionSet};
 use crate::write_batch::decode_batch;
 use crate::{Error, Result};
@@ -36,9 +37,11 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
     let versions = VersionSet::recover(dir, options, Arc::clone(&counters))?;
     let version = versions.current();
     version.check_invariants()?;
+    let pm = super::recovery::open_pm(dir, options, false, false)?;
     let cache = TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&options.fs),
+        pm.as_ref().map(|p| Arc::clone(&p.fs)),
         BlockCache::new(1 << 20),
         counters,
         options.max_open_files,
@@ -75,19 +78,22 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
             report.entries_checked += entries;
         }
     }
-    let mut logs: Vec<u64> = options
-        .fs
-        .list(dir)?
-        .iter()
-        .filter_map(|n| parse_file_name(n))
-        .filter(|(k, n)| *k == FileKind::Log && *n >= versions.log_number)
-        .map(|(_, n)| n)
-        .collect();
-    logs.sort_unstable();
-    for (i, n) in logs.iter().enumerate() {
+    let mut logs: Vec<(u64, Arc<dyn FileSystem>)> = Vec::new();
+    let tiers = std::iter::once(Arc::clone(&options.fs)).chain(pm.iter().map(|p| Arc::clone(&p.fs)));
+    for fs in tiers {
+        for name in fs.list(dir)? {
+            if let Some((FileKind::Log, n)) = parse_file_name(&name) {
+                if n >= versions.log_number {
+                    logs.push((n, Arc::clone(&fs)));
+                }
+            }
+        }
+    }
+    logs.sort_unstable_by_key(|(n, _)| *n);
+    for (i, (n, fs)) in logs.iter().enumerate() {
         let path = log_file_name(dir, *n);
         let location = path.display().to_string();
-        let mut reader = LogReader::new(options.fs.read_all(&path)?, location.clone());
+        let mut reader = LogReader::new(fs.read_all(&path)?, location.clone());
         while let Some(rec) = reader.next_record()? {
             let batch = decode_batch(&rec, "WAL record")
                 .map_err(|e| Error::corruption(location.clone(), e.to_string()))?;

@@ -11,7 +11,7 @@ use crate::compaction::CompactionPlan;
 use crate::format::{parse_internal_key, ValueType};
 use crate::iterator::InternalIterator;
 use crate::sst::TableBuilder;
-use crate::stats::IoPurpose;
+use crate::stats::{IoPurpose, Tier};
 use crate::version::{table_file_name, FileMetaData, Version};
 use crate::{Error, Result};
 use std::sync::Arc;
@@ -98,6 +98,7 @@ fn finish(builder: TableBuilder, number: u64) -> Result<FileMetaData> {
         num_entries: s.num_entries,
         smallest: s.smallest,
         largest: s.largest,
+        tier: Tier::Ssd,
     })
 }
 

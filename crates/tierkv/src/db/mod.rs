@@ -35,7 +35,7 @@ use crate::fs::{FileLock, FileSystem};
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::stats::{Counters, DbStats, DramFootprint, LevelStats};
+use crate::stats::{Counters, DbStats, DramFootprint, LevelStats, PmDeviceStats, Tier};
 use crate::version::{parse_file_name, FileKind, Version, VersionSet};
 use crate::WriteBatch;
 use parking_lot::{Condvar, Mutex};
@@ -113,10 +113,21 @@ pub(crate) struct WalState {
     pub mem: Arc<MemTable>,
 }
 
+/// The PM tier of a database whose design uses it.
+pub(crate) struct PmTier {
+    pub pool: Arc<tierkv_pm::PmPool>,
+    pub fs: Arc<dyn FileSystem>,
+    /// Lock on the pool file, when the pool was opened from a path.
+    pub _lock: Option<Box<dyn FileLock>>,
+}
+
 pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub options: Options,
     pub fs: Arc<dyn FileSystem>,
+    pub pm: Option<PmTier>,
+    /// Where the WAL lives.
+    pub wal_tier: Tier,
     pub counters: Arc<Counters>,
     pub table_cache: TableCache,
     pub state: Mutex<State>,
@@ -315,6 +326,16 @@ impl Db {
     }
 }
 
+/// Bytes of the WAL files of `dir` in `fs`.
+fn wal_bytes(fs: &dyn FileSystem, dir: &Path) -> u64 {
+    fs.list(dir)
+        .unwrap_or_default()
+        .iter()
+        .filter(|n| matches!(parse_file_name(n), Some((FileKind::Log, _))))
+        .filter_map(|n| fs.file_size(&dir.join(n)).ok())
+        .sum()
+}
+
 impl Drop for Db {
     fn drop(&mut self) {
         self.shutdown();
@@ -326,15 +347,35 @@ impl DbInner {
         let mut s = DbStats::from_counters(&self.counters);
         s.design = self.options.design.name().to_string();
         let sv = Arc::clone(&self.state.lock().super_version);
-        s.levels = sv
-            .version
-            .levels
-            .iter()
-            .map(|files| LevelStats {
-                files: files.len(),
-                bytes: files.iter().map(|f| f.file_size).sum(),
-            })
-            .collect();
+        let level_stats = |tier: Option<Tier>| -> Vec<LevelStats> {
+            sv.version
+                .levels
+                .iter()
+                .map(|files| {
+                    let mut l = LevelStats::default();
+                    for f in files.iter().filter(|f| tier.is_none_or(|t| f.tier == t)) {
+                        l.files += 1;
+                        l.bytes += f.file_size;
+                    }
+                    l
+                })
+                .collect()
+        };
+        s.levels = level_stats(None);
+        if let Some(pm) = &self.pm {
+            s.pm_levels = level_stats(Some(Tier::Pm));
+            let p = pm.pool.stats();
+            s.pm = Some(PmDeviceStats {
+                mode: pm.pool.mode().to_string(),
+                flush_instruction: tierkv_pm::flush_instruction().to_string(),
+                lines_written_back: p.lines_written_back,
+                fences: p.fences,
+                bytes_read: p.bytes_read,
+                bytes_allocated: p.bytes_allocated,
+                pool_bytes: pm.pool.size(),
+            });
+            s.pm_wal_bytes = wal_bytes(&*pm.fs, &self.dir);
+        }
         let (filter_bytes, index_bytes) = self.table_cache.resident_bytes();
         s.dram = DramFootprint {
             memtable_bytes: sv.mem.approximate_bytes()
@@ -343,14 +384,7 @@ impl DbInner {
             index_bytes,
             block_cache_bytes: self.table_cache.block_cache().usage_bytes(),
         };
-        s.wal_bytes = self
-            .fs
-            .list(&self.dir)
-            .unwrap_or_default()
-            .iter()
-            .filter(|n| matches!(parse_file_name(n), Some((FileKind::Log, _))))
-            .filter_map(|n| self.fs.file_size(&self.dir.join(n)).ok())
-            .sum();
+        s.wal_bytes = wal_bytes(&*self.fs, &self.dir);
         s
     }
 

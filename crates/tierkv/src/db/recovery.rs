@@ -10,7 +10,11 @@
 //! WAL with damage, or damage followed by valid records, is corruption and fails the open with
 //! an error naming the file.
 
-use super::{DbInner, SnapshotList, State, SuperVersion, TableCache, WalState};
+use super::{DbInner, PmTier, SnapshotList, State, SuperVersion, TableCache, WalState};
+use crate::fs::{FileSystem, PmFs, PosixFs};
+use crate::stats::Tier;
+use std::path::PathBuf;
+use tierkv_pm::{PmPool, PoolOptions};
 use crate::error::{Error, Result};
 use crate::log::{LogReader, LogWriter};
 use crate::memtable::MemTable;
@@ -41,7 +45,15 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     let lock = fs.lock(&dir.join("LOCK"))?;
     let counters = Arc::new(Counters::default());
-    let mut versions = if fs.exists(&current_file_name(dir)) {
+    let creating = !fs.exists(&current_file_name(dir));
+    if creating && !options.create_if_missing {
+        return Err(Error::NotFound(format!(
+            "no database in {} (create_if_missing is false)",
+            dir.display()
+        )));
+    }
+    let pm = open_pm(dir, &options, creating, true)?;
+    let mut versions = if !creating {
         if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
                 "database {} already exists",
@@ -49,32 +61,35 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             )));
         }
         VersionSet::recover(dir, &options, Arc::clone(&counters))?
-    } else if options.create_if_missing {
-        VersionSet::create(dir, &options, Arc::clone(&counters))?
     } else {
-        return Err(Error::NotFound(format!(
-            "no database in {} (create_if_missing is false)",
-            dir.display()
-        )));
+        VersionSet::create(dir, &options, Arc::clone(&counters))?
     };
-    let names = fs.list(dir)?;
-    let present: HashSet<(FileKind, u64)> =
-        names.iter().filter_map(|n| parse_file_name(n)).collect();
-    for n in versions.current().file_numbers() {
-        if !present.contains(&(FileKind::Table, n)) {
-            return Err(Error::corruption(
-                table_file_name(dir, n).display().to_string(),
-                "table file named by the manifest is missing",
-            ));
+    // Every file on every tier, with the tier that holds it.
+    let mut present: HashSet<(FileKind, u64, Tier)> = HashSet::new();
+    for (tier, tier_fs) in std::iter::once((Tier::Ssd, &fs)).chain(pm.iter().map(|p| (Tier::Pm, &p.fs))) {
+        for name in tier_fs.list(dir)? {
+            if let Some((kind, n)) = parse_file_name(&name) {
+                present.insert((kind, n, tier));
+            }
         }
     }
-    let mut logs: Vec<u64> = present
+    for files in &versions.current().levels {
+        for f in files {
+            if !present.contains(&(FileKind::Table, f.number, f.tier)) {
+                return Err(Error::corruption(
+                    table_file_name(dir, f.number).display().to_string(),
+                    format!("table file named by the manifest is missing from {}", f.tier.name()),
+                ));
+            }
+        }
+    }
+    let mut logs: Vec<(u64, Tier)> = present
         .iter()
-        .filter(|(k, n)| *k == FileKind::Log && *n >= versions.log_number)
-        .map(|(_, n)| *n)
+        .filter(|(k, n, _)| *k == FileKind::Log && *n >= versions.log_number)
+        .map(|(_, n, t)| (*n, *t))
         .collect();
-    logs.sort_unstable();
-    for (_, n) in &present {
+    logs.sort_unstable_by_key(|(n, _)| *n);
+    for (_, n, _) in &present {
         versions.mark_file_number_used(*n);
     }
 
@@ -82,6 +97,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let table_cache = TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&fs),
+        pm.as_ref().map(|p| Arc::clone(&p.fs)),
         block_cache,
         Arc::clone(&counters),
         options.max_open_files,
@@ -91,6 +107,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: Arc::clone(&fs),
+        pm,
+        wal_tier: options.design.wal_tier(&options),
         counters: Arc::clone(&counters),
         table_cache,
         state: Mutex::new(State {
@@ -128,15 +146,16 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 }
 
 /// Replays `logs` into L0 tables, then starts a new WAL and manifest.
-fn replay_and_restart(db: &DbInner, logs: &[u64]) -> Result<()> {
+fn replay_and_restart(db: &DbInner, logs: &[(u64, Tier)]) -> Result<()> {
     let mut state = db.state.lock();
     let mut edit = VersionEdit::default();
     let mut max_seq = state.versions.last_sequence;
     let mut mem = Arc::new(MemTable::new(0));
-    for (i, &number) in logs.iter().enumerate() {
+    for (i, &(number, tier)) in logs.iter().enumerate() {
         let path = log_file_name(&db.dir, number);
-        let data = db.fs.read_all(&path)?;
-        db.counters.add_read(IoPurpose::Recovery, data.len() as u64);
+        let data = db.fs_for(tier).read_all(&path)?;
+        db.counters
+            .add_read_from(tier, IoPurpose::Recovery, data.len() as u64);
         let location = path.display().to_string();
         let mut reader = LogReader::new(data, location.clone());
         while let Some(record) = reader.next_record()? {
@@ -176,8 +195,9 @@ fn replay_and_restart(db: &DbInner, logs: &[u64]) -> Result<()> {
     flush_replayed(db, &mut state, &mut mem, &mut edit)?;
     // Start the new WAL; the edit makes it the oldest live log.
     let number = state.versions.new_file_number();
-    let file = db.fs.create(&log_file_name(&db.dir, number))?;
-    db.fs.sync_dir(&db.dir)?;
+    let wal_fs = db.fs_for(db.wal_tier);
+    let file = wal_fs.create(&log_file_name(&db.dir, number))?;
+    wal_fs.sync_dir(&db.dir)?;
     state.versions.last_sequence = max_seq;
     edit.log_number = Some(number);
     state.versions.log_and_apply(edit)?;
@@ -208,13 +228,63 @@ fn flush_replayed(
     }
     let number = state.versions.new_file_number();
     if let Some(meta) = db.write_table_from_memtable(mem, number)? {
-        db.counters
-            .ssd_written_flush
-            .fetch_add(meta.file_size, std::sync::atomic::Ordering::Relaxed);
         edit.new_files.push((0, meta));
     }
     *mem = Arc::new(MemTable::new(0));
     Ok(())
+}
+
+/// Opens the PM pool and its file system when the design uses PM. `creating`: the database is
+/// new, so the pool may be created and must hold no files of another database. `lock`: take the
+/// pool file's lock (not for offline checks).
+pub(crate) fn open_pm(
+    dir: &Path,
+    options: &Options,
+    creating: bool,
+    lock: bool,
+) -> Result<Option<PmTier>> {
+    if !options.design.uses_pm(options) {
+        return Ok(None);
+    }
+    let (pool, location, pool_lock) = match &options.pm.pool {
+        Some(pool) => (Arc::clone(pool), "PM pool (given)".to_string(), None),
+        None => {
+            let path = options.pm.path.clone().unwrap_or_else(|| dir.join("pm.pool"));
+            let pool_lock = if lock {
+                Some(PosixFs.lock(&PathBuf::from(format!("{}.lock", path.display())))?)
+            } else {
+                None
+            };
+            let pool_options = PoolOptions {
+                size: options.pm.size_bytes,
+                mode: options.pm.mode,
+                latency: options.pm.latency,
+                chunk_size: options.pm.chunk_bytes,
+            };
+            let pool = if path.exists() {
+                PmPool::open(&path, &pool_options)?
+            } else if creating {
+                PmPool::create(&path, &pool_options)?
+            } else {
+                return Err(Error::corruption(
+                    path.display().to_string(),
+                    "the PM pool of this database is missing",
+                ));
+            };
+            (pool, path.display().to_string(), pool_lock)
+        }
+    };
+    let pmfs = PmFs::open(Arc::clone(&pool), location.clone(), creating)?;
+    if creating && !pmfs.file_names().is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{location} holds files of another database; remove it or choose another pm path"
+        )));
+    }
+    Ok(Some(PmTier {
+        pool,
+        fs: Arc::new(pmfs),
+        _lock: pool_lock,
+    }))
 }
 
 /// A sink used only until recovery installs the real WAL.

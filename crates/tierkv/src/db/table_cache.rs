@@ -5,7 +5,7 @@
 
 use crate::fs::FileSystem;
 use crate::sst::{BlockCache, Table};
-use crate::stats::Counters;
+use crate::stats::{Counters, Tier};
 use crate::version::{table_file_name, FileMetaData};
 use crate::{Error, Result};
 use parking_lot::Mutex;
@@ -24,6 +24,7 @@ struct Shard {
 pub struct TableCache {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
+    pm_fs: Option<Arc<dyn FileSystem>>,
     block_cache: Arc<BlockCache>,
     counters: Arc<Counters>,
     shards: Vec<Mutex<Shard>>,
@@ -32,10 +33,12 @@ pub struct TableCache {
 }
 
 impl TableCache {
-    /// A cache for the tables of database directory `dir`.
+    /// A cache for the tables of database directory `dir`: SSD tables through `fs`, PM tables
+    /// through `pm_fs`.
     pub fn new(
         dir: PathBuf,
         fs: Arc<dyn FileSystem>,
+        pm_fs: Option<Arc<dyn FileSystem>>,
         block_cache: Arc<BlockCache>,
         counters: Arc<Counters>,
         max_open_files: usize,
@@ -43,6 +46,7 @@ impl TableCache {
         TableCache {
             dir,
             fs,
+            pm_fs,
             block_cache,
             counters,
             shards: (0..SHARDS)
@@ -67,7 +71,16 @@ impl TableCache {
             return Ok(Arc::clone(&entry.0));
         }
         let path = table_file_name(&self.dir, meta.number);
-        let file = self.fs.open_readable(&path)?;
+        let fs = match meta.tier {
+            Tier::Ssd => &self.fs,
+            Tier::Pm => self.pm_fs.as_ref().ok_or_else(|| {
+                Error::corruption(
+                    path.display().to_string(),
+                    "table is on PM but the database has no PM pool",
+                )
+            })?,
+        };
+        let file = fs.open_readable(&path)?;
         if file.size() != meta.file_size {
             return Err(Error::corruption(
                 path.display().to_string(),
@@ -84,6 +97,7 @@ impl TableCache {
             path,
             Arc::clone(&self.block_cache),
             Arc::clone(&self.counters),
+            meta.tier,
         )?;
         let mut s = shard.lock();
         if s.tables.len() >= self.per_shard {

@@ -100,7 +100,7 @@ impl DbInner {
         let user_bytes = batch.user_bytes();
         let record = batch.encode(first_seq);
         let appended = wal.writer.add_record(record).and_then(|n| {
-            self.counters.add_written(IoPurpose::Wal, n);
+            self.counters.add_written_to(self.wal_tier, IoPurpose::Wal, n);
             self.counters.wal_appends.fetch_add(1, Relaxed);
             if sync {
                 self.counters.wal_syncs.fetch_add(1, Relaxed);
@@ -180,8 +180,9 @@ impl DbInner {
     fn rotate_wal(&self, wal: &mut WalState, number: u64) -> Result<()> {
         wal.writer.sync()?;
         let path = log_file_name(&self.dir, number);
-        let file = self.fs.create(&path)?;
-        self.fs.sync_dir(&self.dir)?;
+        let fs = self.fs_for(self.wal_tier);
+        let file = fs.create(&path)?;
+        fs.sync_dir(&self.dir)?;
         wal.writer = LogWriter::new(file);
         wal.number = number;
         wal.mem = Arc::new(MemTable::new(number));

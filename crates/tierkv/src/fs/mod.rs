@@ -14,9 +14,11 @@
 //! `WritableFile` has one owner.
 
 mod mem;
+mod pm;
 mod posix;
 
 pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
+pub use pm::{PmFs, PMFS_ROOT_SLOT};
 pub use posix::PosixFs;
 
 use crate::Result;

@@ -21,7 +21,7 @@ use super::format::{block_location, read_block, BlockHandle, Footer, FOOTER_LEN}
 use crate::format::{compare_internal, parse_internal_key, user_key, TRAILER_LEN};
 use crate::fs::RandomAccessFile;
 use crate::iterator::InternalIterator;
-use crate::stats::{Counters, IoPurpose};
+use crate::stats::{Counters, IoPurpose, Tier};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
@@ -76,6 +76,9 @@ pub struct Table {
     path: PathBuf,
     cache: Arc<BlockCache>,
     counters: Arc<Counters>,
+    /// The tier the file lives on: reads are counted against it, and PM-resident tables are
+    /// read in place (no block cache: a DRAM copy would only duplicate byte-addressable data).
+    tier: Tier,
     file_size: u64,
     /// Blocks must end at or before this offset (the footer's start).
     data_end: u64,
@@ -150,6 +153,7 @@ impl Table {
         path: PathBuf,
         cache: Arc<BlockCache>,
         counters: Arc<Counters>,
+        tier: Tier,
     ) -> Result<Arc<Table>> {
         let file_size = file.size();
         if file_size < FOOTER_LEN as u64 {
@@ -161,7 +165,7 @@ impl Table {
         let data_end = file_size - FOOTER_LEN as u64;
         let mut fbuf = [0u8; FOOTER_LEN];
         file.read_exact_at(data_end, &mut fbuf)?;
-        counters.add_read(IoPurpose::UserRead, FOOTER_LEN as u64);
+        counters.add_read_from(tier, IoPurpose::UserRead, FOOTER_LEN as u64);
         let footer = Footer::decode(&fbuf).map_err(|r| {
             Error::corruption(format!("{} footer at {data_end}", path.display()), r)
         })?;
@@ -171,7 +175,7 @@ impl Table {
             if footer.filter.size > 0 {
                 meta_start = meta_start.min(footer.filter.offset);
                 let (data, n) = read_block(&*file, &path, footer.filter, data_end)?;
-                counters.add_read(IoPurpose::UserRead, n);
+                counters.add_read_from(tier, IoPurpose::UserRead, n);
                 Some(BloomFilter::new(data).map_err(|r| {
                     Error::corruption(block_location(&path, footer.filter.offset), r)
                 })?)
@@ -179,7 +183,7 @@ impl Table {
                 None
             };
         let (data, n) = read_block(&*file, &path, footer.index, data_end)?;
-        counters.add_read(IoPurpose::UserRead, n);
+        counters.add_read_from(tier, IoPurpose::UserRead, n);
         let block = Block::new(data)
             .map_err(|r| Error::corruption(block_location(&path, footer.index.offset), r))?;
         let index = parse_index(block, &path, footer.index, meta_start)?;
@@ -190,6 +194,7 @@ impl Table {
             path,
             cache,
             counters,
+            tier,
             file_size,
             data_end,
             index,
@@ -205,6 +210,9 @@ impl Table {
     /// Reads data block `i` through the cache.
     fn data_block(&self, i: usize, purpose: IoPurpose, fill_cache: bool) -> Result<Arc<Block>> {
         let h = self.index.entries[i].handle;
+        if self.tier == Tier::Pm {
+            return self.read_data_block_uncached(h, purpose);
+        }
         if let Some(b) = self.cache.get(self.file_number, h.offset) {
             self.counters.block_cache_hits.fetch_add(1, Relaxed);
             return Ok(b);
@@ -219,7 +227,7 @@ impl Table {
 
     fn read_data_block_uncached(&self, h: BlockHandle, purpose: IoPurpose) -> Result<Arc<Block>> {
         let (data, n) = read_block(&*self.file, &self.path, h, self.data_end)?;
-        self.counters.add_read(purpose, n);
+        self.counters.add_read_from(self.tier, purpose, n);
         Ok(Arc::new(
             Block::new(data).map_err(|r| self.corruption_at(h.offset, r))?,
         ))

@@ -4,6 +4,7 @@
 //! corruption (an older binary must not silently drop fields of a newer one).
 
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
+use crate::stats::Tier;
 use crate::version::FileMetaData;
 use crate::{Error, Result};
 
@@ -13,9 +14,11 @@ const TAG_LAST_SEQUENCE: u32 = 4;
 const TAG_COMPACT_POINTER: u32 = 5;
 const TAG_DELETED_FILE: u32 = 6;
 const TAG_NEW_FILE: u32 = 7;
+const TAG_NEW_PM_FILE: u32 = 8;
 const TAG_DESIGN: u32 = 20;
 const TAG_FORMAT_VERSION: u32 = 21;
 const TAG_NUM_LEVELS: u32 = 22;
+const TAG_WAL_TIER: u32 = 23;
 
 /// Changes to apply to a version, plus database-wide counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +41,8 @@ pub struct VersionEdit {
     pub format_version: Option<u32>,
     /// The number of levels the database was created with.
     pub num_levels: Option<u32>,
+    /// Where the database keeps its WAL (0 SSD, 1 PM), fixed at creation.
+    pub wal_tier: Option<u32>,
 }
 
 impl VersionEdit {
@@ -54,6 +59,10 @@ impl VersionEdit {
         }
         if let Some(v) = self.num_levels {
             put_varint32(&mut b, TAG_NUM_LEVELS);
+            put_varint32(&mut b, v);
+        }
+        if let Some(v) = self.wal_tier {
+            put_varint32(&mut b, TAG_WAL_TIER);
             put_varint32(&mut b, v);
         }
         for (tag, v) in [
@@ -77,7 +86,13 @@ impl VersionEdit {
             put_varint64(&mut b, *number);
         }
         for (level, f) in &self.new_files {
-            put_varint32(&mut b, TAG_NEW_FILE);
+            put_varint32(
+                &mut b,
+                match f.tier {
+                    Tier::Ssd => TAG_NEW_FILE,
+                    Tier::Pm => TAG_NEW_PM_FILE,
+                },
+            );
             put_varint32(&mut b, *level as u32);
             put_varint64(&mut b, f.number);
             put_varint64(&mut b, f.file_size);
@@ -115,7 +130,7 @@ impl VersionEdit {
                     let n = d.varint64().ok_or_else(|| bad("deleted file"))?;
                     e.deleted_files.push((level, n));
                 }
-                TAG_NEW_FILE => {
+                TAG_NEW_FILE | TAG_NEW_PM_FILE => {
                     let level = d.varint32().ok_or_else(|| bad("level"))? as usize;
                     let f = FileMetaData {
                         number: d.varint64().ok_or_else(|| bad("file number"))?,
@@ -129,6 +144,11 @@ impl VersionEdit {
                             .length_prefixed()
                             .ok_or_else(|| bad("largest key"))?
                             .to_vec(),
+                        tier: if tag == TAG_NEW_PM_FILE {
+                            Tier::Pm
+                        } else {
+                            Tier::Ssd
+                        },
                     };
                     e.new_files.push((level, f));
                 }
@@ -139,6 +159,7 @@ impl VersionEdit {
                 TAG_FORMAT_VERSION => {
                     e.format_version = Some(d.varint32().ok_or_else(|| bad("format version"))?)
                 }
+                TAG_WAL_TIER => e.wal_tier = Some(d.varint32().ok_or_else(|| bad("WAL tier"))?),
                 TAG_NUM_LEVELS => {
                     e.num_levels = Some(d.varint32().ok_or_else(|| bad("level count"))?)
                 }
@@ -170,11 +191,23 @@ mod tests {
                     num_entries: 10,
                     smallest: make_internal_key(b"a", 1, ValueType::Value),
                     largest: make_internal_key(b"z", 2, ValueType::Deletion),
+                    tier: Tier::Ssd,
+                },
+            ), (
+                0,
+                FileMetaData {
+                    number: 12,
+                    file_size: 8192,
+                    num_entries: 3,
+                    smallest: make_internal_key(b"b", 3, ValueType::Value),
+                    largest: make_internal_key(b"c", 4, ValueType::Value),
+                    tier: Tier::Pm,
                 },
             )],
             design: Some("leveled".into()),
             format_version: Some(1),
             num_levels: Some(7),
+            wal_tier: Some(1),
         };
         let enc = e.encode();
         assert_eq!(VersionEdit::decode(&enc, "m").unwrap(), e);

@@ -18,6 +18,7 @@ pub use set::{
 };
 
 use crate::format::{compare_internal, user_key};
+use crate::stats::Tier;
 use crate::{Error, Result};
 use std::sync::Arc;
 
@@ -34,6 +35,8 @@ pub struct FileMetaData {
     pub smallest: Vec<u8>,
     /// Largest internal key.
     pub largest: Vec<u8>,
+    /// The tier holding the file.
+    pub tier: Tier,
 }
 
 impl FileMetaData {
@@ -179,6 +182,7 @@ mod tests {
             num_entries: 1,
             smallest: make_internal_key(a.as_bytes(), 1, ValueType::Value),
             largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
+            tier: Tier::Ssd,
         }
     }
 

@@ -74,6 +74,7 @@ pub struct VersionSet {
     current: Arc<Version>,
     design: String,
     num_levels: usize,
+    wal_tier: u32,
     /// Next file number to hand out.
     pub next_file_number: u64,
     /// Last sequence number persisted in the manifest (set by the caller before each edit).
@@ -95,6 +96,7 @@ impl VersionSet {
             current: Arc::new(Version::new(options.compaction.num_levels)),
             design: options.design.name().to_string(),
             num_levels: options.compaction.num_levels,
+            wal_tier: wal_tier_code(options),
             next_file_number: 1,
             last_sequence: 0,
             log_number: 0,
@@ -140,6 +142,16 @@ impl VersionSet {
                     )));
                 }
             }
+            if let Some(t) = edit.wal_tier {
+                if t != wal_tier_code(options) {
+                    return Err(Error::InvalidArgument(format!(
+                        "database keeps its WAL on {}, but the options put it on {} \
+                         (pm.wal_on_pm must stay as it was at creation)",
+                        if t == 1 { "PM" } else { "SSD" },
+                        options.design.wal_tier(options).name()
+                    )));
+                }
+            }
             if let Some(n) = edit.num_levels {
                 let n = n as usize;
                 if n != options.compaction.num_levels {
@@ -181,6 +193,7 @@ impl VersionSet {
             current: Arc::new(version.ok_or_else(|| missing("version"))?),
             design,
             num_levels: options.compaction.num_levels,
+            wal_tier: wal_tier_code(options),
             next_file_number: next_file.ok_or_else(|| missing("next file number"))?,
             last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
             log_number: log_number.ok_or_else(|| missing("log number"))?,
@@ -251,6 +264,7 @@ impl VersionSet {
             design: Some(self.design.clone()),
             format_version: Some(FORMAT_VERSION),
             num_levels: Some(self.num_levels as u32),
+            wal_tier: Some(self.wal_tier),
             log_number: edit.log_number,
             next_file_number: edit.next_file_number,
             last_sequence: edit.last_sequence,
@@ -274,6 +288,13 @@ impl VersionSet {
         set_current(&*self.fs, &self.dir, number, &self.counters)?;
         self.manifest = Some((writer, number));
         Ok(())
+    }
+}
+
+fn wal_tier_code(options: &Options) -> u32 {
+    match options.design.wal_tier(options) {
+        crate::stats::Tier::Ssd => 0,
+        crate::stats::Tier::Pm => 1,
     }
 }
 
@@ -334,6 +355,7 @@ mod tests {
                     crate::format::ValueType::Value,
                 ),
                 largest: crate::format::make_internal_key(b"b", 2, crate::format::ValueType::Value),
+                tier: crate::stats::Tier::Ssd,
             },
         ));
         vs.log_and_apply(e).unwrap();

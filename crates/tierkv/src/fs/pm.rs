@@ -1,0 +1,482 @@
+//! `PmFs`: the engine's files (WALs, L0 tables) stored in a persistent-memory pool.
+//!
+//! The engine reaches PM through the same [`FileSystem`] seam as SSD, so the record log, the
+//! table builder and the table reader run unchanged on either tier. Files are made of pool
+//! chunks (`PmPool::chunk_size`, 4 MiB by default) chained by a next pointer; a directory chunk
+//! (pool root slot [`PMFS_ROOT_SLOT`]) holds one 128-byte entry per file. Layout (little-endian):
+//!
+//! ```text
+//! directory chunk: magic u64 "TKVPMFS1" | entry_count u64 | 48 reserved | entries...
+//! entry (128 B):   state u64 (0 free, LIVE) | size u64 | first_chunk u64 |
+//!                  name_len u32 | crc32c(first_chunk, name_len, name) u32 | name (<= 80 B)
+//! chunk:           next_chunk u64 (0 = last) | magic u64 "TKVCHUNK" | 48 reserved | data...
+//! ```
+//!
+//! Persist points and the invariant at each (every store below is followed by flush + fence):
+//! * create: chunk header persisted -> entry fields persisted -> `state = LIVE` (8-byte atomic
+//!   publish). Before the publish the entry is free and its chunk unreferenced.
+//! * append + `flush`: data lines persisted -> new chunks' headers persisted and linked (8-byte
+//!   atomic `next`) before data lands in them -> `size` (8-byte atomic) persisted last. The file
+//!   is always exactly its first `size` bytes; a crash loses at most bytes past `size`.
+//! * remove: `state = 0` persisted, then the chunks return to the allocator once no reader
+//!   holds the file (like an unlinked POSIX file).
+//!
+//! The allocator is volatile: on open, every chunk reachable from a live entry (and the
+//! directory chunk) is marked allocated and everything else is free, so a crash never leaks a
+//! chunk that was allocated but not yet published.
+//!
+//! `flush` makes appended data durable in the pool's mode (a process crash in `emulated`, a power
+//! failure in `dax`/`msync`); `sync` additionally `msync`s the touched pages in every mode, so
+//! `WriteOptions::sync` never means less than it does on SSD.
+//!
+//! Thread-safety: the directory is under a mutex; a file has one writer; readers copy out of the
+//! pool through bounds-checked reads.
+
+use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use crate::{Error, Result};
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tierkv_pm::PmPool;
+
+/// The pool root slot that holds the directory chunk's offset.
+pub const PMFS_ROOT_SLOT: usize = 0;
+const DIR_MAGIC: u64 = u64::from_le_bytes(*b"TKVPMFS1");
+const CHUNK_MAGIC: u64 = u64::from_le_bytes(*b"TKVCHUNK");
+const DIR_HEADER_BYTES: u64 = 64;
+const ENTRY_BYTES: u64 = 128;
+const CHUNK_HEADER_BYTES: u64 = 64;
+const NAME_MAX: usize = 80;
+const ENTRY_LIVE: u64 = u64::from_le_bytes(*b"LIVEFILE");
+
+struct PmFile {
+    pool: Arc<PmPool>,
+    entry: u64,
+    chunks: RwLock<Vec<u64>>,
+    /// Persisted size: the file's content.
+    size: AtomicU64,
+    removed: AtomicBool,
+}
+
+impl Drop for PmFile {
+    fn drop(&mut self) {
+        if self.removed.load(Ordering::Acquire) {
+            for &c in self.chunks.get_mut().iter() {
+                self.pool.free_chunk(c);
+            }
+        }
+    }
+}
+
+struct Directory {
+    files: HashMap<String, Arc<PmFile>>,
+    free_entries: Vec<u64>,
+}
+
+/// A file system inside a PM pool. Cheap to clone.
+#[derive(Clone)]
+pub struct PmFs {
+    pool: Arc<PmPool>,
+    location: String,
+    data_per_chunk: u64,
+    dir: Arc<Mutex<Directory>>,
+}
+
+fn name_of(path: &Path) -> Result<String> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Error::InvalidArgument(format!("bad PM file name {}", path.display())))?;
+    if name.len() > NAME_MAX {
+        return Err(Error::InvalidArgument(format!(
+            "PM file name {name:?} is longer than {NAME_MAX} bytes"
+        )));
+    }
+    Ok(name.to_string())
+}
+
+fn entry_crc(first_chunk: u64, name: &[u8]) -> u32 {
+    let mut b = Vec::with_capacity(12 + name.len());
+    b.extend_from_slice(&first_chunk.to_le_bytes());
+    b.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    b.extend_from_slice(name);
+    crate::util::crc::crc32c(&b)
+}
+
+impl PmFs {
+    /// Opens the file system in `pool`, creating an empty one if the pool has none (unless
+    /// `create` is false, then a pool without one is an error). Rebuilds the pool's allocator.
+    /// `location` names the pool in errors.
+    pub fn open(pool: Arc<PmPool>, location: impl Into<String>, create: bool) -> Result<PmFs> {
+        let location = location.into();
+        let chunk = pool.chunk_size();
+        let fs = PmFs {
+            data_per_chunk: chunk - CHUNK_HEADER_BYTES,
+            pool: Arc::clone(&pool),
+            location: location.clone(),
+            dir: Arc::new(Mutex::new(Directory {
+                files: HashMap::new(),
+                free_entries: Vec::new(),
+            })),
+        };
+        let root = pool.root(PMFS_ROOT_SLOT);
+        let bad = |why: String| Error::corruption(location.clone(), why);
+        if root == 0 {
+            if !create {
+                return Err(bad("the PM pool holds no TierKV file system".into()));
+            }
+            pool.rebuild_allocator(&[])?;
+            let dir = pool.allocate_chunk()?;
+            let zeros = vec![0u8; 1 << 16];
+            let mut off = 0;
+            while off < chunk {
+                let n = (chunk - off).min(zeros.len() as u64);
+                pool.write_nt(dir + off, &zeros[..n as usize])?;
+                off += n;
+            }
+            pool.fence();
+            let entries = (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES;
+            let mut header = Vec::with_capacity(16);
+            header.extend_from_slice(&DIR_MAGIC.to_le_bytes());
+            header.extend_from_slice(&entries.to_le_bytes());
+            pool.write(dir, &header)?;
+            pool.persist(dir, 16)?;
+            pool.set_root(PMFS_ROOT_SLOT, dir)?;
+            fs.dir.lock().free_entries = (0..entries).rev().map(|i| fs.entry_offset(dir, i)).collect();
+            return Ok(fs);
+        }
+        if root % chunk != 0 || root >= pool.size() {
+            return Err(bad(format!("directory root {root} is not a chunk of the pool")));
+        }
+        if pool.load_u64(root)? != DIR_MAGIC {
+            return Err(bad(format!("no PM directory magic at offset {root}")));
+        }
+        let entries = pool.load_u64(root + 8)?;
+        if entries != (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES {
+            return Err(bad(format!("directory entry count {entries} does not fit the chunk size")));
+        }
+        let max_chunks = pool.size() / chunk;
+        let mut live = vec![root];
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(root);
+        let mut dir = fs.dir.lock();
+        for i in (0..entries).rev() {
+            let e = fs.entry_offset(root, i);
+            if pool.load_u64(e)? != ENTRY_LIVE {
+                dir.free_entries.push(e);
+                continue;
+            }
+            let mut raw = [0u8; ENTRY_BYTES as usize];
+            pool.read(e, &mut raw)?;
+            let field = |o: usize| u64::from_le_bytes(raw[o..o + 8].try_into().expect("8 bytes"));
+            let size = field(8);
+            let first = field(16);
+            let name_len = u32::from_le_bytes(raw[24..28].try_into().expect("4 bytes")) as usize;
+            let crc = u32::from_le_bytes(raw[28..32].try_into().expect("4 bytes"));
+            if name_len > NAME_MAX || entry_crc(first, &raw[32..32 + name_len]) != crc {
+                return Err(bad(format!("PM directory entry at offset {e} fails its checksum")));
+            }
+            let name = String::from_utf8(raw[32..32 + name_len].to_vec())
+                .map_err(|_| bad(format!("PM directory entry at offset {e} has a bad name")))?;
+            let mut chunks = Vec::new();
+            let mut c = first;
+            while c != 0 {
+                if c % chunk != 0 || c >= pool.size() || !seen.insert(c) || chunks.len() as u64 > max_chunks {
+                    return Err(bad(format!("PM file {name}: bad chunk pointer {c}")));
+                }
+                if pool.load_u64(c + 8)? != CHUNK_MAGIC {
+                    return Err(bad(format!("PM file {name}: chunk {c} has no chunk magic")));
+                }
+                chunks.push(c);
+                c = pool.load_u64(c)?;
+            }
+            if chunks.is_empty() || size > chunks.len() as u64 * fs.data_per_chunk {
+                return Err(bad(format!("PM file {name}: size {size} exceeds its chunks")));
+            }
+            live.extend_from_slice(&chunks);
+            dir.files.insert(
+                name,
+                Arc::new(PmFile {
+                    pool: Arc::clone(&pool),
+                    entry: e,
+                    chunks: RwLock::new(chunks),
+                    size: AtomicU64::new(size),
+                    removed: AtomicBool::new(false),
+                }),
+            );
+        }
+        drop(dir);
+        pool.rebuild_allocator(&live)?;
+        Ok(fs)
+    }
+
+    fn entry_offset(&self, dir: u64, i: u64) -> u64 {
+        dir + DIR_HEADER_BYTES + i * ENTRY_BYTES
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &Arc<PmPool> {
+        &self.pool
+    }
+
+    /// Names of the files in the pool.
+    pub fn file_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.dir.lock().files.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    fn get(&self, path: &Path) -> Result<Arc<PmFile>> {
+        let name = name_of(path)?;
+        self.dir.lock().files.get(&name).cloned().ok_or_else(|| {
+            Error::io(
+                "open",
+                path,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such PM file"),
+            )
+        })
+    }
+
+    /// Allocates a chunk with a persisted, unlinked header.
+    fn new_chunk(&self) -> Result<u64> {
+        let c = self.pool.allocate_chunk()?;
+        let mut h = [0u8; 16];
+        h[8..].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
+        self.pool.write(c, &h)?;
+        self.pool.persist(c, 16)?;
+        Ok(c)
+    }
+
+    fn remove_name(&self, name: &str, path: &Path) -> Result<()> {
+        let mut dir = self.dir.lock();
+        let Some(f) = dir.files.remove(name) else {
+            return Err(Error::io(
+                "remove",
+                path,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such PM file"),
+            ));
+        };
+        self.pool.store_u64_persist(f.entry, 0)?;
+        dir.free_entries.push(f.entry);
+        f.removed.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
+struct PmWritable {
+    fs: PmFs,
+    file: Arc<PmFile>,
+    path: PathBuf,
+    written: u64,
+    persisted: u64,
+    msynced: u64,
+}
+
+impl PmWritable {
+    /// Calls `f(pool offset, file offset, len)` for each chunk piece of `[from, to)`.
+    fn pieces(&self, from: u64, to: u64, mut f: impl FnMut(u64, u64, u64) -> Result<()>) -> Result<()> {
+        let chunks = self.file.chunks.read();
+        let dpc = self.fs.data_per_chunk;
+        let mut pos = from;
+        while pos < to {
+            let (idx, within) = (pos / dpc, pos % dpc);
+            let n = (to - pos).min(dpc - within);
+            f(chunks[idx as usize] + CHUNK_HEADER_BYTES + within, pos, n)?;
+            pos += n;
+        }
+        Ok(())
+    }
+}
+
+impl WritableFile for PmWritable {
+    fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        let dpc = self.fs.data_per_chunk;
+        while !data.is_empty() {
+            let (idx, within) = (self.written / dpc, self.written % dpc);
+            let have = self.file.chunks.read().len() as u64;
+            if idx == have {
+                let c = self.fs.new_chunk()?;
+                let last = *self.file.chunks.read().last().expect("a file has a chunk");
+                self.fs.pool.store_u64_persist(last, c)?;
+                self.file.chunks.write().push(c);
+            }
+            let n = (data.len() as u64).min(dpc - within) as usize;
+            let at = self.file.chunks.read()[idx as usize] + CHUNK_HEADER_BYTES + within;
+            self.fs.pool.write(at, &data[..n])?;
+            data = &data[n..];
+            self.written += n as u64;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.written == self.persisted {
+            return Ok(());
+        }
+        let pool = Arc::clone(&self.fs.pool);
+        self.pieces(self.persisted, self.written, |at, _, n| Ok(pool.flush(at, n)?))
+            .map_err(|e| with_path(e, "flush", &self.path))?;
+        pool.fence();
+        pool.store_u64_persist(self.file.entry + 8, self.written)?;
+        self.persisted = self.written;
+        self.file.size.store(self.written, Ordering::Release);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        let pool = Arc::clone(&self.fs.pool);
+        let from = self.msynced;
+        self.pieces(from, self.written, |at, _, n| Ok(pool.msync(at, n)?))?;
+        pool.msync(self.file.entry, ENTRY_BYTES)?;
+        self.msynced = self.written;
+        Ok(())
+    }
+
+    fn size(&self) -> u64 {
+        self.written
+    }
+}
+
+fn with_path(e: Error, op: &'static str, path: &Path) -> Error {
+    match e {
+        Error::InvalidArgument(m) => Error::io(op, path, std::io::Error::other(m)),
+        other => other,
+    }
+}
+
+struct PmReadable {
+    fs: PmFs,
+    file: Arc<PmFile>,
+    path: PathBuf,
+    size: u64,
+}
+
+impl RandomAccessFile for PmReadable {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let end = offset.checked_add(buf.len() as u64);
+        if end.is_none_or(|e| e > self.size) {
+            return Err(Error::io(
+                "read",
+                &self.path,
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "read past the end of a PM file"),
+            ));
+        }
+        let chunks = self.file.chunks.read();
+        let dpc = self.fs.data_per_chunk;
+        let mut pos = offset;
+        let mut out = &mut buf[..];
+        while !out.is_empty() {
+            let (idx, within) = (pos / dpc, pos % dpc);
+            let n = (out.len() as u64).min(dpc - within) as usize;
+            let at = chunks[idx as usize] + CHUNK_HEADER_BYTES + within;
+            self.fs.pool.read(at, &mut out[..n])?;
+            out = &mut out[n..];
+            pos += n as u64;
+        }
+        Ok(())
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+struct NoLock;
+impl FileLock for NoLock {}
+
+impl FileSystem for PmFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let name = name_of(path)?;
+        if self.dir.lock().files.contains_key(&name) {
+            self.remove_name(&name, path)?;
+        }
+        let entry = self
+            .dir
+            .lock()
+            .free_entries
+            .pop()
+            .ok_or_else(|| Error::NoSpace(format!("{}: PM directory is full", self.location)))?;
+        let chunk = match self.new_chunk() {
+            Ok(c) => c,
+            Err(e) => {
+                self.dir.lock().free_entries.push(entry);
+                return Err(e);
+            }
+        };
+        let mut raw = vec![0u8; 32 + name.len()];
+        raw[16..24].copy_from_slice(&chunk.to_le_bytes());
+        raw[24..28].copy_from_slice(&(name.len() as u32).to_le_bytes());
+        raw[28..32].copy_from_slice(&entry_crc(chunk, name.as_bytes()).to_le_bytes());
+        raw[32..].copy_from_slice(name.as_bytes());
+        self.pool.write(entry + 8, &raw[8..])?;
+        self.pool.persist(entry + 8, raw.len() as u64 - 8)?;
+        self.pool.store_u64_persist(entry, ENTRY_LIVE)?;
+        let file = Arc::new(PmFile {
+            pool: Arc::clone(&self.pool),
+            entry,
+            chunks: RwLock::new(vec![chunk]),
+            size: AtomicU64::new(0),
+            removed: AtomicBool::new(false),
+        });
+        self.dir.lock().files.insert(name, Arc::clone(&file));
+        Ok(Box::new(PmWritable {
+            fs: self.clone(),
+            file,
+            path: path.to_path_buf(),
+            written: 0,
+            persisted: 0,
+            msynced: 0,
+        }))
+    }
+
+    fn open_readable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = self.get(path)?;
+        let size = file.size.load(Ordering::Acquire);
+        Ok(Arc::new(PmReadable {
+            fs: self.clone(),
+            file,
+            path: path.to_path_buf(),
+            size,
+        }))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        self.remove_name(&name_of(path)?, path)
+    }
+
+    fn rename(&self, from: &Path, _to: &Path) -> Result<()> {
+        Err(Error::InvalidArgument(format!(
+            "PM files cannot be renamed ({})",
+            from.display()
+        )))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        name_of(path).is_ok_and(|n| self.dir.lock().files.contains_key(&n))
+    }
+
+    fn list(&self, _dir: &Path) -> Result<Vec<String>> {
+        Ok(self.file_names())
+    }
+
+    fn create_dir_all(&self, _dir: &Path) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync_dir(&self, _dir: &Path) -> Result<()> {
+        // Directory entries are persisted when they change.
+        Ok(())
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        Ok(self.get(path)?.size.load(Ordering::Acquire))
+    }
+
+    fn lock(&self, _path: &Path) -> Result<Box<dyn FileLock>> {
+        // The database's SSD lock and the pool file's lock guard the pool.
+        Ok(Box::new(NoLock))
+    }
+}
