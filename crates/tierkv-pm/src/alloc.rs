@@ -1,0 +1,173 @@
+//! The volatile chunk allocator.
+//!
+//! **Purpose.** Hands out the pool's chunks (chunk 0 holds the header and is never handed out)
+//! from a DRAM free list. Chunks are coarse (megabytes): logs, runs and trees allocate small
+//! objects inside them themselves.
+//!
+//! **Thread safety.** One `parking_lot::Mutex` around the free list and the in-use bitmap;
+//! allocation and free are O(1), rebuild O(chunks).
+//!
+//! **Durability.** None, on purpose: the allocator's state lives only in DRAM. After `open`
+//! every chunk is free until the owner calls `rebuild_allocator(live)` with exactly the chunks
+//! its recovered (published) structures reference. A chunk that was allocated but whose use was
+//! not yet published when the process crashed is therefore free again after recovery: nothing
+//! leaks, and nothing allocated but unpublished stays allocated.
+
+use crate::options::{PmError, PmResult};
+use parking_lot::Mutex;
+
+struct State {
+    /// Free chunk indices; `pop` yields the next one to hand out.
+    free: Vec<u64>,
+    /// In-use flag per chunk index (index 0, the header chunk, is always `true`).
+    used: Vec<bool>,
+    /// Chunks in use, the header chunk excluded.
+    live: u64,
+}
+
+pub(crate) struct ChunkAllocator {
+    chunk_size: u64,
+    chunks: u64,
+    state: Mutex<State>,
+}
+
+impl ChunkAllocator {
+    /// All chunks but chunk 0 free.
+    pub fn new(size: u64, chunk_size: u64) -> Self {
+        let chunks = size / chunk_size;
+        let a = ChunkAllocator {
+            chunk_size,
+            chunks,
+            state: Mutex::new(State {
+                free: Vec::new(),
+                used: Vec::new(),
+                live: 0,
+            }),
+        };
+        a.reset(&[]);
+        a
+    }
+
+    fn reset(&self, live_idx: &[u64]) {
+        let mut used = vec![false; self.chunks as usize];
+        used[0] = true;
+        for &i in live_idx {
+            used[i as usize] = true;
+        }
+        // Descending, so that `pop` hands out the lowest offset first.
+        let free: Vec<u64> = (1..self.chunks)
+            .rev()
+            .filter(|&i| !used[i as usize])
+            .collect();
+        let mut st = self.state.lock();
+        st.live = live_idx.len() as u64;
+        st.used = used;
+        st.free = free;
+    }
+
+    /// Chunk index of `offset`, or `InvalidArgument`.
+    fn index_of(&self, offset: u64, what: &str) -> PmResult<u64> {
+        if !offset.is_multiple_of(self.chunk_size) {
+            return Err(PmError::InvalidArgument(format!(
+                "{what}: offset {offset} is not aligned to the chunk size {}",
+                self.chunk_size
+            )));
+        }
+        let idx = offset / self.chunk_size;
+        if idx == 0 {
+            return Err(PmError::InvalidArgument(format!(
+                "{what}: offset 0 is the header chunk, which is never allocated"
+            )));
+        }
+        if idx >= self.chunks {
+            return Err(PmError::InvalidArgument(format!(
+                "{what}: offset {offset} is beyond the pool ({} chunks of {} bytes)",
+                self.chunks, self.chunk_size
+            )));
+        }
+        Ok(idx)
+    }
+
+    pub fn allocate(&self) -> PmResult<u64> {
+        let mut st = self.state.lock();
+        match st.free.pop() {
+            Some(i) => {
+                debug_assert!(!st.used[i as usize]);
+                st.used[i as usize] = true;
+                st.live += 1;
+                Ok(i * self.chunk_size)
+            }
+            None => Err(PmError::NoSpace(format!(
+                "all {} chunks of {} bytes are allocated",
+                self.chunks - 1,
+                self.chunk_size
+            ))),
+        }
+    }
+
+    pub fn free(&self, offset: u64) -> PmResult<()> {
+        let idx = self.index_of(offset, "free_chunk")?;
+        let mut st = self.state.lock();
+        if !st.used[idx as usize] {
+            return Err(PmError::InvalidArgument(format!(
+                "free_chunk: chunk at offset {offset} is not allocated (double free?)"
+            )));
+        }
+        st.used[idx as usize] = false;
+        st.live -= 1;
+        st.free.push(idx);
+        Ok(())
+    }
+
+    pub fn rebuild(&self, live: &[u64]) -> PmResult<()> {
+        let mut idx = Vec::with_capacity(live.len());
+        for &off in live {
+            idx.push(self.index_of(off, "rebuild_allocator")?);
+        }
+        idx.sort_unstable();
+        if let Some(w) = idx.windows(2).find(|w| w[0] == w[1]) {
+            return Err(PmError::InvalidArgument(format!(
+                "rebuild_allocator: chunk at offset {} is listed twice",
+                w[0] * self.chunk_size
+            )));
+        }
+        self.reset(&idx);
+        Ok(())
+    }
+
+    /// Chunks in use (the header chunk excluded).
+    pub fn live_chunks(&self) -> u64 {
+        self.state.lock().live
+    }
+
+    /// Chunks that can be allocated now.
+    pub fn free_chunks(&self) -> u64 {
+        self.state.lock().free.len() as u64
+    }
+
+    /// Total chunks, the header chunk included.
+    pub fn chunk_count(&self) -> u64 {
+        self.chunks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocates_lowest_first_and_never_chunk_zero() {
+        let a = ChunkAllocator::new(4 * 4096, 4096);
+        assert_eq!(a.allocate().unwrap(), 4096);
+        assert_eq!(a.allocate().unwrap(), 8192);
+        assert_eq!(a.allocate().unwrap(), 12288);
+        assert!(matches!(a.allocate(), Err(PmError::NoSpace(_))));
+        assert_eq!(a.live_chunks(), 3);
+        a.free(8192).unwrap();
+        assert!(a.free(8192).is_err());
+        assert!(a.free(0).is_err());
+        assert!(a.free(100).is_err());
+        assert!(a.free(4 * 4096).is_err());
+        assert_eq!(a.allocate().unwrap(), 8192);
+    }
+}

@@ -1,0 +1,179 @@
+//! The pool header: layout, encoding and validation.
+//!
+//! **Purpose.** The first [`HEADER_LEN`] bytes of chunk 0 (which is never allocated) hold:
+//!
+//! | offset | size | field |
+//! | --- | --- | --- |
+//! | 0 | 8 | magic [`POOL_MAGIC`] (`"TIERKVPM"`, little-endian) |
+//! | 8 | 4 | format version [`FORMAT_VERSION`] |
+//! | 12 | 4 | reserved (0) |
+//! | 16 | 8 | pool size in bytes |
+//! | 24 | 8 | chunk size in bytes |
+//! | 32 | 4 | crc32c of bytes 0..32 |
+//! | 36 | 28 | reserved (0) |
+//! | 64 | 8 x [`crate::ROOT_SLOTS`] | root slots (8-byte atomic, not checksummed) |
+//!
+//! All integers are little-endian. The root slots live on their own cache lines so that a root
+//! update never rewrites the checksummed fields.
+//!
+//! **Thread safety.** Pure functions over byte slices.
+//!
+//! **Durability.** The checksummed fields are written once at create and persisted (and
+//! msynced) before `create` returns; they never change. Each root slot is durable when
+//! `set_root` returns; a torn root is impossible (8-byte aligned atomic store).
+
+use crate::options::{PmError, PmResult};
+use crate::ROOT_SLOTS;
+
+/// Magic number at offset 0 of every pool: the bytes `"TIERKVPM"`.
+pub const POOL_MAGIC: u64 = u64::from_le_bytes(*b"TIERKVPM");
+/// On-PM format version of the pool header.
+pub const FORMAT_VERSION: u32 = 1;
+/// Offset of root slot 0 (slot `i` is at `ROOTS_OFFSET + 8 * i`).
+pub const ROOTS_OFFSET: u64 = 64;
+/// Bytes of the header, root slots included; writes into `[0, HEADER_LEN)` are refused except
+/// through [`crate::PmPool::set_root`].
+pub const HEADER_LEN: u64 = ROOTS_OFFSET + 8 * ROOT_SLOTS as u64;
+
+/// Bytes of the checksummed part (line 0).
+pub(crate) const FIXED_LEN: usize = 64;
+const CRC_OFFSET: usize = 32;
+
+/// The smallest allowed chunk (and alignment unit of chunk sizes): one 4 KiB page, so that
+/// every chunk is page-aligned for `msync`.
+pub(crate) const MIN_CHUNK: u64 = 4096;
+
+/// The geometry recorded in the header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub size: u64,
+    pub chunk_size: u64,
+}
+
+/// Checks a pool geometry; returns a description of the problem.
+fn geometry_problem(size: u64, chunk_size: u64) -> Option<String> {
+    if chunk_size == 0 || !chunk_size.is_multiple_of(MIN_CHUNK) {
+        return Some(format!(
+            "chunk size {chunk_size} is not a non-zero multiple of {MIN_CHUNK}"
+        ));
+    }
+    if !size.is_multiple_of(chunk_size) {
+        return Some(format!(
+            "pool size {size} is not a multiple of the chunk size {chunk_size}"
+        ));
+    }
+    if size / chunk_size < 2 {
+        return Some(format!(
+            "pool size {size} holds fewer than 2 chunks of {chunk_size} bytes (chunk 0 is the header)"
+        ));
+    }
+    if usize::try_from(size).is_err() || isize::try_from(size).is_err() {
+        return Some(format!("pool size {size} does not fit the address space"));
+    }
+    None
+}
+
+/// Validates create-time options (`InvalidArgument`).
+pub(crate) fn check_geometry(size: u64, chunk_size: u64) -> PmResult<()> {
+    match geometry_problem(size, chunk_size) {
+        Some(p) => Err(PmError::InvalidArgument(p)),
+        None => Ok(()),
+    }
+}
+
+impl Header {
+    /// The checksummed first line.
+    pub fn encode(&self) -> [u8; FIXED_LEN] {
+        let mut b = [0u8; FIXED_LEN];
+        b[0..8].copy_from_slice(&POOL_MAGIC.to_le_bytes());
+        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[16..24].copy_from_slice(&self.size.to_le_bytes());
+        b[24..32].copy_from_slice(&self.chunk_size.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..CRC_OFFSET]);
+        b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes and validates the first line of a pool of `actual_len` bytes; errors are
+    /// `Corruption` naming `location`.
+    pub fn decode(bytes: &[u8], actual_len: u64, location: &str) -> PmResult<Header> {
+        let corrupt = |reason: String| PmError::Corruption {
+            location: format!("{location} (pool header at offset 0)"),
+            reason,
+        };
+        if actual_len < HEADER_LEN || bytes.len() < FIXED_LEN {
+            return Err(corrupt(format!(
+                "pool is {actual_len} bytes, smaller than the {HEADER_LEN}-byte header"
+            )));
+        }
+        let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
+        let magic = u64_at(0);
+        if magic != POOL_MAGIC {
+            return Err(corrupt(format!(
+                "bad magic {magic:#018x} (expected {POOL_MAGIC:#018x}): not a TierKV PM pool"
+            )));
+        }
+        let stored_crc = u32_at(CRC_OFFSET);
+        let crc = crc32c::crc32c(&bytes[..CRC_OFFSET]);
+        if stored_crc != crc {
+            return Err(corrupt(format!(
+                "header checksum mismatch (stored {stored_crc:#010x}, computed {crc:#010x})"
+            )));
+        }
+        let version = u32_at(8);
+        if version != FORMAT_VERSION {
+            return Err(corrupt(format!(
+                "unsupported format version {version} (this build reads {FORMAT_VERSION})"
+            )));
+        }
+        let header = Header {
+            size: u64_at(16),
+            chunk_size: u64_at(24),
+        };
+        if header.size != actual_len {
+            return Err(corrupt(format!(
+                "header records a pool of {} bytes but the pool has {actual_len} bytes",
+                header.size
+            )));
+        }
+        if let Some(p) = geometry_problem(header.size, header.chunk_size) {
+            return Err(corrupt(p));
+        }
+        Ok(header)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let h = Header {
+            size: 1 << 20,
+            chunk_size: 64 << 10,
+        };
+        let b = h.encode();
+        assert_eq!(Header::decode(&b, 1 << 20, "x").unwrap(), h);
+        // Every single-byte flip of the checksummed fields is detected.
+        for i in 0..36 {
+            let mut d = b;
+            d[i] ^= 0x10;
+            let e = Header::decode(&d, 1 << 20, "pool.pm").unwrap_err();
+            match e {
+                PmError::Corruption { location, .. } => assert!(location.contains("pool.pm")),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn geometry_rules() {
+        assert!(check_geometry(8192, 4096).is_ok());
+        assert!(check_geometry(4096, 4096).is_err()); // one chunk
+        assert!(check_geometry(12288, 8192).is_err()); // not a multiple
+        assert!(check_geometry(8192, 0).is_err());
+        assert!(check_geometry(8192, 100).is_err());
+    }
+}

@@ -1,0 +1,658 @@
+//! [`PmPool`]: a file-backed or crash-simulation pool with bounds-checked accessors.
+//!
+//! **Purpose.** Creates/opens pools (header verification), dispatches every access to the file
+//! mapping or to the crash-simulation backend, applies the durability mode and the emulated
+//! latency, owns the chunk allocator, the counters and the fence hook.
+//!
+//! **Thread safety.** `PmPool` is `Send + Sync` and every method takes `&self`. Every access is
+//! bounds-checked (`offset + len <= size`, without overflow) before memory is touched; accessors
+//! copy bytes in and out and never hand out references into PM. Callers write disjoint byte ranges
+//! (or order their accesses with [`PmPool::store_u64_persist`] (Release) /
+//! [`PmPool::load_u64`] (Acquire)); a read of a range that another thread is writing at the same
+//! time returns unspecified (possibly torn) bytes, which the engine's checksums reject. Counters
+//! are Relaxed atomics; the allocator has its own mutex; the crash-simulation backend serialises
+//! its stores with one mutex.
+//!
+//! **Durability.** At each persist point:
+//! * `create` returns: the header (magic, version, geometry, checksum, zeroed roots) is durable
+//!   (written back, fenced, msynced; the file length is fsynced with its directory).
+//! * `persist(o, l)` returns: `[o, o + l)` is durable in the pool's mode (`dax`: power-fail
+//!   durable; `msync`: power-fail durable through `msync` of the covering pages; `emulated`:
+//!   survives a process crash; on non-x86_64 targets persists always `msync`).
+//! * `flush` alone makes nothing durable; the next `fence` does. `write_nt` data is durable after
+//!   the next `fence`.
+//! * `store_u64_persist` / `set_root` return: the 8-byte value is durable, and it was never torn.
+//! * `msync(o, l)` returns: the pages covering the range are in the file (any mode).
+//! * The chunk allocator is never durable (see [`PmPool::rebuild_allocator`]).
+
+use crate::alloc::ChunkAllocator;
+use crate::crash::CrashSim;
+use crate::header::{check_geometry, Header, FIXED_LEN, HEADER_LEN, ROOTS_OFFSET};
+use crate::latency::{iters_per_us, spin_ns};
+use crate::mapping::{AlignedBuf, FileMapping};
+use crate::options::{
+    CrashImage, DurabilityMode, LatencyModel, PmError, PmResult, PmStats, PoolOptions,
+};
+use crate::persist::{self, lines_touched, FlushInsn};
+use crate::ROOT_SLOTS;
+use parking_lot::RwLock;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+type FenceHook = Arc<dyn Fn(u64) + Send + Sync>;
+
+enum Backend {
+    File { map: FileMapping, _file: File },
+    Crash(CrashSim),
+}
+
+/// A persistent-memory pool: one file (or, for tests, a crash-simulation buffer) addressed by
+/// offsets from its base. Thread-safe; callers coordinate who writes which range.
+pub struct PmPool {
+    /// Base of the mapping / buffer; valid for `size` bytes while `backend` lives.
+    base: *mut u8,
+    size: u64,
+    chunk_size: u64,
+    mode: DurabilityMode,
+    latency: LatencyModel,
+    location: String,
+    backend: Backend,
+    alloc: ChunkAllocator,
+    lines_written_back: AtomicU64,
+    fences: AtomicU64,
+    bytes_read: AtomicU64,
+    hook: RwLock<Option<FenceHook>>,
+}
+
+// SAFETY: `base` points into memory owned by `backend` (a shared file mapping or a heap buffer)
+// that lives exactly as long as the pool and is never reallocated. The API never hands out `&`
+// or `&mut` references into it: bytes are copied in and out through bounds-checked methods, the
+// 8-byte accessors are atomic, and the crash-simulation backend serialises its stores with a
+// mutex. Callers write disjoint ranges (documented contract), so moving the pool to another
+// thread or sharing it between threads cannot create aliasing `&mut` or use-after-free.
+unsafe impl Send for PmPool {}
+// SAFETY: see `Send` above; every method takes `&self` and synchronises its own state (atomics,
+// mutexes), and memory accesses follow the disjoint-ranges contract.
+unsafe impl Sync for PmPool {}
+
+impl fmt::Debug for PmPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PmPool")
+            .field("location", &self.location)
+            .field("size", &self.size)
+            .field("chunk_size", &self.chunk_size)
+            .field("mode", &self.mode)
+            .field("latency", &self.latency)
+            .field("crash_sim", &self.is_crash_sim())
+            .finish()
+    }
+}
+
+fn io_err<'a>(op: &'static str, path: &'a str) -> impl FnOnce(std::io::Error) -> PmError + 'a {
+    move |source| PmError::Io {
+        op,
+        path: path.to_string(),
+        source,
+    }
+}
+
+impl PmPool {
+    fn build(
+        base: *mut u8,
+        header: Header,
+        mode: DurabilityMode,
+        latency: LatencyModel,
+        location: String,
+        backend: Backend,
+    ) -> PmPool {
+        if !latency.is_zero() {
+            iters_per_us(); // calibrate the spin loop now, not on the first access
+        }
+        PmPool {
+            base,
+            size: header.size,
+            chunk_size: header.chunk_size,
+            mode,
+            latency,
+            location,
+            backend,
+            alloc: ChunkAllocator::new(header.size, header.chunk_size),
+            lines_written_back: AtomicU64::new(0),
+            fences: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+            hook: RwLock::new(None),
+        }
+    }
+
+    fn map_file(file: &File, size: u64, mode: DurabilityMode, path: &str) -> PmResult<FileMapping> {
+        match mode {
+            DurabilityMode::Dax => FileMapping::map_sync(file, size, path),
+            DurabilityMode::Msync | DurabilityMode::Emulated => {
+                FileMapping::map_shared(file, size, path)
+            }
+        }
+    }
+
+    /// Creates (or overwrites) a pool file of `options.size` bytes and maps it.
+    ///
+    /// `options.size` must be a multiple of `options.chunk_size` and hold at least 2 chunks;
+    /// `options.chunk_size` must be a non-zero multiple of 4096. In `dax` mode the file must be
+    /// on a DAX file system (`MAP_SYNC`), else `InvalidArgument`.
+    pub fn create(path: &Path, options: &PoolOptions) -> PmResult<Arc<PmPool>> {
+        check_geometry(options.size, options.chunk_size)?;
+        let loc = path.display().to_string();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(io_err("create", &loc))?;
+        file.set_len(options.size)
+            .map_err(io_err("set_len", &loc))?;
+        file.sync_all().map_err(io_err("fsync", &loc))?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err("fsync directory", &loc))?;
+        let map = Self::map_file(&file, options.size, options.mode, &loc)?;
+        let header = Header {
+            size: options.size,
+            chunk_size: options.chunk_size,
+        };
+        let pool = Self::build(
+            map.base(),
+            header,
+            options.mode,
+            options.latency,
+            loc,
+            Backend::File { map, _file: file },
+        );
+        pool.init_header(&header)?;
+        Ok(Arc::new(pool))
+    }
+
+    /// Opens an existing pool file, verifying its header (`Corruption` naming the file).
+    ///
+    /// The geometry comes from the header (`options.size` and `options.chunk_size` are not
+    /// used); `options.mode` and `options.latency` apply. Every chunk is free until
+    /// [`PmPool::rebuild_allocator`] is called.
+    pub fn open(path: &Path, options: &PoolOptions) -> PmResult<Arc<PmPool>> {
+        let loc = path.display().to_string();
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io_err("open", &loc))?;
+        let len = file.metadata().map_err(io_err("stat", &loc))?.len();
+        let mut fixed = [0u8; FIXED_LEN];
+        if len >= HEADER_LEN {
+            file.read_exact(&mut fixed)
+                .map_err(io_err("read header", &loc))?;
+        }
+        let header = Header::decode(&fixed, len, &loc)?;
+        let map = Self::map_file(&file, header.size, options.mode, &loc)?;
+        Ok(Arc::new(Self::build(
+            map.base(),
+            header,
+            options.mode,
+            options.latency,
+            loc,
+            Backend::File { map, _file: file },
+        )))
+    }
+
+    /// A DRAM-backed pool with a shadow durable image (tests). With `check_stores`, every fence
+    /// verifies that no line differs from the shadow image without having been written through
+    /// the API.
+    ///
+    /// The reported mode is always `emulated`; `msync` is a no-op that still persists.
+    pub fn create_crash_sim(options: &PoolOptions, check_stores: bool) -> PmResult<Arc<PmPool>> {
+        check_geometry(options.size, options.chunk_size)?;
+        let buf = AlignedBuf::zeroed(options.size as usize)?;
+        let base = buf.base();
+        let sim = CrashSim::new(buf, vec![0u8; options.size as usize], check_stores);
+        let header = Header {
+            size: options.size,
+            chunk_size: options.chunk_size,
+        };
+        let pool = Self::build(
+            base,
+            header,
+            DurabilityMode::Emulated,
+            options.latency,
+            "crash-sim pool".to_string(),
+            Backend::Crash(sim),
+        );
+        pool.init_header(&header)?;
+        Ok(Arc::new(pool))
+    }
+
+    /// Opens a crash image as a new crash-simulation pool.
+    ///
+    /// Memory and durable image are both `image`; the header is verified like [`PmPool::open`]
+    /// (`Corruption` naming "crash image"). Stores are not checked (see
+    /// [`PmPool::open_crash_image_checked`]); every chunk is free until
+    /// [`PmPool::rebuild_allocator`].
+    pub fn open_crash_image(image: Vec<u8>, options: &PoolOptions) -> PmResult<Arc<PmPool>> {
+        Self::open_crash_image_checked(image, options, false)
+    }
+
+    /// [`PmPool::open_crash_image`] with the `check_stores` verification of
+    /// [`PmPool::create_crash_sim`].
+    pub fn open_crash_image_checked(
+        image: Vec<u8>,
+        options: &PoolOptions,
+        check_stores: bool,
+    ) -> PmResult<Arc<PmPool>> {
+        let header = Header::decode(&image, image.len() as u64, "crash image")?;
+        let buf = AlignedBuf::from_bytes(&image)?;
+        let base = buf.base();
+        let sim = CrashSim::new(buf, image, check_stores);
+        Ok(Arc::new(Self::build(
+            base,
+            header,
+            DurabilityMode::Emulated,
+            options.latency,
+            "crash image".to_string(),
+            Backend::Crash(sim),
+        )))
+    }
+
+    /// Writes and persists the checksummed header line (not counted in the statistics).
+    fn init_header(&self, header: &Header) -> PmResult<()> {
+        let bytes = header.encode();
+        match &self.backend {
+            Backend::File { map, .. } => {
+                // SAFETY: `[0, 64)` is inside the mapping (size >= 2 chunks >= 8 KiB) and the pool
+                // is not shared with any other thread yet.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base, bytes.len());
+                    persist::write_back(self.base, HEADER_LEN as usize);
+                }
+                persist::fence();
+                map.msync(0, HEADER_LEN)
+                    .map_err(io_err("msync header", &self.location))?;
+            }
+            Backend::Crash(sim) => {
+                sim.write(0, &bytes);
+                sim.flush(0, HEADER_LEN);
+                sim.fence();
+            }
+        }
+        Ok(())
+    }
+
+    /// A crash image of a crash-simulation pool as of now (`None` for file pools).
+    pub fn crash_image(&self, kind: CrashImage) -> Option<Vec<u8>> {
+        match &self.backend {
+            Backend::File { .. } => None,
+            Backend::Crash(sim) => Some(sim.image(kind)),
+        }
+    }
+
+    /// Number of fences so far.
+    pub fn fence_count(&self) -> u64 {
+        self.fences.load(Ordering::Relaxed)
+    }
+
+    /// Calls `hook(fence_number)` right after every fence (crash-simulation tests).
+    ///
+    /// Fence numbers start at 1 and increase by one per fence. The hook runs on the fencing
+    /// thread after every internal lock is released, so it may take crash images.
+    pub fn set_fence_hook(&self, hook: Option<Box<dyn Fn(u64) + Send + Sync>>) {
+        *self.hook.write() = hook.map(Arc::from);
+    }
+
+    /// The mode in force.
+    pub fn mode(&self) -> DurabilityMode {
+        self.mode
+    }
+
+    /// Pool size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Allocation unit.
+    pub fn chunk_size(&self) -> u64 {
+        self.chunk_size
+    }
+
+    /// The emulated latency in force.
+    pub fn latency(&self) -> LatencyModel {
+        self.latency
+    }
+
+    /// The pool file's path (or "crash-sim pool" / "crash image"), for error messages.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Whether this is a crash-simulation pool.
+    pub fn is_crash_sim(&self) -> bool {
+        matches!(self.backend, Backend::Crash(_))
+    }
+
+    /// The base pointer, for tests that must bypass the API on purpose.
+    #[cfg(test)]
+    pub(crate) fn raw_base(&self) -> *mut u8 {
+        self.base
+    }
+
+    /// Whether `[offset, offset + len)` lies inside the pool (without overflow).
+    pub fn slice_len_ok(&self, offset: u64, len: u64) -> bool {
+        offset.checked_add(len).is_some_and(|end| end <= self.size)
+    }
+
+    fn check(&self, what: &str, offset: u64, len: u64) -> PmResult<()> {
+        if self.slice_len_ok(offset, len) {
+            Ok(())
+        } else {
+            Err(PmError::InvalidArgument(format!(
+                "{what}: range at offset {offset} of {len} bytes is outside the {}-byte pool {}",
+                self.size, self.location
+            )))
+        }
+    }
+
+    fn check_writable(&self, what: &str, offset: u64, len: u64) -> PmResult<()> {
+        self.check(what, offset, len)?;
+        if len > 0 && offset < HEADER_LEN {
+            return Err(PmError::InvalidArgument(format!(
+                "{what}: range at offset {offset} of {len} bytes overlaps the pool header \
+                 [0, {HEADER_LEN}) (use set_root for root slots)"
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_u64(&self, what: &str, offset: u64) -> PmResult<()> {
+        if !offset.is_multiple_of(8) {
+            return Err(PmError::InvalidArgument(format!(
+                "{what}: offset {offset} is not 8-byte aligned"
+            )));
+        }
+        self.check(what, offset, 8)
+    }
+
+    /// The `AtomicU64` at an 8-aligned, in-bounds offset (checked by the caller).
+    fn atomic_at(&self, offset: u64) -> &AtomicU64 {
+        debug_assert!(offset.is_multiple_of(8) && offset + 8 <= self.size);
+        // SAFETY: `offset` is 8-aligned and `offset + 8 <= size` (checked by every caller), and
+        // `base` is page- or 64-aligned, so the pointer is aligned and valid for 8 bytes for as
+        // long as `self` (which owns the memory) lives. Accesses to 8-byte words through the
+        // pool's u64 accessors are all atomic; other accesses to the same bytes follow the
+        // disjoint-ranges contract.
+        unsafe { AtomicU64::from_ptr(self.base.add(offset as usize).cast::<u64>()) }
+    }
+
+    fn add_read(&self, bytes: u64) {
+        self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+        if self.latency.read_ns != 0 {
+            spin_ns(u64::from(self.latency.read_ns));
+        }
+    }
+
+    fn add_written_back(&self, lines: u64) {
+        self.lines_written_back.fetch_add(lines, Ordering::Relaxed);
+        if self.latency.write_ns != 0 {
+            spin_ns(lines.saturating_mul(u64::from(self.latency.write_ns)));
+        }
+    }
+
+    /// Copies `buf.len()` bytes at `offset` into `buf` (counted, with emulated read latency).
+    pub fn read(&self, offset: u64, buf: &mut [u8]) -> PmResult<()> {
+        self.check("read", offset, buf.len() as u64)?;
+        if !buf.is_empty() {
+            // SAFETY: `[offset, offset + buf.len())` is inside the pool memory (checked above),
+            // which lives as long as `self`; `buf` is a distinct `&mut` owned by the caller and
+            // cannot alias pool memory (the pool never hands out references into it).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.base.add(offset as usize),
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                )
+            };
+        }
+        self.add_read(buf.len() as u64);
+        Ok(())
+    }
+
+    /// Stores `data` at `offset` (not durable until persisted). The header `[0, HEADER_LEN)` is
+    /// not writable.
+    pub fn write(&self, offset: u64, data: &[u8]) -> PmResult<()> {
+        self.check_writable("write", offset, data.len() as u64)?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        match &self.backend {
+            // SAFETY: the range is inside the mapping (checked above) and outside the header;
+            // `data` cannot alias the mapping (no references into it are handed out); concurrent
+            // writers of the same range are excluded by the pool's contract.
+            Backend::File { .. } => unsafe {
+                std::ptr::copy_nonoverlapping(
+                    data.as_ptr(),
+                    self.base.add(offset as usize),
+                    data.len(),
+                )
+            },
+            Backend::Crash(sim) => sim.write(offset, data),
+        }
+        Ok(())
+    }
+
+    /// Non-temporal copy of `data` to `offset`: durable after the next fence.
+    ///
+    /// Every line the range touches counts as written back (and pays the write latency).
+    pub fn write_nt(&self, offset: u64, data: &[u8]) -> PmResult<()> {
+        self.check_writable("write_nt", offset, data.len() as u64)?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        match &self.backend {
+            // SAFETY: the range is inside the mapping and outside the header (checked above);
+            // the mapping's base is page-aligned and its size a multiple of 4096, so the cache
+            // lines of the range are inside it; `data` does not alias it; concurrent access to
+            // the range is excluded by the pool's contract.
+            Backend::File { .. } => unsafe {
+                persist::copy_nt(self.base.add(offset as usize), data)
+            },
+            Backend::Crash(sim) => sim.write_nt(offset, data),
+        }
+        self.add_written_back(lines_touched(offset, data.len() as u64));
+        Ok(())
+    }
+
+    /// Write-back of a checked range (counted, with write latency).
+    fn flush_checked(&self, offset: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        match &self.backend {
+            // SAFETY: the range is inside the mapping (checked by the caller); the mapping is
+            // page-aligned with a size that is a multiple of 4096, so every line of the range is
+            // inside it. Write-back does not modify memory.
+            Backend::File { .. } => unsafe {
+                persist::write_back(self.base.add(offset as usize), len as usize)
+            },
+            Backend::Crash(sim) => sim.flush(offset, len),
+        }
+        self.add_written_back(lines_touched(offset, len));
+    }
+
+    /// Writes back every cache line of the range (no fence).
+    pub fn flush(&self, offset: u64, len: u64) -> PmResult<()> {
+        self.check("flush", offset, len)?;
+        self.flush_checked(offset, len);
+        Ok(())
+    }
+
+    /// Store fence: orders and completes earlier write-backs.
+    ///
+    /// Counts the fence and then calls the fence hook (if any) with the fence number.
+    pub fn fence(&self) {
+        match &self.backend {
+            Backend::File { .. } => persist::fence(),
+            Backend::Crash(sim) => sim.fence(),
+        }
+        let n = self.fences.fetch_add(1, Ordering::Relaxed) + 1;
+        let hook = self.hook.read().clone();
+        if let Some(hook) = hook {
+            hook(n);
+        }
+    }
+
+    /// Whether a persist of a file pool must also `msync`.
+    fn persist_needs_msync(&self) -> bool {
+        matches!(self.backend, Backend::File { .. })
+            && (self.mode == DurabilityMode::Msync || persist::flush_insn() == FlushInsn::Msync)
+    }
+
+    fn msync_checked(&self, offset: u64, len: u64) -> PmResult<()> {
+        match &self.backend {
+            Backend::File { map, .. } => map
+                .msync(offset, len)
+                .map_err(io_err("msync", &self.location)),
+            Backend::Crash(_) => Ok(()),
+        }
+    }
+
+    /// `flush` + `fence` (+ msync of the pages in `Msync` mode).
+    pub fn persist(&self, offset: u64, len: u64) -> PmResult<()> {
+        self.check("persist", offset, len)?;
+        self.flush_checked(offset, len);
+        self.fence();
+        if self.persist_needs_msync() {
+            self.msync_checked(offset, len)?;
+        }
+        Ok(())
+    }
+
+    /// Forces `msync` of the range whatever the mode (`WriteOptions::sync`).
+    ///
+    /// On a crash-simulation pool this is a persist (flush + fence) of the range.
+    pub fn msync(&self, offset: u64, len: u64) -> PmResult<()> {
+        self.check("msync", offset, len)?;
+        match &self.backend {
+            Backend::File { .. } => self.msync_checked(offset, len),
+            Backend::Crash(_) => {
+                self.flush_checked(offset, len);
+                self.fence();
+                Ok(())
+            }
+        }
+    }
+
+    /// Store + write-back + fence (+ msync) of an 8-byte word at a checked, aligned offset.
+    fn store_u64_persist_checked(&self, offset: u64, value: u64) -> PmResult<()> {
+        match &self.backend {
+            Backend::File { .. } => self.atomic_at(offset).store(value, Ordering::Release),
+            Backend::Crash(sim) => sim.store_u64(offset, value),
+        }
+        self.flush_checked(offset, 8);
+        self.fence();
+        if self.persist_needs_msync() {
+            self.msync_checked(offset, 8)?;
+        }
+        Ok(())
+    }
+
+    /// Atomic 8-byte store at an 8-aligned offset, then persist.
+    ///
+    /// The store is a Release store: a thread that reads `value` with [`PmPool::load_u64`]
+    /// (Acquire) also sees every store this thread made before.
+    pub fn store_u64_persist(&self, offset: u64, value: u64) -> PmResult<()> {
+        self.check_u64("store_u64_persist", offset)?;
+        self.check_writable("store_u64_persist", offset, 8)?;
+        self.store_u64_persist_checked(offset, value)
+    }
+
+    /// 8-byte load at an 8-aligned offset (atomic, Acquire; counted as a read access).
+    pub fn load_u64(&self, offset: u64) -> PmResult<u64> {
+        self.check_u64("load_u64", offset)?;
+        let v = self.atomic_at(offset).load(Ordering::Acquire);
+        self.add_read(8);
+        Ok(v)
+    }
+
+    /// Root slot `i` of the header (atomic, Acquire). A slot `>= ROOT_SLOTS` reads as 0.
+    pub fn root(&self, slot: usize) -> u64 {
+        if slot >= ROOT_SLOTS {
+            return 0;
+        }
+        self.atomic_at(ROOTS_OFFSET + 8 * slot as u64)
+            .load(Ordering::Acquire)
+    }
+
+    /// Sets root slot `i` (atomic, persisted).
+    pub fn set_root(&self, slot: usize, value: u64) -> PmResult<()> {
+        if slot >= ROOT_SLOTS {
+            return Err(PmError::InvalidArgument(format!(
+                "set_root: slot {slot} out of range (0..{ROOT_SLOTS})"
+            )));
+        }
+        self.store_u64_persist_checked(ROOTS_OFFSET + 8 * slot as u64, value)
+    }
+
+    /// Allocates a chunk; returns its offset.
+    ///
+    /// Chunk 0 (the header) is never handed out; `NoSpace` when every chunk is in use.
+    pub fn allocate_chunk(&self) -> PmResult<u64> {
+        self.alloc.allocate()
+    }
+
+    /// Frees a chunk.
+    ///
+    /// A bad offset or a double free is a caller bug: it trips a `debug_assert` and is
+    /// otherwise ignored (the free list is never corrupted). See [`PmPool::try_free_chunk`].
+    pub fn free_chunk(&self, offset: u64) {
+        let r = self.alloc.free(offset);
+        debug_assert!(r.is_ok(), "{}", r.unwrap_err());
+    }
+
+    /// Frees a chunk, reporting a bad offset (unaligned, out of range, the header chunk) or a
+    /// double free as `InvalidArgument` (and leaving the allocator unchanged).
+    pub fn try_free_chunk(&self, offset: u64) -> PmResult<()> {
+        self.alloc.free(offset)
+    }
+
+    /// Marks exactly `live` as allocated and every other chunk free (after recovery).
+    ///
+    /// The allocator is volatile: after [`PmPool::open`] every chunk is free until the owner calls
+    /// this with every chunk its recovered, published structures reference. A chunk that was
+    /// allocated but not yet published when the process stopped is therefore free again:
+    /// nothing leaks across a crash. Offsets that are not chunk-aligned, out of range, the
+    /// header chunk (0) or listed twice are `InvalidArgument` (allocator unchanged).
+    pub fn rebuild_allocator(&self, live: &[u64]) -> PmResult<()> {
+        self.alloc.rebuild(live)
+    }
+
+    /// Chunks that can be allocated now.
+    pub fn free_chunks(&self) -> u64 {
+        self.alloc.free_chunks()
+    }
+
+    /// Chunks of the pool, the header chunk included (`size / chunk_size`).
+    pub fn chunk_count(&self) -> u64 {
+        self.alloc.chunk_count()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> PmStats {
+        PmStats {
+            lines_written_back: self.lines_written_back.load(Ordering::Relaxed),
+            fences: self.fences.load(Ordering::Relaxed),
+            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            bytes_allocated: self.alloc.live_chunks() * self.chunk_size,
+        }
+    }
+}
