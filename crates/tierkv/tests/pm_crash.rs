@@ -189,6 +189,11 @@ fn run(seed: u64) -> (u64, usize) {
                 let mut rng = SmallRng::seed_from_u64(seed ^ fence);
                 for t in 0..32 {
                     let img = torn(&strict, &pending, &mut rng);
+                    if std::env::var("PM_DUMP").is_ok() {
+                        std::fs::write(format!("/tmp/pmdump-{fence}-{t}-strict"), &strict).unwrap();
+                        std::fs::write(format!("/tmp/pmdump-{fence}-{t}-pending"), &pending).unwrap();
+                        std::fs::write(format!("/tmp/pmdump-{fence}-{t}-torn"), &img).unwrap();
+                    }
                     verify_image(&ops, synced.crash(CrashMode::ProcessCrash), img, lo, hi, &what(&format!("torn {t}")));
                 }
             }));

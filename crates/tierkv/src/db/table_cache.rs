@@ -85,7 +85,8 @@ impl TableCache {
             return Err(Error::corruption(
                 path.display().to_string(),
                 format!(
-                    "file is {} bytes, the manifest recorded {}",
+                    "file on {} is {} bytes, the manifest recorded {}",
+                    meta.tier.name(),
                     file.size(),
                     meta.file_size
                 ),

@@ -480,3 +480,76 @@ impl FileSystem for PmFs {
         Ok(Box::new(NoLock))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierkv_pm::{PmPool, PoolOptions};
+
+    fn pool() -> Arc<PmPool> {
+        let o = PoolOptions {
+            size: 1 << 20,
+            chunk_size: 64 << 10,
+            ..PoolOptions::default()
+        };
+        PmPool::create_crash_sim(&o, true).unwrap()
+    }
+
+    #[test]
+    fn files_span_chunks_survive_reopen_and_free_their_chunks() {
+        let p = pool();
+        let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+        let free0 = p.free_chunks();
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7) as u8).collect();
+        let mut w = fs.create(Path::new("/db/000001.sst")).unwrap();
+        for piece in data.chunks(3000) {
+            w.append(piece).unwrap();
+        }
+        w.sync().unwrap();
+        assert_eq!(fs.file_size(Path::new("/db/000001.sst")).unwrap(), data.len() as u64);
+        let r = fs.open_readable(Path::new("/db/000001.sst")).unwrap();
+        let mut buf = vec![0u8; data.len()];
+        r.read_exact_at(0, &mut buf).unwrap();
+        assert_eq!(buf, data);
+        assert!(r.read_exact_at(1, &mut buf).is_err(), "read past the end");
+        drop((w, r));
+        // Reopen from a crash image: the file is exactly what was persisted.
+        let img = p.crash_image(tierkv_pm::CrashImage::Strict).unwrap();
+        let p2 = PmPool::open_crash_image(img, &PoolOptions { chunk_size: 64 << 10, ..PoolOptions::default() }).unwrap();
+        let fs2 = PmFs::open(Arc::clone(&p2), "test2", false).unwrap();
+        assert_eq!(fs2.file_names(), vec!["000001.sst".to_string()]);
+        let mut buf2 = vec![0u8; data.len()];
+        fs2.open_readable(Path::new("/x/000001.sst")).unwrap().read_exact_at(0, &mut buf2).unwrap();
+        assert_eq!(buf2, data);
+        // Remove frees the chunks.
+        fs.remove(Path::new("/db/000001.sst")).unwrap();
+        assert_eq!(p.free_chunks(), free0);
+        assert!(!fs.exists(Path::new("/db/000001.sst")));
+        // A second create of a name replaces the first.
+        let mut w = fs.create(Path::new("/db/a.log")).unwrap();
+        w.append(b"one").unwrap();
+        w.flush().unwrap();
+        let mut w2 = fs.create(Path::new("/db/a.log")).unwrap();
+        w2.append(b"twotwo").unwrap();
+        w2.flush().unwrap();
+        assert_eq!(fs.file_size(Path::new("/db/a.log")).unwrap(), 6);
+        drop(w);
+    }
+
+    #[test]
+    fn unpublished_files_vanish_and_leak_nothing() {
+        let p = pool();
+        let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+        let mut w = fs.create(Path::new("/db/000002.log")).unwrap();
+        w.append(&[7u8; 1000]).unwrap();
+        // Not flushed: after a crash the file exists (published at create) but holds nothing.
+        let img = p.crash_image(tierkv_pm::CrashImage::Strict).unwrap();
+        let o = PoolOptions { chunk_size: 64 << 10, ..PoolOptions::default() };
+        let p2 = PmPool::open_crash_image(img, &o).unwrap();
+        let fs2 = PmFs::open(Arc::clone(&p2), "t", false).unwrap();
+        assert_eq!(fs2.file_size(Path::new("/db/000002.log")).unwrap(), 0);
+        // Only the directory chunk and the file's chunk are allocated.
+        assert_eq!(p2.chunk_count() - p2.free_chunks(), 2 + 1);
+        drop(w);
+    }
+}
