@@ -7,13 +7,14 @@
 //! control characters and do not themselves start with `0x`, otherwise as `0x`-prefixed hex
 //! ([`display_bytes`]), so that any printed key can be passed back to `get`.
 
-use crate::config::{BenchConfig, EngineKind};
+use crate::config::{BenchConfig, DesignChoice, EngineKind};
 use crate::engine::{EngineResult, KvEngine, MemEngine, NullEngine, TierKvEngine};
-use crate::report::{self, BenchResult, JsonReport, StatsSummary};
-use crate::runner;
+use crate::report::{self, BenchResult, DesignRun, JsonReport, StatsSummary};
+use crate::verify::VerifyingEngine;
+use crate::{plot, runner};
 use std::io::Write;
 use std::ops::Bound;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use tierkv::{Db, Design, Options};
 
@@ -168,13 +169,57 @@ pub fn check(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
     Ok(())
 }
 
-/// `tierkv bench`: opens the database (`--db`, or a temporary directory removed at the end),
-/// runs the benchmarks, prints the engine figures, writes the JSON report.
-pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<BenchResult>> {
+/// The directory of `design`'s database: `--db` (or `temp`) itself for a single design, else
+/// a subdirectory named after the design, so every design starts from a fresh database.
+fn design_path(config: &BenchConfig, root: &Path, design: DesignChoice) -> PathBuf {
+    if config.design.len() == 1 {
+        root.to_path_buf()
+    } else {
+        root.join(design.name())
+    }
+}
+
+/// The full options `design` is opened with, as JSON (for the header and the report).
+pub fn design_options(config: &BenchConfig, design: DesignChoice) -> serde_json::Value {
+    match design {
+        DesignChoice::Tierkv(d) => {
+            serde_json::to_value(config.options_for(d)).unwrap_or(serde_json::Value::Null)
+        }
+        DesignChoice::Rocksdb => crate::rocks::options_json(config),
+    }
+}
+
+/// Opens the engine that runs `design` in `path` (null and memory engines ignore both), wrapped
+/// in the verifier under `--verify`.
+pub fn open_engine(
+    config: &BenchConfig,
+    design: DesignChoice,
+    path: &Path,
+) -> EngineResult<Box<dyn KvEngine>> {
+    let engine: Box<dyn KvEngine> = match (config.engine, design) {
+        (EngineKind::Null, _) => Box::new(NullEngine::default()),
+        (EngineKind::Memory, _) => Box::new(MemEngine::default()),
+        (EngineKind::Tierkv, DesignChoice::Tierkv(d)) => {
+            let engine = TierKvEngine::open(path, config.options_for(d), config.write_options())
+                .map_err(|e| format!("opening database {}: {e}", path.display()))?;
+            Box::new(engine)
+        }
+        (EngineKind::Tierkv, DesignChoice::Rocksdb) => crate::rocks::open(config, path)?,
+    };
+    Ok(if config.verify {
+        Box::new(VerifyingEngine::new(engine))
+    } else {
+        engine
+    })
+}
+
+/// `tierkv bench`: for each `--design`, opens a fresh database (`--db`, or a temporary
+/// directory removed at the end), runs the benchmarks with the same seeds and prints the
+/// engine figures; then prints the designs side by side, writes the JSON report and the plots.
+pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<DesignRun>> {
     config.validate()?;
-    let options = config.options();
     let temp;
-    let path = match &config.db {
+    let root = match &config.db {
         Some(p) => p.clone(),
         None => {
             temp = tempfile::Builder::new()
@@ -189,37 +234,48 @@ pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<Benc
     } else {
         "temporary, removed at exit"
     };
-    let engine: Box<dyn KvEngine> = match config.engine {
-        EngineKind::Tierkv => {
+    let mut runs = Vec::with_capacity(config.design.len());
+    for &design in &config.design {
+        let path = design_path(config, &root, design);
+        if config.engine == EngineKind::Tierkv {
             writeln!(out, "Database:   {} ({kept})", path.display())?;
-            let engine = TierKvEngine::open(&path, options.clone(), config.write_options())
-                .map_err(|e| format!("opening database {}: {e}", path.display()))?;
-            Box::new(engine)
         }
-        EngineKind::Null => Box::new(NullEngine::default()),
-        EngineKind::Memory => Box::new(MemEngine::default()),
-    };
-    bench_with(engine, config, &options, out)
+        let engine = open_engine(config, design, &path)?;
+        let run = run_design(
+            engine,
+            config,
+            design.name(),
+            design_options(config, design),
+            out,
+        )?;
+        runs.push(run);
+        if config.design.len() > 1 {
+            writeln!(out, "{}", "=".repeat(72))?;
+        }
+    }
+    write_reports(config, &runs, out)?;
+    Ok(runs)
 }
 
-/// The body of [`bench`] over any engine: header, benchmarks, figures, JSON, close.
-pub fn bench_with(
+/// Runs the benchmarks of `config` on one engine: header, benchmarks, figures, close.
+pub fn run_design(
     engine: Box<dyn KvEngine>,
     config: &BenchConfig,
-    options: &Options,
+    design: &str,
+    options: serde_json::Value,
     out: &mut dyn Write,
-) -> EngineResult<Vec<BenchResult>> {
+) -> EngineResult<DesignRun> {
     write!(
         out,
         "{}",
-        report::format_header(engine.name(), config, options)
+        report::format_header(engine.name(), design, config, &options)
     )?;
     let results = match runner::run_benchmarks(engine.as_ref(), config, out, true) {
         Ok(r) => r,
         Err(e) => {
             // Close cleanly (background work stops) but report the benchmark's error.
             let _ = engine.close();
-            return Err(e);
+            return Err(format!("design {design}: {e}").into());
         }
     };
     let stats = runner::final_stats(engine.as_ref())?;
@@ -227,12 +283,56 @@ pub fn bench_with(
         writeln!(out, "{}", "-".repeat(72))?;
         write!(out, "{}", report::format_stats(s))?;
     }
+    let name = engine.name().to_string();
+    engine.close()?;
+    Ok(DesignRun::new(design, &name, options, results, stats))
+}
+
+/// After every design ran: the side-by-side table (several designs), the JSON report
+/// (`--json`) and the charts (`--plot`).
+pub fn write_reports(
+    config: &BenchConfig,
+    runs: &[DesignRun],
+    out: &mut dyn Write,
+) -> EngineResult<()> {
+    if runs.len() > 1 {
+        let designs: Vec<String> = runs.iter().map(|r| r.design.clone()).collect();
+        writeln!(out, "** Designs side by side (ratio to {}) **", designs[0])?;
+        write!(
+            out,
+            "{}",
+            report::format_comparison(&designs, &report::compare(runs))
+        )?;
+    }
     if let Some(path) = &config.json {
-        JsonReport::new(engine.name(), config, options, results.clone(), stats).write_to(path)?;
+        JsonReport::new(config, runs.to_vec()).write_to(path)?;
         writeln!(out, "JSON report written to {}", path.display())?;
     }
-    engine.close()?;
-    Ok(results)
+    if let Some(dir) = &config.plot {
+        let files = plot::write_all(dir, runs)?;
+        writeln!(out, "{} charts written to {}", files.len(), dir.display())?;
+    }
+    Ok(())
+}
+
+/// The body of [`bench`] over one given engine (named after the first `--design`): header,
+/// benchmarks, figures, JSON, plots, close.
+pub fn bench_with(
+    engine: Box<dyn KvEngine>,
+    config: &BenchConfig,
+    options: &Options,
+    out: &mut dyn Write,
+) -> EngineResult<Vec<BenchResult>> {
+    let design = config.design.first().map_or("leveled", |d| d.name());
+    let options = serde_json::to_value(options).unwrap_or(serde_json::Value::Null);
+    let run = run_design(engine, config, design, options, out)?;
+    let runs = vec![run];
+    write_reports(config, &runs, out)?;
+    Ok(runs
+        .into_iter()
+        .next()
+        .map(|r| r.benchmarks)
+        .unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -293,11 +393,14 @@ mod tests {
         assert!(text.contains("readrandom   :"), "{text}");
         assert!(text.contains("(0 of 100 found)"), "{text}");
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        assert_eq!(v["engine"], "null");
-        assert_eq!(v["benchmarks"][0]["name"], "fillrandom");
-        assert_eq!(v["benchmarks"][0]["ops"], 100);
-        assert_eq!(v["benchmarks"][1]["found"], 0);
-        assert!(v["final_stats"].is_null());
+        let run = &v["runs"][0];
+        assert_eq!(run["engine"], "null");
+        assert_eq!(run["design"], "leveled");
+        assert_eq!(run["benchmarks"][0]["name"], "fillrandom");
+        assert_eq!(run["benchmarks"][0]["ops"], 100);
+        assert_eq!(run["benchmarks"][1]["found"], 0);
+        assert!(run["final_stats"].is_null());
+        assert!(run["options"]["write_buffer_size"].is_u64());
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use tierkv::{Design, Options, WriteOptions};
 
+use crate::ycsb::{RequestDistribution, YcsbMix};
+
 /// The benchmarks run when `--benchmarks` is not given.
 ///
 /// Why this list: it covers the three write patterns and the two basic read patterns while
@@ -49,6 +51,28 @@ pub enum Benchmark {
     Readwhilewriting,
     /// Flush the memtable (one operation).
     Flush,
+    /// YCSB load phase: insert records `0..num` (in a seeded random order, split between the
+    /// threads).
+    #[serde(rename = "ycsb-load")]
+    YcsbLoad,
+    /// YCSB workload A: 50% reads, 50% updates (zipfian).
+    #[serde(rename = "ycsb-a")]
+    YcsbA,
+    /// YCSB workload B: 95% reads, 5% updates (zipfian).
+    #[serde(rename = "ycsb-b")]
+    YcsbB,
+    /// YCSB workload C: 100% reads (zipfian).
+    #[serde(rename = "ycsb-c")]
+    YcsbC,
+    /// YCSB workload D: 95% reads of the latest records, 5% inserts (latest).
+    #[serde(rename = "ycsb-d")]
+    YcsbD,
+    /// YCSB workload E: 95% scans of 1..=100 records, 5% inserts (zipfian scan starts).
+    #[serde(rename = "ycsb-e")]
+    YcsbE,
+    /// YCSB workload F: 50% reads, 50% read-modify-writes (zipfian).
+    #[serde(rename = "ycsb-f")]
+    YcsbF,
 }
 
 impl Benchmark {
@@ -62,6 +86,13 @@ impl Benchmark {
         Benchmark::Seekrandom,
         Benchmark::Readwhilewriting,
         Benchmark::Flush,
+        Benchmark::YcsbLoad,
+        Benchmark::YcsbA,
+        Benchmark::YcsbB,
+        Benchmark::YcsbC,
+        Benchmark::YcsbD,
+        Benchmark::YcsbE,
+        Benchmark::YcsbF,
     ];
 
     /// The db_bench name.
@@ -75,13 +106,41 @@ impl Benchmark {
             Benchmark::Seekrandom => "seekrandom",
             Benchmark::Readwhilewriting => "readwhilewriting",
             Benchmark::Flush => "flush",
+            Benchmark::YcsbLoad => "ycsb-load",
+            Benchmark::YcsbA => "ycsb-a",
+            Benchmark::YcsbB => "ycsb-b",
+            Benchmark::YcsbC => "ycsb-c",
+            Benchmark::YcsbD => "ycsb-d",
+            Benchmark::YcsbE => "ycsb-e",
+            Benchmark::YcsbF => "ycsb-f",
         }
     }
 
     /// True for benchmarks that fill a fresh database, which db_bench skips under
     /// `--use_existing_db`.
     pub fn is_fill(self) -> bool {
-        matches!(self, Benchmark::Fillseq | Benchmark::Fillrandom)
+        matches!(
+            self,
+            Benchmark::Fillseq | Benchmark::Fillrandom | Benchmark::YcsbLoad
+        )
+    }
+
+    /// The operation mix of a YCSB transaction workload (`ycsb-a` .. `ycsb-f`).
+    pub fn ycsb_mix(self) -> Option<YcsbMix> {
+        Some(match self {
+            Benchmark::YcsbA => YcsbMix::A,
+            Benchmark::YcsbB => YcsbMix::B,
+            Benchmark::YcsbC => YcsbMix::C,
+            Benchmark::YcsbD => YcsbMix::D,
+            Benchmark::YcsbE => YcsbMix::E,
+            Benchmark::YcsbF => YcsbMix::F,
+            _ => return None,
+        })
+    }
+
+    /// True for the YCSB benchmarks (load and A-F).
+    pub fn is_ycsb(self) -> bool {
+        self == Benchmark::YcsbLoad || self.ycsb_mix().is_some()
     }
 }
 
@@ -127,24 +186,86 @@ pub enum EngineKind {
     Memory,
 }
 
-fn parse_design(s: &str) -> Result<Design, String> {
-    Design::from_str(s).map_err(|e| e.to_string())
+/// A design `tierkv bench` can run: one of TierKV's [`Design`]s, or RocksDB (which needs the
+/// `rocksdb` cargo feature to run). Named as on the command line (`leveled`, `rocksdb`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DesignChoice {
+    /// A TierKV design.
+    Tierkv(Design),
+    /// RocksDB through the `rocksdb` crate.
+    Rocksdb,
+}
+
+impl DesignChoice {
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DesignChoice::Tierkv(d) => d.name(),
+            DesignChoice::Rocksdb => "rocksdb",
+        }
+    }
+}
+
+impl fmt::Display for DesignChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DesignChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s == "rocksdb" {
+            return Ok(DesignChoice::Rocksdb);
+        }
+        Design::from_str(s).map(DesignChoice::Tierkv).map_err(|_| {
+            let known: Vec<_> = Design::ALL.iter().map(|d| d.name()).collect();
+            format!(
+                "unknown design {s:?}; known designs: {}, rocksdb",
+                known.join(", ")
+            )
+        })
+    }
+}
+
+impl Serialize for DesignChoice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for DesignChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        DesignChoice::from_str(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// True when this build includes the RocksDB engine (the `rocksdb` cargo feature).
+pub const ROCKSDB_ENABLED: bool = cfg!(feature = "rocksdb");
+
+fn default_sample_interval() -> u64 {
+    1000
 }
 
 /// The flags of `tierkv bench`.
 #[derive(clap::Args, Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchConfig {
     /// Comma-separated benchmarks, run in order on one database: fillseq, fillrandom,
-    /// overwrite, readrandom, readseq, seekrandom, readwhilewriting, flush.
+    /// overwrite, readrandom, readseq, seekrandom, readwhilewriting, flush, and the YCSB core
+    /// workloads ycsb-load, ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f.
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_BENCHMARKS)]
     pub benchmarks: Vec<Benchmark>,
 
-    /// Number of keys, and of writes per thread for the fill benchmarks.
+    /// Number of keys, and of writes per thread for the fill benchmarks; the YCSB record count
+    /// (ycsb-load inserts this many records in all, split between the threads).
     #[arg(long, default_value_t = 1_000_000)]
     pub num: u64,
 
-    /// Reads (or seeks, or iterated entries) per thread; -1 means --num.
-    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    /// Reads (or seeks, or iterated entries) per thread; -1 means --num. For the YCSB
+    /// workloads: the operation count of all threads together (alias --ops).
+    #[arg(long, alias = "ops", default_value_t = -1, allow_negative_numbers = true)]
     pub reads: i64,
 
     /// Key size in bytes.
@@ -173,9 +294,35 @@ pub struct BenchConfig {
     #[arg(long)]
     pub db: Option<PathBuf>,
 
-    /// The engine design.
-    #[arg(long, default_value = "leveled", value_parser = parse_design)]
-    pub design: Design,
+    /// Comma-separated designs, each run on a fresh database with the same benchmarks and
+    /// seeds and compared in one table: TierKV designs (leveled, ...) and rocksdb (with the
+    /// `rocksdb` cargo feature). With several designs and --db, each gets DIR/<design>.
+    #[arg(long, value_delimiter = ',', default_value = "leveled", value_parser = DesignChoice::from_str)]
+    pub design: Vec<DesignChoice>,
+
+    /// YCSB request distribution: zipfian (scrambled, 0.99), latest, uniform. Default: the
+    /// workload's own (zipfian; latest for ycsb-d).
+    #[arg(long, value_enum)]
+    #[serde(default)]
+    pub distribution: Option<RequestDistribution>,
+
+    /// Throughput (and stall time) sampling interval in milliseconds, 100..=60000.
+    #[arg(long = "sample_interval_ms", default_value_t = 1000)]
+    #[serde(default = "default_sample_interval")]
+    pub sample_interval_ms: u64,
+
+    /// Draw SVG charts (throughput over time, latency CDFs, amplification) into this directory.
+    #[arg(long)]
+    #[serde(default)]
+    pub plot: Option<PathBuf>,
+
+    /// Check every read: wraps the engine in a verifier that keeps the last value written to
+    /// each key and fails the run when a get returns anything else (or a scan returns a value
+    /// that does not belong to its key). Slower; meant for tests.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value_t = false,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    #[serde(default)]
+    pub verify: bool,
 
     /// The engine to drive: tierkv, or null / memory to measure the harness itself.
     #[arg(long, value_enum, default_value_t = EngineKind::Tierkv)]
@@ -247,14 +394,57 @@ impl BenchConfig {
         if self.use_existing_db && self.db.is_none() {
             return Err("--use_existing_db needs --db=DIR".into());
         }
+        if self.design.is_empty() {
+            return Err("--design is empty".into());
+        }
+        for (i, d) in self.design.iter().enumerate() {
+            if self.design[..i].contains(d) {
+                return Err(format!("--design names {d} twice"));
+            }
+        }
+        if self.design.contains(&DesignChoice::Rocksdb)
+            && !ROCKSDB_ENABLED
+            && self.engine == EngineKind::Tierkv
+        {
+            return Err(
+                "--design=rocksdb needs a build with the `rocksdb` cargo feature \
+                        (cargo build --release -p tierkv-bench --features rocksdb)"
+                    .into(),
+            );
+        }
+        if !(100..=60_000).contains(&self.sample_interval_ms) {
+            return Err(format!(
+                "--sample_interval_ms={} must be in 100..=60000",
+                self.sample_interval_ms
+            ));
+        }
         self.options().validate().map_err(|e| e.to_string())?;
         Ok(())
     }
 
-    /// The engine options these flags select (everything else at its default).
+    /// The TierKV designs among `--design`.
+    pub fn tierkv_designs(&self) -> impl Iterator<Item = Design> + '_ {
+        self.design.iter().filter_map(|d| match d {
+            DesignChoice::Tierkv(d) => Some(*d),
+            DesignChoice::Rocksdb => None,
+        })
+    }
+
+    /// The engine options these flags select for the first TierKV design of `--design`
+    /// (leveled when there is none).
     pub fn options(&self) -> Options {
+        self.options_for(self.tierkv_designs().next().unwrap_or(Design::Leveled))
+    }
+
+    /// The YCSB request distribution of a workload: `--distribution`, else the workload's own.
+    pub fn distribution_for(&self, mix: &YcsbMix) -> RequestDistribution {
+        self.distribution.unwrap_or(mix.distribution)
+    }
+
+    /// The engine options these flags select for `design` (everything else at its default).
+    pub fn options_for(&self, design: Design) -> Options {
         let mut o = Options {
-            design: self.design,
+            design,
             create_if_missing: !self.use_existing_db,
             error_if_exists: !self.use_existing_db,
             write_buffer_size: usize::try_from(self.write_buffer_size).unwrap_or(usize::MAX),
@@ -308,7 +498,11 @@ pub(crate) mod tests {
         assert!(!c.sync && !c.use_existing_db);
         assert_eq!(c.db, None);
         assert_eq!(c.json, None);
-        assert_eq!(c.design, Design::Leveled);
+        assert_eq!(c.design, vec![DesignChoice::Tierkv(Design::Leveled)]);
+        assert_eq!(c.distribution, None);
+        assert_eq!(c.sample_interval_ms, 1000);
+        assert_eq!(c.plot, None);
+        assert!(!c.verify);
         assert_eq!(c.engine, EngineKind::Tierkv);
         assert_eq!(c.cache_size, 8_388_608);
         assert_eq!(c.write_buffer_size, 67_108_864);
@@ -380,6 +574,65 @@ pub(crate) mod tests {
         let c = parse(&["--sync=0", "--use_existing_db"]).unwrap();
         assert!(!c.sync && c.use_existing_db);
         assert!(c.validate().unwrap_err().contains("--db"));
+    }
+
+    #[test]
+    fn parses_ycsb_and_design_flags() {
+        let c = parse(&[
+            "--benchmarks=ycsb-load,ycsb-a,ycsb-b,ycsb-c,ycsb-d,ycsb-e,ycsb-f",
+            "--ops=500",
+            "--distribution=uniform",
+            "--sample_interval_ms=100",
+            "--design=leveled,rocksdb",
+            "--plot=/tmp/p",
+            "--verify",
+        ])
+        .unwrap();
+        assert_eq!(c.benchmarks.len(), 7);
+        assert!(c.benchmarks.iter().all(|b| b.is_ycsb()));
+        assert_eq!(c.benchmarks[1].ycsb_mix(), Some(YcsbMix::A));
+        assert_eq!(c.reads_per_thread(), 500);
+        assert_eq!(c.distribution, Some(RequestDistribution::Uniform));
+        assert_eq!(
+            c.distribution_for(&YcsbMix::D),
+            RequestDistribution::Uniform
+        );
+        assert_eq!(
+            parse(&[]).unwrap().distribution_for(&YcsbMix::D),
+            RequestDistribution::Latest
+        );
+        assert_eq!(c.sample_interval_ms, 100);
+        assert_eq!(
+            c.design,
+            vec![DesignChoice::Tierkv(Design::Leveled), DesignChoice::Rocksdb]
+        );
+        assert_eq!(c.plot, Some(PathBuf::from("/tmp/p")));
+        assert!(c.verify);
+        if !ROCKSDB_ENABLED {
+            assert!(c
+                .validate()
+                .unwrap_err()
+                .contains("`rocksdb` cargo feature"));
+        }
+        // Every design of this build parses by name, and names are checked.
+        for d in Design::ALL {
+            let c = parse(&[&format!("--design={}", d.name())]).unwrap();
+            assert_eq!(c.design, vec![DesignChoice::Tierkv(*d)]);
+        }
+        let err = parse(&["--design=leveled,nosuch"]).unwrap_err().to_string();
+        assert!(err.contains("unknown design \"nosuch\""), "{err}");
+        assert!(err.contains("rocksdb"), "{err}");
+        let c = parse(&["--design=leveled,leveled"]).unwrap();
+        assert!(c.validate().unwrap_err().contains("twice"));
+        let c = parse(&["--sample_interval_ms=50"]).unwrap();
+        assert!(c.validate().unwrap_err().contains("--sample_interval_ms"));
+        // Serialised with their CLI names.
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["design"], serde_json::json!(["leveled"]));
+        assert_eq!(
+            serde_json::to_value(Benchmark::YcsbLoad).unwrap(),
+            "ycsb-load"
+        );
     }
 
     #[test]

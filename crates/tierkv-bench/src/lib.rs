@@ -7,15 +7,27 @@
 //!   [`tierkv::Db`] and for test engines.
 //! * [`runner`]: runs each benchmark on N threads with per-thread HDR latency histograms.
 //! * [`report`]: result lines, the engine-figures block, and the JSON report.
-//! * [`commands`]: the subcommands (`bench`, `put`, `get`, `delete`, `scan`, `stats`, `check`).
+//! * [`ycsb`]: the YCSB core workloads and YCSB's request-distribution generators.
+//! * [`verify`]: `--verify`, an engine wrapper that checks every read against the last write.
+//! * [`plot`]: `--plot`, SVG charts.
+//! * [`rocks`]: RocksDB behind the same seam (cargo feature `rocksdb`).
+//! * [`reproduce`] and [`experiments`]: `tierkv reproduce`, scaled-down paper experiments.
+//! * [`commands`]: the subcommands (`bench`, `reproduce`, `put`, `get`, `delete`, `scan`,
+//!   `stats`, `check`).
 #![warn(missing_docs)]
 
 pub mod commands;
 pub mod config;
 pub mod engine;
+pub mod experiments;
+pub mod plot;
 pub mod report;
+pub mod reproduce;
+pub mod rocks;
 pub mod runner;
+pub mod verify;
 pub mod workload;
+pub mod ycsb;
 
-pub use config::{BenchConfig, Benchmark};
+pub use config::{BenchConfig, Benchmark, DesignChoice};
 pub use engine::{EngineError, EngineResult, KvCursor, KvEngine};

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::process::ExitCode;
 use tierkv_bench::commands::{self, DbArgs};
+use tierkv_bench::reproduce::{self, ReproduceArgs};
 use tierkv_bench::{BenchConfig, EngineResult};
 
 /// TierKV command-line tool: benchmarks and database tools.
@@ -21,6 +22,9 @@ enum Command {
     /// Runs db_bench-style benchmarks (flags as in db_bench: --benchmarks=fillseq,readrandom
     /// --num=1000000 ...).
     Bench(Box<BenchConfig>),
+    /// Runs a scaled-down version of a paper's experiment and writes a markdown report with
+    /// SVG charts (--list shows the experiments).
+    Reproduce(ReproduceArgs),
     /// Writes KEY -> VALUE (creates the database if needed). 0x-prefixed arguments are hex.
     Put {
         #[command(flatten)]
@@ -76,6 +80,9 @@ fn run(command: Command) -> EngineResult<ExitCode> {
     match command {
         Command::Bench(config) => {
             commands::bench(&config, &mut out)?;
+        }
+        Command::Reproduce(args) => {
+            reproduce::reproduce(&args, &mut out)?;
         }
         Command::Put { db, key, value } => commands::put(&db, &key, &value)?,
         Command::Get { db, key } => {
@@ -171,6 +178,27 @@ mod tests {
                 assert_eq!(from.as_deref(), Some("a"));
                 assert_eq!(to.as_deref(), Some("b"));
                 assert_eq!(limit, Some(3));
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from(["tierkv", "reproduce", "--list"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Reproduce(ReproduceArgs { list: true, .. })
+        ));
+        let cli = Cli::try_parse_from([
+            "tierkv",
+            "reproduce",
+            "leveled-vs-leveled-pm",
+            "--out=/tmp/x",
+            "--num=10",
+            "--ops=5",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Reproduce(a) => {
+                assert_eq!(a.experiment.as_deref(), Some("leveled-vs-leveled-pm"));
+                assert_eq!((a.num, a.reads), (Some(10), Some(5)));
             }
             other => panic!("{other:?}"),
         }

@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
-use tierkv::{DbStats, Options};
+use tierkv::DbStats;
 
 /// Latency percentiles of one benchmark, in microseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -23,10 +23,16 @@ pub struct LatencySummary {
     pub avg_us: f64,
     /// Median.
     pub p50_us: f64,
+    /// 90th percentile.
+    #[serde(default)]
+    pub p90_us: f64,
     /// 99th percentile.
     pub p99_us: f64,
     /// 99.9th percentile.
     pub p999_us: f64,
+    /// 99.99th percentile.
+    #[serde(default)]
+    pub p9999_us: f64,
     /// Slowest operation.
     pub max_us: f64,
 }
@@ -43,11 +49,88 @@ impl LatencySummary {
             min_us: us(h.min()),
             avg_us: h.mean() / 1000.0,
             p50_us: us(h.value_at_quantile(0.50)),
+            p90_us: us(h.value_at_quantile(0.90)),
             p99_us: us(h.value_at_quantile(0.99)),
             p999_us: us(h.value_at_quantile(0.999)),
+            p9999_us: us(h.value_at_quantile(0.9999)),
             max_us: us(h.max()),
         }
     }
+}
+
+/// One point of a latency CDF: the fraction `quantile` of operations took at most
+/// `latency_us`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CdfPoint {
+    /// Latency in microseconds.
+    pub latency_us: f64,
+    /// Fraction of operations at or below it, in [0, 1].
+    pub quantile: f64,
+}
+
+/// The CDF of a latency histogram (nanoseconds), about five points per halving of the tail,
+/// so p99.99 and beyond are drawn.
+pub fn latency_cdf(h: &Histogram<u64>) -> Vec<CdfPoint> {
+    let mut out: Vec<CdfPoint> = Vec::new();
+    if h.is_empty() {
+        return out;
+    }
+    for v in h.iter_quantiles(5) {
+        let p = CdfPoint {
+            latency_us: h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0,
+            // Rounded so that the JSON report reads back exactly.
+            quantile: (v.quantile_iterated_to() * 1e9).round() / 1e9,
+        };
+        if out.last().is_some_and(|l| l.latency_us == p.latency_us) {
+            out.pop();
+        }
+        out.push(p);
+        if p.quantile >= 1.0 {
+            break;
+        }
+    }
+    out
+}
+
+/// The latency figures of one operation type (read, update, insert, scan, rmw, write, ...).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpLatency {
+    /// The operation type.
+    pub op: String,
+    /// Operations of this type.
+    pub count: u64,
+    /// Percentiles.
+    pub latency: LatencySummary,
+    /// The CDF, for plots.
+    pub cdf: Vec<CdfPoint>,
+}
+
+impl OpLatency {
+    /// The figures of `op` from its histogram (nanoseconds).
+    pub fn new(op: &str, h: &Histogram<u64>) -> Self {
+        OpLatency {
+            op: op.to_string(),
+            count: h.len(),
+            latency: LatencySummary::from_histogram(h),
+            cdf: latency_cdf(h),
+        }
+    }
+}
+
+/// Throughput and stall time of one sampling interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// End of the interval, in seconds since the benchmark started.
+    pub t_sec: f64,
+    /// Length of the interval in seconds (the last one may be shorter).
+    pub interval_sec: f64,
+    /// Operations completed in the interval, all threads together.
+    pub ops: u64,
+    /// `ops / interval_sec`.
+    pub ops_per_sec: f64,
+    /// Microseconds writers were stalled in the interval, from the engine's own figures
+    /// (`DbStats::stall_micros` deltas; 0 for engines without them).
+    pub stall_micros: u64,
 }
 
 /// The figures of one benchmark.
@@ -76,6 +159,19 @@ pub struct BenchResult {
     pub found: Option<u64>,
     /// Writes of readwhilewriting's background writer.
     pub writer_ops: Option<u64>,
+    /// Latency per operation type.
+    #[serde(default)]
+    pub ops_by_type: Vec<OpLatency>,
+    /// Throughput over time (`--sample_interval_ms`).
+    #[serde(default)]
+    pub samples: Vec<Sample>,
+    /// Microseconds writers were stalled during the benchmark (engine figures), when known.
+    #[serde(default)]
+    pub stall_micros: Option<u64>,
+    /// Key lookups `found` counts, when not every operation is one (YCSB: reads and
+    /// read-modify-writes).
+    #[serde(default)]
+    pub lookups: Option<u64>,
 }
 
 impl BenchResult {
@@ -108,7 +204,16 @@ impl BenchResult {
             latency,
             found,
             writer_ops,
+            ops_by_type: Vec::new(),
+            samples: Vec::new(),
+            stall_micros: None,
+            lookups: None,
         }
+    }
+
+    /// The latency figures of operation type `op`, if it ran.
+    pub fn op(&self, op: &str) -> Option<&OpLatency> {
+        self.ops_by_type.iter().find(|o| o.op == op)
     }
 }
 
@@ -119,25 +224,43 @@ pub fn format_result(r: &BenchResult) -> String {
         r.name, r.micros_per_op, r.ops_per_sec, r.mb_per_sec
     );
     if let Some(found) = r.found {
-        let _ = write!(s, " ({found} of {} found)", r.ops);
+        let _ = write!(s, " ({found} of {} found)", r.lookups.unwrap_or(r.ops));
     }
     if let Some(w) = r.writer_ops {
         let _ = write!(s, " [writer: {w} puts]");
     }
+    if let Some(st) = r.stall_micros.filter(|&s| s > 0) {
+        let _ = write!(s, " [stalled {:.3} s]", st as f64 / 1e6);
+    }
     let l = &r.latency;
     let _ = writeln!(
         s,
-        "\n{:<12}   latency (micros): avg {:.2}  p50 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
-        "", l.avg_us, l.p50_us, l.p99_us, l.p999_us, l.max_us
+        "\n{:<12}   latency (micros): avg {:.2}  p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  p99.99 {:.2}  max {:.2}",
+        "", l.avg_us, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.p9999_us, l.max_us
     );
+    if r.ops_by_type.len() > 1 {
+        for o in &r.ops_by_type {
+            let l = &o.latency;
+            let _ = writeln!(
+                s,
+                "{:<12}   {:<6} {:>9} ops: avg {:.2}  p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  p99.99 {:.2}  max {:.2}",
+                "", o.op, o.count, l.avg_us, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.p9999_us, l.max_us
+            );
+        }
+    }
     s
 }
 
 /// The run's header: what is being measured, and the options in force.
-pub fn format_header(engine: &str, config: &BenchConfig, options: &Options) -> String {
+pub fn format_header(
+    engine: &str,
+    design: &str,
+    config: &BenchConfig,
+    options: &serde_json::Value,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "Engine:     {engine}");
-    let _ = writeln!(s, "Design:     {}", options.design);
+    let _ = writeln!(s, "Design:     {design}");
     let _ = writeln!(s, "Keys:       {} bytes each", config.key_size);
     let _ = writeln!(s, "Values:     {} bytes each", config.value_size);
     let _ = writeln!(s, "Entries:    {}", config.num);
@@ -146,7 +269,22 @@ pub fn format_header(engine: &str, config: &BenchConfig, options: &Options) -> S
     let _ = writeln!(s, "Sync:       {}", config.sync);
     let names: Vec<_> = config.benchmarks.iter().map(|b| b.name()).collect();
     let _ = writeln!(s, "Benchmarks: {}", names.join(","));
-    let _ = writeln!(s, "Options:    {options:#?}");
+    if config.benchmarks.iter().any(|b| b.ycsb_mix().is_some()) {
+        let dist = config
+            .distribution
+            .map_or("workload default".to_string(), |d| d.to_string());
+        let _ = writeln!(
+            s,
+            "YCSB:       {} records, {} operations in all, distribution {dist}",
+            config.num,
+            config.reads_per_thread()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "Options:    {}",
+        serde_json::to_string_pretty(options).unwrap_or_default()
+    );
     let _ = writeln!(s, "{}", "-".repeat(72));
     s
 }
@@ -309,6 +447,265 @@ pub fn format_stats(s: &StatsSummary) -> String {
     o
 }
 
+/// Amplification figures of one tier, for reports and bar charts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TierAmplification {
+    /// The tier ("SSD", "PM", ...).
+    pub tier: String,
+    /// Bytes written to the tier / user bytes written.
+    pub write: f64,
+    /// Bytes read from the tier for user reads / user bytes read.
+    pub read: f64,
+    /// Live bytes on the tier / logical bytes, when known.
+    pub space: Option<f64>,
+}
+
+/// The amplification figures of each tier of a run. Today DbStats has SSD figures only; when PM
+/// figures are added to DbStats, adding the PM tier is one more entry here.
+pub fn tier_amplifications(s: &StatsSummary) -> Vec<TierAmplification> {
+    vec![TierAmplification {
+        tier: "SSD".into(),
+        write: s.write_amplification,
+        read: s.read_amplification,
+        space: s.space_amplification,
+    }]
+}
+
+/// Everything measured for one design of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DesignRun {
+    /// The design's name (`leveled`, `rocksdb`, ...).
+    pub design: String,
+    /// The engine that ran (`tierkv`, `rocksdb`, `null`, `memory`).
+    pub engine: String,
+    /// The full options the engine was opened with.
+    pub options: serde_json::Value,
+    /// Every benchmark run, in order.
+    pub benchmarks: Vec<BenchResult>,
+    /// The engine's figures after the last benchmark.
+    pub final_stats: Option<StatsSummary>,
+    /// Amplification per tier (from `final_stats`).
+    #[serde(default)]
+    pub tiers: Vec<TierAmplification>,
+}
+
+impl DesignRun {
+    /// Assembles the figures of one design.
+    pub fn new(
+        design: &str,
+        engine: &str,
+        options: serde_json::Value,
+        benchmarks: Vec<BenchResult>,
+        final_stats: Option<StatsSummary>,
+    ) -> Self {
+        DesignRun {
+            design: design.into(),
+            engine: engine.into(),
+            options,
+            tiers: final_stats
+                .as_ref()
+                .map(tier_amplifications)
+                .unwrap_or_default(),
+            benchmarks,
+            final_stats,
+        }
+    }
+}
+
+/// One row of the designs-side-by-side table: a figure's value per design and its ratio to the
+/// first design's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonRow {
+    /// The figure ("fillrandom ops/s", "write amplification", ...).
+    pub figure: String,
+    /// Its value for each design, in `--design` order (None: not measured).
+    pub values: Vec<Option<f64>>,
+    /// value / first design's value (None when either is missing or the first is 0).
+    pub ratios: Vec<Option<f64>>,
+}
+
+/// The side-by-side figures of `runs`: per benchmark ops/s and p99, then write, read and space
+/// amplification, stall time and DRAM.
+pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
+    let mut names: Vec<&str> = Vec::new();
+    for r in runs {
+        for b in &r.benchmarks {
+            if !names.contains(&b.name.as_str()) {
+                names.push(&b.name);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    let mut row = |figure: String, f: &dyn Fn(&DesignRun) -> Option<f64>| {
+        let values: Vec<Option<f64>> = runs.iter().map(f).collect();
+        let first = values.first().copied().flatten();
+        let ratios = values
+            .iter()
+            .map(|v| match (v, first) {
+                (Some(v), Some(f)) if f != 0.0 => Some(v / f),
+                _ => None,
+            })
+            .collect();
+        rows.push(ComparisonRow {
+            figure,
+            values,
+            ratios,
+        });
+    };
+    for name in &names {
+        let bench = |r: &DesignRun| r.benchmarks.iter().find(|b| b.name == *name).cloned();
+        row(format!("{name} ops/s"), &|r| {
+            bench(r).map(|b| b.ops_per_sec)
+        });
+        row(format!("{name} p99 us"), &|r| {
+            bench(r).map(|b| b.latency.p99_us)
+        });
+    }
+    let stats = |r: &DesignRun| r.final_stats.clone();
+    row("write amplification".into(), &|r| {
+        stats(r).map(|s| s.write_amplification)
+    });
+    row("read amplification".into(), &|r| {
+        stats(r).map(|s| s.read_amplification)
+    });
+    row("space amplification".into(), &|r| {
+        stats(r).and_then(|s| s.space_amplification)
+    });
+    row("stall time s".into(), &|r| {
+        stats(r).map(|s| s.stall_micros as f64 / 1e6)
+    });
+    row("DRAM MiB".into(), &|r| {
+        stats(r).map(|s| s.stats.dram.total() as f64 / 1_048_576.0)
+    });
+    rows
+}
+
+fn format_figure(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The side-by-side table: one column per design, each figure with its ratio to the first
+/// design's (`1.23x`).
+pub fn format_comparison(designs: &[String], rows: &[ComparisonRow]) -> String {
+    let mut cells: Vec<Vec<String>> = Vec::new();
+    let mut header = vec!["figure".to_string()];
+    for (i, d) in designs.iter().enumerate() {
+        header.push(if i == 0 {
+            d.clone()
+        } else {
+            format!("{d} (vs {})", designs[0])
+        });
+    }
+    cells.push(header);
+    for r in rows {
+        let mut line = vec![r.figure.clone()];
+        for (i, v) in r.values.iter().enumerate() {
+            line.push(match (v, r.ratios.get(i).copied().flatten()) {
+                (None, _) => "n/a".into(),
+                (Some(v), _) if i == 0 => format_figure(*v),
+                (Some(v), Some(ratio)) => format!("{} ({ratio:.2}x)", format_figure(*v)),
+                (Some(v), None) => format_figure(*v),
+            });
+        }
+        cells.push(line);
+    }
+    let cols = cells[0].len();
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| cells.iter().map(|l| l[c].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (n, line) in cells.iter().enumerate() {
+        for (c, cell) in line.iter().enumerate() {
+            if c == 0 {
+                let _ = write!(out, "{cell:<w$}", w = widths[c]);
+            } else {
+                let _ = write!(out, "  {cell:>w$}", w = widths[c]);
+            }
+        }
+        out.push('\n');
+        if n == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (cols - 1)));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The machine a run was measured on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    /// CPU model name (`/proc/cpuinfo`).
+    pub cpu_model: String,
+    /// Logical CPUs available.
+    pub cores: usize,
+    /// Total memory in bytes (`/proc/meminfo`), 0 when unknown.
+    pub memory_bytes: u64,
+    /// Kernel release (`/proc/sys/kernel/osrelease`).
+    pub kernel: String,
+    /// Operating system and architecture.
+    pub os: String,
+}
+
+impl MachineInfo {
+    /// Describes this machine (fields that cannot be read are "unknown" / 0).
+    pub fn detect() -> Self {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpu_model = cpuinfo
+            .lines()
+            .find(|l| {
+                l.starts_with("model name") || l.starts_with("Model") || l.starts_with("cpu model")
+            })
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let memory_bytes = read("/proc/meminfo")
+            .lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024);
+        let kernel = read("/proc/sys/kernel/osrelease").trim().to_string();
+        MachineInfo {
+            cpu_model,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_bytes,
+            kernel: if kernel.is_empty() {
+                "unknown".into()
+            } else {
+                kernel
+            },
+            os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+        }
+    }
+}
+
+/// The git revision of the harness: recorded at build time by build.rs, else asked of git at
+/// run time, else "unknown".
+pub fn git_revision() -> String {
+    let built = env!("TIERKV_GIT_REVISION");
+    if built != "unknown" {
+        return built.to_string();
+    }
+    std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// The `--json` document.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct JsonReport {
@@ -316,35 +713,29 @@ pub struct JsonReport {
     pub tool: String,
     /// The harness version.
     pub version: String,
-    /// The engine benchmarked.
-    pub engine: String,
+    /// The git revision the harness was built from.
+    pub git_revision: String,
+    /// The machine.
+    pub machine: MachineInfo,
     /// The flags of the run.
     pub flags: BenchConfig,
-    /// The engine options in force at the start.
-    pub options: Options,
-    /// Every benchmark run, in order.
-    pub benchmarks: Vec<BenchResult>,
-    /// The engine's figures after the last benchmark.
-    pub final_stats: Option<StatsSummary>,
+    /// One entry per design, in `--design` order.
+    pub runs: Vec<DesignRun>,
+    /// The designs side by side (ratios to the first design).
+    pub comparison: Vec<ComparisonRow>,
 }
 
 impl JsonReport {
     /// Assembles a report.
-    pub fn new(
-        engine: &str,
-        flags: &BenchConfig,
-        options: &Options,
-        benchmarks: Vec<BenchResult>,
-        final_stats: Option<StatsSummary>,
-    ) -> Self {
+    pub fn new(flags: &BenchConfig, runs: Vec<DesignRun>) -> Self {
         JsonReport {
             tool: "tierkv-bench".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            engine: engine.into(),
+            git_revision: git_revision(),
+            machine: MachineInfo::detect(),
             flags: flags.clone(),
-            options: options.clone(),
-            benchmarks,
-            final_stats,
+            comparison: compare(&runs),
+            runs,
         }
     }
 
@@ -369,6 +760,7 @@ mod tests {
     use crate::config::tests::parse;
     use crate::runner::new_histogram;
     use tierkv::stats::{DramFootprint, LevelStats};
+    use tierkv::Options;
 
     fn sample_result() -> BenchResult {
         let mut h = new_histogram();
@@ -506,12 +898,14 @@ mod tests {
             "--key_size=20",
         ])
         .unwrap();
-        let text = format_header("tierkv", &c, &c.options());
+        let options = serde_json::to_value(c.options()).unwrap();
+        let text = format_header("tierkv", "leveled", &c, &options);
+        assert!(text.contains("Design:     leveled"));
         assert!(text.contains("Keys:       20 bytes each"));
         assert!(text.contains("Entries:    1000"));
         assert!(text.contains("Benchmarks: fillseq,readrandom"));
-        assert!(text.contains("block_cache_bytes: 8388608"), "{text}");
-        assert!(text.contains("write_buffer_size: 67108864"));
+        assert!(text.contains("\"block_cache_bytes\": 8388608"), "{text}");
+        assert!(text.contains("\"write_buffer_size\": 67108864"));
     }
 
     #[test]
@@ -525,31 +919,77 @@ mod tests {
         .unwrap();
         let options = c.options();
         let stats = StatsSummary::new("tierkv", sample_stats(), Some(800));
-        let report = JsonReport::new(
-            "tierkv",
-            &c,
-            &options,
-            vec![sample_result()],
-            Some(stats.clone()),
-        );
+        let mut result = sample_result();
+        let mut h = new_histogram();
+        for ns in 1..=100u64 {
+            h.record(ns * 1000).unwrap();
+        }
+        result.ops_by_type = vec![OpLatency::new("read", &h), OpLatency::new("update", &h)];
+        result.samples = vec![Sample {
+            t_sec: 1.0,
+            interval_sec: 1.0,
+            ops: 1000,
+            ops_per_sec: 1000.0,
+            stall_micros: 250,
+        }];
+        result.stall_micros = Some(250);
+        let mut other = stats.clone();
+        other.write_amplification *= 2.0;
+        let runs = vec![
+            DesignRun::new(
+                "leveled",
+                "tierkv",
+                serde_json::to_value(&options).unwrap(),
+                vec![result.clone()],
+                Some(stats.clone()),
+            ),
+            DesignRun::new(
+                "other",
+                "tierkv",
+                serde_json::json!({"x": 1}),
+                vec![sample_result()],
+                Some(other),
+            ),
+        ];
+        let report = JsonReport::new(&c, runs.clone());
         let json = report.to_json().unwrap();
 
         // Parsed back into the typed report, every part compares equal.
         let back: JsonReport = serde_json::from_str(&json).unwrap();
         assert_eq!(back.tool, "tierkv-bench");
-        assert_eq!(back.engine, "tierkv");
         assert_eq!(back.flags, c);
-        assert_eq!(back.options.block_cache_bytes, options.block_cache_bytes);
-        assert_eq!(back.options.write_buffer_size, options.write_buffer_size);
-        assert_eq!(back.options.design, options.design);
-        assert_eq!(back.options.table, options.table);
-        assert_eq!(back.options.compaction, options.compaction);
-        assert_eq!(back.benchmarks, vec![sample_result()]);
-        assert_eq!(back.final_stats, Some(stats));
+        assert_eq!(back.runs, runs);
+        assert_eq!(back.comparison, report.comparison);
+        assert_eq!(back.machine, report.machine);
+        assert!(!back.git_revision.is_empty());
+        assert!(back.machine.cores >= 1);
+        let opts: Options = serde_json::from_value(back.runs[0].options.clone()).unwrap();
+        assert_eq!(opts.block_cache_bytes, options.block_cache_bytes);
+        assert_eq!(opts.table, options.table);
+        assert_eq!(opts.compaction, options.compaction);
+        assert_eq!(back.runs[0].tiers[0].tier, "SSD");
+        // The side-by-side rows: ratios to the first design.
+        let wa = back
+            .comparison
+            .iter()
+            .find(|r| r.figure == "write amplification")
+            .unwrap();
+        assert_eq!(wa.ratios, vec![Some(1.0), Some(2.0)]);
+        let ops = back
+            .comparison
+            .iter()
+            .find(|r| r.figure == "readrandom ops/s")
+            .unwrap();
+        assert_eq!(ops.values, vec![Some(500.0), Some(500.0)]);
+        let table = format_comparison(&["leveled".into(), "other".into()], &back.comparison);
+        assert!(table.contains("other (vs leveled)"), "{table}");
+        assert!(table.contains("(2.00x)"), "{table}");
+        assert!(table.contains("readrandom p99 us"), "{table}");
+        assert!(table.contains("DRAM MiB"), "{table}");
 
         // And the untyped view has the documented field names.
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        let b = &v["benchmarks"][0];
+        let b = &v["runs"][0]["benchmarks"][0];
         assert_eq!(b["name"], "readrandom");
         assert_eq!(b["ops"], 1000);
         assert_eq!(b["seconds"], 2.0);
@@ -557,22 +997,30 @@ mod tests {
         assert_eq!(b["found"], 900);
         assert!(b["mb_per_sec"].is_f64());
         assert!(b["latency"]["p999_us"].as_f64().unwrap() > 990.0);
+        assert!(b["latency"]["p9999_us"].as_f64().unwrap() > 990.0);
+        assert!(b["latency"]["p90_us"].as_f64().unwrap() > 890.0);
+        assert_eq!(b["ops_by_type"][1]["op"], "update");
+        assert!(b["ops_by_type"][0]["cdf"].as_array().unwrap().len() > 5);
+        assert_eq!(b["samples"][0]["stall_micros"], 250);
+        assert!(v["machine"]["cpu_model"].is_string());
+        assert!(v["git_revision"].is_string());
         assert_eq!(
             v["flags"]["benchmarks"],
             serde_json::json!(["fillseq", "readrandom"])
         );
         assert_eq!(v["flags"]["key_size"], 20);
-        assert_eq!(v["flags"]["design"], "Leveled");
-        assert_eq!(v["options"]["table"]["bloom_bits_per_key"], 10);
-        assert_eq!(v["final_stats"]["stats"]["ssd_written_compaction"], 2100);
-        assert_eq!(v["final_stats"]["write_amplification_tables"], 3.0);
-        assert_eq!(v["final_stats"]["space_amplification"], 1.5);
+        assert_eq!(v["flags"]["design"], serde_json::json!(["leveled"]));
+        let run = &v["runs"][0];
+        assert_eq!(run["options"]["table"]["bloom_bits_per_key"], 10);
+        assert_eq!(run["final_stats"]["stats"]["ssd_written_compaction"], 2100);
+        assert_eq!(run["final_stats"]["write_amplification_tables"], 3.0);
+        assert_eq!(run["final_stats"]["space_amplification"], 1.5);
 
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
         report.write_to(&path).unwrap();
         let from_file: JsonReport = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        assert_eq!(from_file.benchmarks, report.benchmarks);
+        assert_eq!(from_file.runs, report.runs);
         let err = report
             .write_to(&dir.path().join("missing/r.json"))
             .unwrap_err();

@@ -8,28 +8,37 @@
 //! operations / `seconds`; `micros_per_op` is (sum of per-thread times) / total operations, i.e.
 //! the average time one thread spends per operation (db_bench's definition).
 //!
+//! Each operation type (write, read, update, insert, scan, rmw, ...) has its own histogram;
+//! the benchmark's overall latency is their merge.
+//!
 //! The loops allocate nothing per operation themselves: keys are encoded into a per-thread
-//! buffer, values are slices of a pre-generated buffer, reads reuse one value buffer. Progress
-//! is published to a shared atomic every 1024 operations; the calling thread polls it ten times
-//! a second to draw the bar (only when stderr is a terminal and the benchmark has at least
-//! [`PROGRESS_MIN_OPS`] operations).
+//! buffer, values are slices of a pre-generated buffer, reads reuse one value buffer. Each
+//! thread publishes its operation count to its own cache line after every operation; the
+//! calling thread wakes every `--sample_interval_ms` to record a throughput sample (with the
+//! engine's stall time over the interval, from `DbStats::stall_micros` deltas) and ten times a
+//! second to draw the progress bar (only when stderr is a terminal and the benchmark has at
+//! least [`PROGRESS_MIN_OPS`] operations).
 
 use crate::config::{BenchConfig, Benchmark};
 use crate::engine::{EngineError, EngineResult, KvEngine};
-use crate::report::{self, BenchResult, LatencySummary, StatsSummary};
+use crate::report::{self, BenchResult, LatencySummary, OpLatency, Sample, StatsSummary};
+use crate::verify;
 use crate::workload::{encode_key, thread_seed, KeyGen, ValueGen};
+use crate::ycsb::{
+    next_below, zeta, AckCounter, KeyChooser, LoadOrder, OpChooser, RequestDistribution, YcsbOp,
+    MAX_SCAN_LENGTH, ZIPFIAN_CONSTANT,
+};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::Barrier;
+use std::sync::{mpsc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Benchmarks with fewer operations than this get no progress bar.
 pub const PROGRESS_MIN_OPS: u64 = 100_000;
-
-/// Operations between two updates of the shared progress counter.
-const PROGRESS_BATCH: u64 = 1024;
 
 /// Largest latency the histograms hold exactly (longer ones are recorded as this): one hour.
 const MAX_LATENCY_NANOS: u64 = 3_600_000_000_000;
@@ -37,6 +46,87 @@ const MAX_LATENCY_NANOS: u64 = 3_600_000_000_000;
 /// A new, empty latency histogram (nanoseconds, 3 significant digits).
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_LATENCY_NANOS, 3).expect("constant bounds are valid")
+}
+
+/// The operation types that get their own latency histogram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// A db_bench put (fills, overwrite).
+    Write,
+    /// A point read.
+    Read,
+    /// One entry of readseq.
+    Next,
+    /// One seek (+ nexts) of seekrandom.
+    Seek,
+    /// A flush.
+    Flush,
+    /// A YCSB update (put of an existing key).
+    Update,
+    /// A YCSB insert (put of a new key).
+    Insert,
+    /// A YCSB scan.
+    Scan,
+    /// A YCSB read-modify-write.
+    Rmw,
+}
+
+impl OpKind {
+    /// Number of operation types.
+    pub const COUNT: usize = 9;
+    /// Every operation type, in report order.
+    pub const ALL: [OpKind; OpKind::COUNT] = [
+        OpKind::Write,
+        OpKind::Read,
+        OpKind::Next,
+        OpKind::Seek,
+        OpKind::Flush,
+        OpKind::Update,
+        OpKind::Insert,
+        OpKind::Scan,
+        OpKind::Rmw,
+    ];
+
+    /// The name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Write => "write",
+            OpKind::Read => "read",
+            OpKind::Next => "next",
+            OpKind::Seek => "seek",
+            OpKind::Flush => "flush",
+            OpKind::Update => "update",
+            OpKind::Insert => "insert",
+            OpKind::Scan => "scan",
+            OpKind::Rmw => "rmw",
+        }
+    }
+}
+
+/// State shared by the benchmarks of one run on one engine: the YCSB insert counter (inserts of
+/// ycsb-d and ycsb-e continue after the records and after earlier inserts) and the zeta sum of
+/// the latest distribution, computed once.
+#[derive(Debug)]
+pub struct RunState {
+    /// YCSB's insert key sequence (starts at `--num`).
+    pub inserts: AckCounter,
+    latest_zetan: OnceLock<f64>,
+}
+
+impl RunState {
+    /// The state of a run whose record count is `num`.
+    pub fn new(num: u64) -> Self {
+        RunState {
+            inserts: AckCounter::new(num),
+            latest_zetan: OnceLock::new(),
+        }
+    }
+
+    fn latest_zetan(&self, num: u64) -> f64 {
+        *self
+            .latest_zetan
+            .get_or_init(|| zeta(num.max(1) - 1, ZIPFIAN_CONSTANT))
+    }
 }
 
 /// The parameters one worker thread needs, copied out of the [`BenchConfig`].
@@ -47,96 +137,157 @@ struct Plan {
     key_size: usize,
     value_size: usize,
     seek_nexts: u64,
+    threads: usize,
+    verify: bool,
+    seed: u64,
+    distribution: Option<RequestDistribution>,
 }
+
+/// A per-thread operation counter on its own cache line, read by the sampler.
+#[repr(align(128))]
+#[derive(Default)]
+struct Slot(AtomicU64);
 
 /// What one thread measured.
 struct ThreadOut {
-    hist: Histogram<u64>,
+    hists: [Option<Histogram<u64>>; OpKind::COUNT],
     ops: u64,
     bytes: u64,
     found: u64,
+    lookups: u64,
     start: Instant,
     finish: Instant,
 }
 
-/// Times operations: one clock read per operation, histogram, progress.
+/// Times operations: one clock read per operation, a histogram per operation type, and the
+/// thread's operation counter.
 struct OpTimer<'a> {
-    hist: Histogram<u64>,
+    hists: [Option<Histogram<u64>>; OpKind::COUNT],
     last: Instant,
     start: Instant,
     ops: u64,
-    progress: &'a AtomicU64,
+    slot: &'a AtomicU64,
 }
 
 impl<'a> OpTimer<'a> {
-    fn start(progress: &'a AtomicU64) -> Self {
+    fn start(slot: &'a AtomicU64) -> Self {
         let now = Instant::now();
         OpTimer {
-            hist: new_histogram(),
+            hists: Default::default(),
             last: now,
             start: now,
             ops: 0,
-            progress,
+            slot,
         }
     }
 
     #[inline]
-    fn done(&mut self) {
+    fn done(&mut self, kind: OpKind) {
         let now = Instant::now();
         let nanos = u64::try_from(now.duration_since(self.last).as_nanos()).unwrap_or(u64::MAX);
-        self.hist.saturating_record(nanos);
+        self.hists[kind as usize]
+            .get_or_insert_with(new_histogram)
+            .saturating_record(nanos);
         self.last = now;
         self.ops += 1;
-        if self.ops.is_multiple_of(PROGRESS_BATCH) {
-            self.progress.fetch_add(PROGRESS_BATCH, Relaxed);
-        }
+        self.slot.store(self.ops, Relaxed);
     }
 
-    fn finish(self, bytes: u64, found: u64) -> ThreadOut {
-        self.progress.fetch_add(self.ops % PROGRESS_BATCH, Relaxed);
+    fn finish(self, bytes: u64, found: u64, lookups: u64) -> ThreadOut {
         ThreadOut {
-            hist: self.hist,
+            hists: self.hists,
             ops: self.ops,
             bytes,
             found,
+            lookups,
             start: self.start,
             finish: self.last,
         }
     }
 }
 
-/// The body of one benchmark thread.
-fn worker(
-    engine: &dyn KvEngine,
+/// Values to write: slices of the value generator, or, under `--verify`, copies stamped with
+/// the key's first bytes and a unique version, so a value read back names the key it belongs to.
+struct Values {
+    gen: ValueGen,
+    verify: bool,
+    buf: Vec<u8>,
+    version: u64,
+}
+
+impl Values {
+    fn new(seed: u64, plan: &Plan, thread: usize) -> Self {
+        Values {
+            gen: ValueGen::new(seed ^ 0x5555_5555_5555_5555, plan.value_size),
+            verify: plan.verify,
+            buf: Vec::with_capacity(plan.value_size),
+            version: (thread as u64) << 40,
+        }
+    }
+
+    #[inline]
+    fn next(&mut self, key: &[u8]) -> &[u8] {
+        if !self.verify {
+            return self.gen.next_value();
+        }
+        self.buf.clear();
+        self.buf.extend_from_slice(self.gen.next_value());
+        let kp = verify::stamp_len(key.len(), self.buf.len());
+        self.buf[..kp].copy_from_slice(&key[..kp]);
+        self.version += 1;
+        let v = self.version.to_be_bytes();
+        let room = (self.buf.len() - kp).min(8);
+        self.buf[kp..kp + room].copy_from_slice(&v[..room]);
+        &self.buf
+    }
+}
+
+/// The share of `total` operations of thread `t` of `threads`, as a range of indices.
+fn thread_range(total: u64, threads: usize, t: usize) -> std::ops::Range<u64> {
+    let (n, t) = (threads as u64, t as u64);
+    let (base, extra) = (total / n, total % n);
+    let start = t * base + t.min(extra);
+    start..start + base + u64::from(t < extra)
+}
+
+/// Shared inputs of the threads of one benchmark.
+struct Shared<'a> {
+    engine: &'a dyn KvEngine,
     bench: Benchmark,
     plan: Plan,
-    seed: u64,
-    progress: &AtomicU64,
-    barrier: &Barrier,
-) -> EngineResult<ThreadOut> {
+    state: &'a RunState,
+    barrier: &'a Barrier,
+}
+
+/// The body of one benchmark thread.
+fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> EngineResult<ThreadOut> {
+    if sh.bench.is_ycsb() {
+        return ycsb_worker(sh, thread, seed, slot);
+    }
+    let (engine, plan) = (sh.engine, sh.plan);
     let mut key = vec![0u8; plan.key_size];
     let mut keys = KeyGen::new(seed, plan.num);
-    let mut values = ValueGen::new(seed ^ 0x5555_5555_5555_5555, plan.value_size);
+    let mut values = Values::new(seed, &plan, thread);
     let mut value_buf = Vec::new();
     let write_bytes = (plan.key_size + plan.value_size) as u64;
     let (mut bytes, mut found) = (0u64, 0u64);
-    barrier.wait();
-    let mut t = OpTimer::start(progress);
-    match bench {
+    sh.barrier.wait();
+    let mut t = OpTimer::start(slot);
+    match sh.bench {
         Benchmark::Fillseq => {
             for k in 0..plan.num {
                 encode_key(k, &mut key);
-                engine.put(&key, values.next_value())?;
+                engine.put(&key, values.next(&key))?;
                 bytes += write_bytes;
-                t.done();
+                t.done(OpKind::Write);
             }
         }
         Benchmark::Fillrandom | Benchmark::Overwrite => {
             for _ in 0..plan.num {
                 encode_key(keys.next_key(), &mut key);
-                engine.put(&key, values.next_value())?;
+                engine.put(&key, values.next(&key))?;
                 bytes += write_bytes;
-                t.done();
+                t.done(OpKind::Write);
             }
         }
         Benchmark::Readrandom | Benchmark::Readwhilewriting => {
@@ -146,7 +297,7 @@ fn worker(
                     found += 1;
                     bytes += (key.len() + value_buf.len()) as u64;
                 }
-                t.done();
+                t.done(OpKind::Read);
             }
         }
         Benchmark::Readseq => {
@@ -154,7 +305,7 @@ fn worker(
             cursor.seek_to_first();
             while t.ops < plan.reads && cursor.valid() {
                 bytes += (cursor.key().len() + cursor.value().len()) as u64;
-                t.done();
+                t.done(OpKind::Next);
                 cursor.next();
             }
             cursor.status()?;
@@ -177,15 +328,122 @@ fn worker(
                 }
                 cursor.status()?;
                 drop(cursor);
-                t.done();
+                t.done(OpKind::Seek);
             }
         }
         Benchmark::Flush => {
             engine.flush()?;
-            t.done();
+            t.done(OpKind::Flush);
+        }
+        Benchmark::YcsbLoad
+        | Benchmark::YcsbA
+        | Benchmark::YcsbB
+        | Benchmark::YcsbC
+        | Benchmark::YcsbD
+        | Benchmark::YcsbE
+        | Benchmark::YcsbF => unreachable!("handled by ycsb_worker"),
+    }
+    Ok(t.finish(bytes, found, 0))
+}
+
+/// The body of one thread of a YCSB benchmark. `--reads` (`--ops`) is the operation count of
+/// all threads together and `--num` the record count, as in YCSB.
+fn ycsb_worker(
+    sh: &Shared<'_>,
+    thread: usize,
+    seed: u64,
+    slot: &AtomicU64,
+) -> EngineResult<ThreadOut> {
+    let (engine, plan, inserts) = (sh.engine, sh.plan, &sh.state.inserts);
+    let mut key = vec![0u8; plan.key_size];
+    let mut values = Values::new(seed, &plan, thread);
+    let mut value_buf = Vec::new();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let write_bytes = (plan.key_size + plan.value_size) as u64;
+    let (mut bytes, mut found, mut lookups) = (0u64, 0u64, 0u64);
+    let Some(mix) = sh.bench.ycsb_mix() else {
+        // ycsb-load: this thread's share of a seeded permutation of the records.
+        let order = LoadOrder::new(plan.num, plan.seed);
+        let range = thread_range(plan.num, plan.threads, thread);
+        sh.barrier.wait();
+        let mut t = OpTimer::start(slot);
+        for i in range {
+            encode_key(order.at(i), &mut key);
+            engine.put(&key, values.next(&key))?;
+            bytes += write_bytes;
+            t.done(OpKind::Insert);
+        }
+        return Ok(t.finish(bytes, 0, 0));
+    };
+    let dist = plan.distribution.unwrap_or(mix.distribution);
+    let ops = thread_range(plan.reads, plan.threads, thread);
+    // YCSB's allowance for the keys inserted during the run (`expectednewkeys`).
+    let expected_new_keys = (plan.reads as f64 * mix.insert * 2.0) as u64;
+    let latest_zetan = if dist == RequestDistribution::Latest {
+        sh.state.latest_zetan(plan.num)
+    } else {
+        0.0
+    };
+    let chooser = OpChooser::new(&mix);
+    let mut keys = KeyChooser::new(dist, plan.num, expected_new_keys, latest_zetan);
+    sh.barrier.wait();
+    let mut t = OpTimer::start(slot);
+    for _ in ops {
+        match chooser.next(&mut rng) {
+            YcsbOp::Read => {
+                encode_key(keys.next(&mut rng, inserts), &mut key);
+                lookups += 1;
+                if engine.get(&key, &mut value_buf)? {
+                    found += 1;
+                    bytes += (key.len() + value_buf.len()) as u64;
+                }
+                t.done(OpKind::Read);
+            }
+            YcsbOp::Update => {
+                encode_key(keys.next(&mut rng, inserts), &mut key);
+                engine.put(&key, values.next(&key))?;
+                bytes += write_bytes;
+                t.done(OpKind::Update);
+            }
+            YcsbOp::Insert => {
+                let k = inserts.reserve();
+                encode_key(k, &mut key);
+                engine.put(&key, values.next(&key))?;
+                inserts.acknowledge(k);
+                bytes += write_bytes;
+                t.done(OpKind::Insert);
+            }
+            YcsbOp::Scan => {
+                encode_key(keys.next(&mut rng, inserts), &mut key);
+                let len = 1 + next_below(&mut rng, MAX_SCAN_LENGTH);
+                let mut cursor = engine.cursor()?;
+                cursor.seek(&key);
+                for _ in 0..len {
+                    if !cursor.valid() {
+                        break;
+                    }
+                    bytes += (cursor.key().len() + cursor.value().len()) as u64;
+                    cursor.next();
+                }
+                cursor.status()?;
+                drop(cursor);
+                t.done(OpKind::Scan);
+            }
+            YcsbOp::ReadModifyWrite => {
+                encode_key(keys.next(&mut rng, inserts), &mut key);
+                lookups += 1;
+                if engine.get(&key, &mut value_buf)? {
+                    found += 1;
+                    bytes += (key.len() + value_buf.len()) as u64;
+                }
+                engine.put(&key, values.next(&key))?;
+                bytes += write_bytes;
+                t.done(OpKind::Rmw);
+            }
         }
     }
-    Ok(t.finish(bytes, found))
+    inserts.advance();
+    Ok(t.finish(bytes, found, lookups))
 }
 
 /// The background writer of `readwhilewriting`: random puts until `stop` is set; returns its
@@ -199,21 +457,23 @@ fn background_writer(
 ) -> EngineResult<u64> {
     let mut key = vec![0u8; plan.key_size];
     let mut keys = KeyGen::new(seed, plan.num);
-    let mut values = ValueGen::new(seed ^ 0x5555_5555_5555_5555, plan.value_size);
+    let mut values = Values::new(seed, &plan, plan.threads);
     let mut writes = 0u64;
     barrier.wait();
     while !stop.load(Relaxed) {
         encode_key(keys.next_key(), &mut key);
-        engine.put(&key, values.next_value())?;
+        engine.put(&key, values.next(&key))?;
         writes += 1;
     }
     Ok(writes)
 }
 
-/// Sets the flag when dropped: readers signal the writer even if they fail or panic.
+/// Signals when dropped (even if the thread fails or panics): the last reader stops the
+/// writer, and the sampling thread learns that one more worker is done.
 struct SetOnDrop<'a> {
     readers_left: &'a AtomicUsize,
     stop: &'a AtomicBool,
+    done: mpsc::Sender<()>,
 }
 
 impl Drop for SetOnDrop<'_> {
@@ -221,6 +481,7 @@ impl Drop for SetOnDrop<'_> {
         if self.readers_left.fetch_sub(1, Relaxed) == 1 {
             self.stop.store(true, Relaxed);
         }
+        let _ = self.done.send(());
     }
 }
 
@@ -249,52 +510,79 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, EngineResult<T>>) -> EngineResul
     })
 }
 
+fn stall_micros(engine: &dyn KvEngine) -> Option<u64> {
+    engine.stats().map(|s| s.stall_micros())
+}
+
 /// Runs one benchmark (the `bench_index`-th of the run, which selects the threads' seeds) and
 /// returns its merged figures. `show_progress` allows a progress bar (still only on a terminal).
+/// While the threads run, the calling thread samples throughput and the engine's stall time
+/// every `--sample_interval_ms`.
 pub fn run_benchmark(
     engine: &dyn KvEngine,
     config: &BenchConfig,
+    state: &RunState,
     bench: Benchmark,
     bench_index: usize,
     show_progress: bool,
 ) -> EngineResult<BenchResult> {
-    let plan = Plan {
-        num: config.num,
-        reads: config.reads_per_thread(),
-        key_size: config.key_size,
-        value_size: config.value_size,
-        seek_nexts: config.seek_nexts,
-    };
     // Flush is one operation, not one per thread.
     let threads = if bench == Benchmark::Flush {
         1
     } else {
         config.threads.max(1)
     };
-    let per_thread = match bench {
-        Benchmark::Fillseq | Benchmark::Fillrandom | Benchmark::Overwrite => plan.num,
+    let plan = Plan {
+        num: config.num,
+        reads: config.reads_per_thread(),
+        key_size: config.key_size,
+        value_size: config.value_size,
+        seek_nexts: config.seek_nexts,
+        threads,
+        verify: config.verify,
+        seed: config.seed,
+        distribution: config.distribution,
+    };
+    let total_ops = match bench {
+        Benchmark::Fillseq | Benchmark::Fillrandom | Benchmark::Overwrite => {
+            plan.num * threads as u64
+        }
         Benchmark::Flush => 1,
-        _ => plan.reads,
+        Benchmark::YcsbLoad => plan.num,
+        b if b.is_ycsb() => plan.reads,
+        _ => plan.reads * threads as u64,
     };
     let with_writer = bench == Benchmark::Readwhilewriting;
-    let progress = AtomicU64::new(0);
+    let slots: Vec<Slot> = (0..threads).map(|_| Slot::default()).collect();
     let stop = AtomicBool::new(false);
     let readers_left = AtomicUsize::new(threads);
-    let barrier = Barrier::new(threads + usize::from(with_writer));
-    let pb = progress_bar(bench.name(), per_thread * threads as u64, show_progress);
+    // The workers, the writer, and this (sampling) thread start together.
+    let barrier = Barrier::new(threads + usize::from(with_writer) + 1);
+    let pb = progress_bar(bench.name(), total_ops, show_progress);
+    let interval = Duration::from_millis(config.sample_interval_ms.max(1));
+    let stall_before = stall_micros(engine);
+    let shared = Shared {
+        engine,
+        bench,
+        plan,
+        state,
+        barrier: &barrier,
+    };
+    let (done_tx, done_rx) = mpsc::channel();
 
-    let (outs, writer) = std::thread::scope(|s| {
+    let (outs, writer, samples) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let seed = thread_seed(config.seed, bench_index, t);
-                let (progress, barrier) = (&progress, &barrier);
+                let (shared, slot) = (&shared, &slots[t].0);
                 let guard = SetOnDrop {
                     readers_left: &readers_left,
                     stop: &stop,
+                    done: done_tx.clone(),
                 };
                 s.spawn(move || {
                     let _guard = guard;
-                    worker(engine, bench, plan, seed, progress, barrier)
+                    worker(shared, t, seed, slot)
                 })
             })
             .collect();
@@ -303,20 +591,98 @@ pub fn run_benchmark(
             let (stop, barrier) = (&stop, &barrier);
             s.spawn(move || background_writer(engine, plan, seed, stop, barrier))
         });
+        barrier.wait();
+        let samples = sample_until_done(
+            engine,
+            &slots,
+            threads,
+            &done_rx,
+            interval,
+            stall_before,
+            pb.as_ref(),
+        );
         if let Some(pb) = &pb {
-            while !handles.iter().all(|h| h.is_finished()) {
-                pb.set_position(progress.load(Relaxed));
-                std::thread::sleep(Duration::from_millis(100));
-            }
             pb.finish_and_clear();
         }
         let outs: Vec<_> = handles.into_iter().map(join).collect();
-        (outs, writer.map(join))
+        (outs, writer.map(join), samples)
     });
 
     let outs = outs.into_iter().collect::<EngineResult<Vec<ThreadOut>>>()?;
     let writer_ops = writer.transpose()?;
-    merge(bench, outs, writer_ops)
+    let mut result = merge(bench, outs, writer_ops)?;
+    result.samples = samples;
+    result.stall_micros = match (stall_before, stall_micros(engine)) {
+        (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+        _ => None,
+    };
+    Ok(result)
+}
+
+/// The sampling loop: every `interval`, the operations all threads completed and the engine's
+/// stall time since the previous sample, until `threads` workers reported done.
+fn sample_until_done(
+    engine: &dyn KvEngine,
+    slots: &[Slot],
+    threads: usize,
+    done: &mpsc::Receiver<()>,
+    interval: Duration,
+    stall_before: Option<u64>,
+    pb: Option<&ProgressBar>,
+) -> Vec<Sample> {
+    let start = Instant::now();
+    let total = || slots.iter().map(|s| s.0.load(Relaxed)).sum::<u64>();
+    let mut samples: Vec<Sample> = Vec::new();
+    let (mut last_t, mut last_ops, mut last_stall) = (start, 0u64, stall_before);
+    let mut take = |now: Instant, samples: &mut Vec<Sample>| {
+        let ops = total();
+        let stall = stall_micros(engine);
+        let secs = now.duration_since(last_t).as_secs_f64();
+        samples.push(Sample {
+            t_sec: now.duration_since(start).as_secs_f64(),
+            interval_sec: secs,
+            ops: ops - last_ops,
+            ops_per_sec: if secs > 0.0 {
+                (ops - last_ops) as f64 / secs
+            } else {
+                0.0
+            },
+            stall_micros: match (last_stall, stall) {
+                (Some(b), Some(a)) => a.saturating_sub(b),
+                _ => 0,
+            },
+        });
+        (last_t, last_ops, last_stall) = (now, ops, stall);
+        last_ops
+    };
+    let mut next = start + interval;
+    let mut finished = 0;
+    let mut sampled_ops = 0;
+    while finished < threads {
+        let now = Instant::now();
+        if now >= next {
+            sampled_ops = take(now, &mut samples);
+            next += interval;
+            if next <= now {
+                next = now + interval;
+            }
+        }
+        if let Some(pb) = pb {
+            pb.set_position(total());
+        }
+        let wait = next
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(100));
+        match done.recv_timeout(wait) {
+            Ok(()) => finished += 1,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    if total() > sampled_ops || samples.is_empty() {
+        take(Instant::now(), &mut samples);
+    }
+    samples
 }
 
 fn merge(
@@ -324,29 +690,47 @@ fn merge(
     outs: Vec<ThreadOut>,
     writer_ops: Option<u64>,
 ) -> EngineResult<BenchResult> {
-    let mut hist = new_histogram();
-    let (mut ops, mut bytes, mut found, mut thread_seconds) = (0u64, 0u64, 0u64, 0f64);
+    let mut by_kind: [Option<Histogram<u64>>; OpKind::COUNT] = Default::default();
+    let (mut ops, mut bytes, mut found, mut lookups, mut thread_seconds) =
+        (0u64, 0u64, 0u64, 0u64, 0f64);
     let mut start: Option<Instant> = None;
     let mut finish: Option<Instant> = None;
+    let merge_err = |e| EngineError::from(format!("merging histograms: {e:?}"));
     for o in &outs {
-        hist.add(&o.hist)
-            .map_err(|e| EngineError::from(format!("merging histograms: {e:?}")))?;
+        for (slot, h) in by_kind.iter_mut().zip(&o.hists) {
+            if let Some(h) = h {
+                slot.get_or_insert_with(new_histogram)
+                    .add(h)
+                    .map_err(merge_err)?;
+            }
+        }
         ops += o.ops;
         bytes += o.bytes;
         found += o.found;
+        lookups += o.lookups;
         thread_seconds += o.finish.duration_since(o.start).as_secs_f64();
         start = Some(start.map_or(o.start, |s| s.min(o.start)));
         finish = Some(finish.map_or(o.finish, |f| f.max(o.finish)));
+    }
+    let mut hist = new_histogram();
+    let mut ops_by_type = Vec::new();
+    for (kind, h) in OpKind::ALL.iter().zip(&by_kind) {
+        if let Some(h) = h {
+            hist.add(h).map_err(merge_err)?;
+            ops_by_type.push(OpLatency::new(kind.name(), h));
+        }
     }
     let seconds = match (start, finish) {
         (Some(s), Some(f)) => f.duration_since(s).as_secs_f64(),
         _ => 0.0,
     };
-    let reports_found = matches!(
-        bench,
-        Benchmark::Readrandom | Benchmark::Readwhilewriting | Benchmark::Seekrandom
-    );
-    Ok(BenchResult::new(
+    let ycsb_lookups = bench.ycsb_mix().is_some_and(|m| m.read + m.rmw > 0.0);
+    let reports_found = ycsb_lookups
+        || matches!(
+            bench,
+            Benchmark::Readrandom | Benchmark::Readwhilewriting | Benchmark::Seekrandom
+        );
+    let mut result = BenchResult::new(
         bench.name(),
         ops,
         seconds,
@@ -355,7 +739,12 @@ fn merge(
         LatencySummary::from_histogram(&hist),
         reports_found.then_some(found),
         writer_ops,
-    ))
+    );
+    result.ops_by_type = ops_by_type;
+    if ycsb_lookups {
+        result.lookups = Some(lookups);
+    }
+    Ok(result)
 }
 
 /// Runs every benchmark of `config` in order on `engine`, printing each result to `out` as it
@@ -368,6 +757,7 @@ pub fn run_benchmarks(
     show_progress: bool,
 ) -> EngineResult<Vec<BenchResult>> {
     let mut results = Vec::with_capacity(config.benchmarks.len());
+    let state = RunState::new(config.num);
     for (i, &bench) in config.benchmarks.iter().enumerate() {
         if config.use_existing_db && bench.is_fill() {
             writeln!(
@@ -377,7 +767,7 @@ pub fn run_benchmarks(
             )?;
             continue;
         }
-        let result = run_benchmark(engine, config, bench, i, show_progress)
+        let result = run_benchmark(engine, config, &state, bench, i, show_progress)
             .map_err(|e| EngineError::from(format!("benchmark {}: {e}", bench.name())))?;
         write!(out, "{}", report::format_result(&result))?;
         out.flush()?;

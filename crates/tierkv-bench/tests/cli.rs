@@ -59,9 +59,10 @@ fn bench_prints_engine_figures_and_json() {
     assert!(stdout.contains("Write amplification:"), "{stdout}");
     assert!(stdout.contains("Space amplification:"), "{stdout}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(v["benchmarks"].as_array().unwrap().len(), 6);
+    let run = &v["runs"][0];
+    assert_eq!(run["benchmarks"].as_array().unwrap().len(), 6);
     assert!(
-        v["final_stats"]["stats"]["user_bytes_written"]
+        run["final_stats"]["stats"]["user_bytes_written"]
             .as_u64()
             .unwrap()
             > 0
@@ -85,6 +86,39 @@ fn bench_prints_engine_figures_and_json() {
 fn bench_runs_each_benchmark_on_the_memory_engine() {
     // The same run through the harness alone (the in-memory reference engine).
     bench_runs_each_benchmark_on(&["--engine=memory"]);
+}
+
+#[test]
+fn bench_runs_ycsb_and_reproduce_lists() {
+    let out = tierkv(&[
+        "bench",
+        "--benchmarks=ycsb-load,ycsb-a,ycsb-e",
+        "--num=2000",
+        "--ops=2000",
+        "--threads=2",
+        "--verify",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("ycsb-a       :"), "{stdout}");
+    assert!(stdout.contains(" found)"), "{stdout}");
+    assert!(stdout.contains("   scan "), "{stdout}");
+
+    let list = tierkv(&["reproduce", "--list"]);
+    assert!(list.status.success());
+    assert!(String::from_utf8_lossy(&list.stdout).contains("leveled-vs-leveled-pm"));
+    let unknown = tierkv(&["reproduce", "nosuch"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown experiment"));
+    let rocks = tierkv(&["bench", "--design=rocksdb", "--num=10"]);
+    if cfg!(not(feature = "rocksdb")) {
+        assert_eq!(rocks.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&rocks.stderr).contains("`rocksdb` cargo feature"));
+    }
 }
 
 #[test]
