@@ -42,6 +42,6 @@ pub use error::{Error, Result};
 pub use options::{
     CompactionOptions, Design, Options, PmOptions, ReadOptions, TableOptions, WriteOptions,
 };
-pub use tierkv_pm as pm;
 pub use stats::DbStats;
+pub use tierkv_pm as pm;
 pub use write_batch::WriteBatch;

@@ -3,11 +3,11 @@
 
 use crate::fs::{FileSystem, PosixFs};
 use crate::stats::Tier;
-use std::path::PathBuf;
-use tierkv_pm::{DurabilityMode, LatencyModel, PmPool};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use std::sync::Arc;
+use tierkv_pm::{DurabilityMode, LatencyModel, PmPool};
 
 /// Which design (composition of front end and stages) a database uses. A database remembers its
 /// design: reopening it with another one is an [`Error::InvalidArgument`].
@@ -337,8 +337,10 @@ impl Options {
             if pm.chunk_bytes < (64 << 10) || !pm.chunk_bytes.is_power_of_two() {
                 return bad("pm.chunk_bytes must be a power of two >= 64 KiB".into());
             }
-            if pm.size_bytes < 4 * pm.chunk_bytes || pm.size_bytes % pm.chunk_bytes != 0 {
-                return bad("pm.size_bytes must be a multiple of pm.chunk_bytes, >= 4 chunks".into());
+            if pm.size_bytes < 4 * pm.chunk_bytes || !pm.size_bytes.is_multiple_of(pm.chunk_bytes) {
+                return bad(
+                    "pm.size_bytes must be a multiple of pm.chunk_bytes, >= 4 chunks".into(),
+                );
             }
         }
         Ok(())

@@ -2,9 +2,11 @@
 //! the memtable flush into PM L0 tables, compactions out of PM, and every manifest change.
 //!
 //! A small workload (<= 50 operations) runs on an in-memory SSD (`MemFs`) and a
-//! crash-simulation PM pool. At EVERY fence of the pool, a hook takes crash images — the strict
-//! image, the image with every pending line, and 32 random subsets of pending 8-byte words —
-//! together with the SSD state at that instant, and opens a second database on each. Each must
+//! crash-simulation PM pool, once per fence of the pool. At the chosen fence a hook freezes the
+//! SSD (every later SSD operation fails, as if the process had died there) and takes the crash
+//! images of the pool — the strict image, the image with every pending line, and 32 random
+//! subsets of pending 8-byte words — then a second database is opened on each image together
+//! with the SSD's synced state (and, for the all-pending image, its process-crash state). Each must
 //! open, and hold exactly the state after some prefix of the workload's writes that includes
 //! every write acknowledged before the fence (no acknowledged write lost, no hole, no deleted key
 //! back), then accept new writes.
@@ -14,7 +16,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tierkv::fs::{CrashMode, MemFs};
 use tierkv::pm::{CrashImage, DurabilityMode, LatencyModel, PmPool, PoolOptions};
@@ -85,7 +87,11 @@ fn workload(seed: u64) -> Vec<Op> {
 /// The model after the first `n` writes (flush/compact are not writes).
 fn model_after(ops: &[Op], n: usize) -> Model {
     let mut m = Model::new();
-    for op in ops.iter().filter(|o| !matches!(o, Op::Flush | Op::Compact)).take(n) {
+    for op in ops
+        .iter()
+        .filter(|o| !matches!(o, Op::Flush | Op::Compact))
+        .take(n)
+    {
         match op {
             Op::Put(k, v) => {
                 m.insert(k.clone(), v.clone());
@@ -129,7 +135,10 @@ fn verify_image(
     let db = Db::open(Path::new("/db"), opts.clone())
         .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     let got = contents(&db);
-    let writes = ops.iter().filter(|o| !matches!(o, Op::Flush | Op::Compact)).count();
+    let writes = ops
+        .iter()
+        .filter(|o| !matches!(o, Op::Flush | Op::Compact))
+        .count();
     let ok = (acked_lo..=(acked_hi + 1).min(writes)).any(|n| model_after(ops, n) == got);
     assert!(
         ok,
@@ -139,106 +148,165 @@ fn verify_image(
     db.put(b"after-crash", b"x").unwrap();
     drop(db);
     let db = Db::open(Path::new("/db"), opts).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
-    assert_eq!(db.get(b"after-crash").unwrap(), Some(b"x".to_vec()), "{what}");
+    assert_eq!(
+        db.get(b"after-crash").unwrap(),
+        Some(b"x".to_vec()),
+        "{what}"
+    );
 }
 
-/// Mixes two images per 8-byte word: the torn subsets of pending lines.
-fn torn(strict: &[u8], pending: &[u8], rng: &mut SmallRng) -> Vec<u8> {
-    let mut out = strict.to_vec();
-    for (i, (a, b)) in strict.chunks(8).zip(pending.chunks(8)).enumerate() {
-        if a != b && rng.gen_bool(0.5) {
-            out[i * 8..i * 8 + b.len()].copy_from_slice(b);
-        }
-    }
-    out
+/// Crash images taken atomically at one fence.
+struct Captured {
+    strict: Vec<u8>,
+    pending: Vec<u8>,
+    torn: Vec<Vec<u8>>,
+    acked_lo: usize,
+    acked_hi: usize,
 }
 
-fn run(seed: u64) -> (u64, usize) {
-    let ops = Arc::new(workload(seed));
+/// Runs the workload once and captures the crash state at fence `target`: the SSD file system
+/// is frozen first (every later SSD operation fails, as if the process had died there), then the
+/// pool images are taken, so PM and SSD show the same instant. Returns the capture (if the run
+/// reached that fence), the SSD, and the number of fences the run made.
+fn run_once(seed: u64, ops: &Arc<Vec<Op>>, target: u64) -> (Option<Captured>, MemFs, u64) {
     let ssd = MemFs::new();
     let pool = PmPool::create_crash_sim(&pool_options(), true).unwrap();
     let acked = Arc::new(AtomicUsize::new(0));
-    let checked = Arc::new(AtomicU64::new(0));
-    let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let captured: Arc<Mutex<Option<Captured>>> = Arc::new(Mutex::new(None));
     {
-        let (ops, ssd2, acked, checked, failure) = (
-            Arc::clone(&ops),
-            ssd.clone(),
-            Arc::clone(&acked),
-            Arc::clone(&checked),
-            Arc::clone(&failure),
-        );
+        let (ssd2, acked, captured) = (ssd.clone(), Arc::clone(&acked), Arc::clone(&captured));
         let weak = Arc::downgrade(&pool);
-        let busy = Arc::new(std::sync::atomic::AtomicBool::new(false));
         pool.set_fence_hook(Some(Box::new(move |fence| {
+            if fence != target {
+                return;
+            }
             let Some(pool) = weak.upgrade() else { return };
-            if busy.swap(true, Ordering::AcqRel) {
-                return; // a fence inside the hook's own work
-            }
-            let lo = acked.load(Ordering::SeqCst);
-            let strict = pool.crash_image(CrashImage::Strict).expect("crash-sim pool");
-            let pending = pool.crash_image(CrashImage::AllPending).expect("crash-sim pool");
-            let synced = ssd2.crash(CrashMode::SyncedOnly);
-            let process = ssd2.crash(CrashMode::ProcessCrash);
-            let hi = acked.load(Ordering::SeqCst);
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let what = |k: &str| format!("seed {seed} fence {fence} {k}");
-                verify_image(&ops, synced.crash(CrashMode::ProcessCrash), strict.clone(), lo, hi, &what("strict"));
-                verify_image(&ops, synced.crash(CrashMode::ProcessCrash), pending.clone(), lo, hi, &what("all-pending"));
-                verify_image(&ops, process.crash(CrashMode::ProcessCrash), pending.clone(), lo, hi, &what("all-pending+process"));
-                let mut rng = SmallRng::seed_from_u64(seed ^ fence);
-                for t in 0..32 {
-                    let img = torn(&strict, &pending, &mut rng);
-                    if std::env::var("PM_DUMP").is_ok() {
-                        std::fs::write(format!("/tmp/pmdump-{fence}-{t}-strict"), &strict).unwrap();
-                        std::fs::write(format!("/tmp/pmdump-{fence}-{t}-pending"), &pending).unwrap();
-                        std::fs::write(format!("/tmp/pmdump-{fence}-{t}-torn"), &img).unwrap();
-                    }
-                    verify_image(&ops, synced.crash(CrashMode::ProcessCrash), img, lo, hi, &what(&format!("torn {t}")));
-                }
-            }));
-            if let Err(p) = r {
-                let msg = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .unwrap_or_else(|| "panic".into());
-                failure.lock().get_or_insert(msg);
-            }
-            checked.fetch_add(1, Ordering::Relaxed);
-            busy.store(false, Ordering::Release);
+            ssd2.freeze_after(0);
+            let acked_lo = acked.load(Ordering::SeqCst);
+            let strict = pool
+                .crash_image(CrashImage::Strict)
+                .expect("crash-sim pool");
+            let pending = pool
+                .crash_image(CrashImage::AllPending)
+                .expect("crash-sim pool");
+            // Each image is taken at one instant by the pool itself: images taken at different
+            // instants must never be mixed (another thread may have progressed in between).
+            let torn = (0..32)
+                .map(|t| {
+                    pool.crash_image(CrashImage::Torn(seed * 1000 + t))
+                        .expect("crash-sim pool")
+                })
+                .collect();
+            let acked_hi = acked.load(Ordering::SeqCst);
+            *captured.lock() = Some(Captured {
+                strict,
+                pending,
+                torn,
+                acked_lo,
+                acked_hi,
+            });
         })));
     }
-    let db = Db::open(Path::new("/db"), options(&ssd, Arc::clone(&pool))).unwrap();
-    for op in ops.iter() {
-        match op {
-            Op::Put(k, v) => db.put(k, v).unwrap(),
-            Op::Delete(k) => db.delete(k).unwrap(),
-            Op::Batch(b) => {
-                let mut wb = WriteBatch::new();
-                for (k, v) in b {
-                    match v {
-                        Some(v) => wb.put(k, v),
-                        None => wb.delete(k),
+    if let Ok(db) = Db::open(Path::new("/db"), options(&ssd, Arc::clone(&pool))) {
+        for op in ops.iter() {
+            let r = match op {
+                Op::Put(k, v) => db.put(k, v),
+                Op::Delete(k) => db.delete(k),
+                Op::Batch(b) => {
+                    let mut wb = WriteBatch::new();
+                    for (k, v) in b {
+                        match v {
+                            Some(v) => wb.put(k, v),
+                            None => wb.delete(k),
+                        }
                     }
+                    db.write(&WriteOptions::default(), wb)
                 }
-                db.write(&WriteOptions::default(), wb).unwrap();
+                Op::Flush => db.flush(),
+                Op::Compact => db.compact_range(None, None),
+            };
+            if r.is_err() {
+                assert!(
+                    ssd.is_frozen(),
+                    "seed {seed}: {op:?} failed without a crash: {r:?}"
+                );
+                break;
             }
-            Op::Flush => db.flush().unwrap(),
-            Op::Compact => db.compact_range(None, None).unwrap(),
+            if !matches!(op, Op::Flush | Op::Compact) {
+                acked.fetch_add(1, Ordering::SeqCst);
+            }
         }
-        if !matches!(op, Op::Flush | Op::Compact) {
-            acked.fetch_add(1, Ordering::SeqCst);
+        if target == u64::MAX {
+            let writes = ops
+                .iter()
+                .filter(|o| !matches!(o, Op::Flush | Op::Compact))
+                .count();
+            assert_eq!(
+                contents(&db),
+                model_after(ops, writes),
+                "seed {seed}: final state"
+            );
         }
     }
-    let final_state = contents(&db);
-    drop(db);
     pool.set_fence_hook(None);
-    if let Some(f) = failure.lock().take() {
-        panic!("{f}");
+    let fences = pool.fence_count();
+    let c = captured.lock().take();
+    (c, ssd, fences)
+}
+
+/// Crashes at every fence of the workload of `seed`; returns (fences, writes).
+fn run(seed: u64) -> (u64, usize) {
+    let ops = Arc::new(workload(seed));
+    let (_, _, total) = run_once(seed, &ops, u64::MAX);
+    let mut checked = 0;
+    for target in 1..=total + 5 {
+        let (captured, ssd, _) = run_once(seed, &ops, target);
+        let Some(c) = captured else { continue };
+        let synced = ssd.crash(CrashMode::SyncedOnly);
+        let process = ssd.crash(CrashMode::ProcessCrash);
+        let what = |k: &str| format!("seed {seed} fence {target} {k}");
+        let (lo, hi) = (c.acked_lo, c.acked_hi);
+        verify_image(
+            &ops,
+            synced.crash(CrashMode::ProcessCrash),
+            c.strict.clone(),
+            lo,
+            hi,
+            &what("strict"),
+        );
+        verify_image(
+            &ops,
+            synced.crash(CrashMode::ProcessCrash),
+            c.pending.clone(),
+            lo,
+            hi,
+            &what("all-pending"),
+        );
+        verify_image(
+            &ops,
+            process.crash(CrashMode::ProcessCrash),
+            c.pending.clone(),
+            lo,
+            hi,
+            &what("all-pending+process"),
+        );
+        for (t, img) in c.torn.into_iter().enumerate() {
+            verify_image(
+                &ops,
+                synced.crash(CrashMode::ProcessCrash),
+                img,
+                lo,
+                hi,
+                &what(&format!("torn {t}")),
+            );
+        }
+        checked += 1;
     }
-    let writes = ops.iter().filter(|o| !matches!(o, Op::Flush | Op::Compact)).count();
-    assert_eq!(final_state, model_after(&ops, writes));
-    (checked.load(Ordering::Relaxed), writes)
+    let writes = ops
+        .iter()
+        .filter(|o| !matches!(o, Op::Flush | Op::Compact))
+        .count();
+    (checked, writes)
 }
 
 #[test]
@@ -246,7 +314,10 @@ fn crash_at_every_pm_fence_leveled_pm() {
     for seed in [1u64, 2] {
         let (fences, writes) = run(seed);
         // The workload really exercises the PM tier: WAL appends fence at least once each.
-        assert!(fences as usize > writes, "seed {seed}: only {fences} fences for {writes} writes");
+        assert!(
+            fences as usize > writes,
+            "seed {seed}: only {fences} fences for {writes} writes"
+        );
         eprintln!("seed {seed}: {fences} fences checked, 35 images each");
     }
 }

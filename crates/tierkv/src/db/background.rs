@@ -9,11 +9,11 @@
 
 use super::DbInner;
 use crate::compaction::{self, CompactionPlan, Reason};
+use crate::fs::FileSystem;
 use crate::memtable::MemTable;
 use crate::sst::TableBuilder;
-use crate::version::{parse_file_name, table_file_name, FileKind, FileMetaData, VersionEdit};
-use crate::fs::FileSystem;
 use crate::stats::{IoPurpose, Tier};
+use crate::version::{parse_file_name, table_file_name, FileKind, FileMetaData, VersionEdit};
 use crate::{Error, Result};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -95,7 +95,9 @@ impl DbInner {
         let tier = self.options.design.flush_tier();
         let meta = match self.build_table(mem, number, tier) {
             Err(Error::NoSpace(_)) if tier == Tier::Pm => {
-                let _ = self.fs_for(Tier::Pm).remove(&table_file_name(&self.dir, number));
+                let _ = self
+                    .fs_for(Tier::Pm)
+                    .remove(&table_file_name(&self.dir, number));
                 self.counters.pm_flush_fallbacks.fetch_add(1, Relaxed);
                 self.build_table(mem, number, Tier::Ssd)?
             }

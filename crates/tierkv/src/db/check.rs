@@ -2,12 +2,12 @@
 
 use super::table_cache::TableCache;
 use crate::format::compare_internal;
+use crate::fs::FileSystem;
 use crate::iterator::InternalIterator;
 use crate::log::LogReader;
 use crate::options::Options;
 use crate::sst::BlockCache;
 use crate::stats::{Counters, IoPurpose};
-use crate::fs::FileSystem;
 use crate::version::{log_file_name, parse_file_name, FileKind, VersionSet};
 use crate::write_batch::decode_batch;
 use crate::{Error, Result};
@@ -79,7 +79,8 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         }
     }
     let mut logs: Vec<(u64, Arc<dyn FileSystem>)> = Vec::new();
-    let tiers = std::iter::once(Arc::clone(&options.fs)).chain(pm.iter().map(|p| Arc::clone(&p.fs)));
+    let tiers =
+        std::iter::once(Arc::clone(&options.fs)).chain(pm.iter().map(|p| Arc::clone(&p.fs)));
     for fs in tiers {
         for name in fs.list(dir)? {
             if let Some((FileKind::Log, n)) = parse_file_name(&name) {

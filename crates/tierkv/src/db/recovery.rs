@@ -11,15 +11,13 @@
 //! an error naming the file.
 
 use super::{DbInner, PmTier, SnapshotList, State, SuperVersion, TableCache, WalState};
-use crate::fs::{FileSystem, PmFs, PosixFs};
-use crate::stats::Tier;
-use std::path::PathBuf;
-use tierkv_pm::{PmPool, PoolOptions};
 use crate::error::{Error, Result};
+use crate::fs::{FileSystem, PmFs, PosixFs};
 use crate::log::{LogReader, LogWriter};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sst::BlockCache;
+use crate::stats::Tier;
 use crate::stats::{Counters, IoPurpose};
 use crate::version::{
     current_file_name, log_file_name, parse_file_name, table_file_name, FileKind, VersionEdit,
@@ -29,8 +27,10 @@ use crate::write_batch::decode_batch;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use tierkv_pm::{PmPool, PoolOptions};
 
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     options.validate()?;
@@ -66,7 +66,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     };
     // Every file on every tier, with the tier that holds it.
     let mut present: HashSet<(FileKind, u64, Tier)> = HashSet::new();
-    for (tier, tier_fs) in std::iter::once((Tier::Ssd, &fs)).chain(pm.iter().map(|p| (Tier::Pm, &p.fs))) {
+    for (tier, tier_fs) in
+        std::iter::once((Tier::Ssd, &fs)).chain(pm.iter().map(|p| (Tier::Pm, &p.fs)))
+    {
         for name in tier_fs.list(dir)? {
             if let Some((kind, n)) = parse_file_name(&name) {
                 present.insert((kind, n, tier));
@@ -78,7 +80,10 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             if !present.contains(&(FileKind::Table, f.number, f.tier)) {
                 return Err(Error::corruption(
                     table_file_name(dir, f.number).display().to_string(),
-                    format!("table file named by the manifest is missing from {}", f.tier.name()),
+                    format!(
+                        "table file named by the manifest is missing from {}",
+                        f.tier.name()
+                    ),
                 ));
             }
         }
@@ -249,7 +254,11 @@ pub(crate) fn open_pm(
     let (pool, location, pool_lock) = match &options.pm.pool {
         Some(pool) => (Arc::clone(pool), "PM pool (given)".to_string(), None),
         None => {
-            let path = options.pm.path.clone().unwrap_or_else(|| dir.join("pm.pool"));
+            let path = options
+                .pm
+                .path
+                .clone()
+                .unwrap_or_else(|| dir.join("pm.pool"));
             let pool_lock = if lock {
                 Some(PosixFs.lock(&PathBuf::from(format!("{}.lock", path.display())))?)
             } else {

@@ -100,7 +100,8 @@ impl DbInner {
         let user_bytes = batch.user_bytes();
         let record = batch.encode(first_seq);
         let appended = wal.writer.add_record(record).and_then(|n| {
-            self.counters.add_written_to(self.wal_tier, IoPurpose::Wal, n);
+            self.counters
+                .add_written_to(self.wal_tier, IoPurpose::Wal, n);
             self.counters.wal_appends.fetch_add(1, Relaxed);
             if sync {
                 self.counters.wal_syncs.fetch_add(1, Relaxed);

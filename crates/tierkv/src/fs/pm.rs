@@ -144,18 +144,25 @@ impl PmFs {
             pool.write(dir, &header)?;
             pool.persist(dir, 16)?;
             pool.set_root(PMFS_ROOT_SLOT, dir)?;
-            fs.dir.lock().free_entries = (0..entries).rev().map(|i| fs.entry_offset(dir, i)).collect();
+            fs.dir.lock().free_entries = (0..entries)
+                .rev()
+                .map(|i| fs.entry_offset(dir, i))
+                .collect();
             return Ok(fs);
         }
-        if root % chunk != 0 || root >= pool.size() {
-            return Err(bad(format!("directory root {root} is not a chunk of the pool")));
+        if !root.is_multiple_of(chunk) || root >= pool.size() {
+            return Err(bad(format!(
+                "directory root {root} is not a chunk of the pool"
+            )));
         }
         if pool.load_u64(root)? != DIR_MAGIC {
             return Err(bad(format!("no PM directory magic at offset {root}")));
         }
         let entries = pool.load_u64(root + 8)?;
         if entries != (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES {
-            return Err(bad(format!("directory entry count {entries} does not fit the chunk size")));
+            return Err(bad(format!(
+                "directory entry count {entries} does not fit the chunk size"
+            )));
         }
         let max_chunks = pool.size() / chunk;
         let mut live = vec![root];
@@ -176,14 +183,20 @@ impl PmFs {
             let name_len = u32::from_le_bytes(raw[24..28].try_into().expect("4 bytes")) as usize;
             let crc = u32::from_le_bytes(raw[28..32].try_into().expect("4 bytes"));
             if name_len > NAME_MAX || entry_crc(first, &raw[32..32 + name_len]) != crc {
-                return Err(bad(format!("PM directory entry at offset {e} fails its checksum")));
+                return Err(bad(format!(
+                    "PM directory entry at offset {e} fails its checksum"
+                )));
             }
             let name = String::from_utf8(raw[32..32 + name_len].to_vec())
                 .map_err(|_| bad(format!("PM directory entry at offset {e} has a bad name")))?;
             let mut chunks = Vec::new();
             let mut c = first;
             while c != 0 {
-                if c % chunk != 0 || c >= pool.size() || !seen.insert(c) || chunks.len() as u64 > max_chunks {
+                if !c.is_multiple_of(chunk)
+                    || c >= pool.size()
+                    || !seen.insert(c)
+                    || chunks.len() as u64 > max_chunks
+                {
                     return Err(bad(format!("PM file {name}: bad chunk pointer {c}")));
                 }
                 if pool.load_u64(c + 8)? != CHUNK_MAGIC {
@@ -193,7 +206,9 @@ impl PmFs {
                 c = pool.load_u64(c)?;
             }
             if chunks.is_empty() || size > chunks.len() as u64 * fs.data_per_chunk {
-                return Err(bad(format!("PM file {name}: size {size} exceeds its chunks")));
+                return Err(bad(format!(
+                    "PM file {name}: size {size} exceeds its chunks"
+                )));
             }
             live.extend_from_slice(&chunks);
             dir.files.insert(
@@ -276,7 +291,12 @@ struct PmWritable {
 
 impl PmWritable {
     /// Calls `f(pool offset, file offset, len)` for each chunk piece of `[from, to)`.
-    fn pieces(&self, from: u64, to: u64, mut f: impl FnMut(u64, u64, u64) -> Result<()>) -> Result<()> {
+    fn pieces(
+        &self,
+        from: u64,
+        to: u64,
+        mut f: impl FnMut(u64, u64, u64) -> Result<()>,
+    ) -> Result<()> {
         let chunks = self.file.chunks.read();
         let dpc = self.fs.data_per_chunk;
         let mut pos = from;
@@ -316,8 +336,10 @@ impl WritableFile for PmWritable {
             return Ok(());
         }
         let pool = Arc::clone(&self.fs.pool);
-        self.pieces(self.persisted, self.written, |at, _, n| Ok(pool.flush(at, n)?))
-            .map_err(|e| with_path(e, "flush", &self.path))?;
+        self.pieces(self.persisted, self.written, |at, _, n| {
+            Ok(pool.flush(at, n)?)
+        })
+        .map_err(|e| with_path(e, "flush", &self.path))?;
         pool.fence();
         pool.store_u64_persist(self.file.entry + 8, self.written)?;
         self.persisted = self.written;
@@ -361,7 +383,10 @@ impl RandomAccessFile for PmReadable {
             return Err(Error::io(
                 "read",
                 &self.path,
-                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "read past the end of a PM file"),
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "read past the end of a PM file",
+                ),
             ));
         }
         let chunks = self.file.chunks.read();
@@ -393,12 +418,10 @@ impl FileSystem for PmFs {
         if self.dir.lock().files.contains_key(&name) {
             self.remove_name(&name, path)?;
         }
-        let entry = self
-            .dir
-            .lock()
-            .free_entries
-            .pop()
-            .ok_or_else(|| Error::NoSpace(format!("{}: PM directory is full", self.location)))?;
+        let entry =
+            self.dir.lock().free_entries.pop().ok_or_else(|| {
+                Error::NoSpace(format!("{}: PM directory is full", self.location))
+            })?;
         let chunk = match self.new_chunk() {
             Ok(c) => c,
             Err(e) => {
@@ -506,7 +529,10 @@ mod tests {
             w.append(piece).unwrap();
         }
         w.sync().unwrap();
-        assert_eq!(fs.file_size(Path::new("/db/000001.sst")).unwrap(), data.len() as u64);
+        assert_eq!(
+            fs.file_size(Path::new("/db/000001.sst")).unwrap(),
+            data.len() as u64
+        );
         let r = fs.open_readable(Path::new("/db/000001.sst")).unwrap();
         let mut buf = vec![0u8; data.len()];
         r.read_exact_at(0, &mut buf).unwrap();
@@ -515,11 +541,21 @@ mod tests {
         drop((w, r));
         // Reopen from a crash image: the file is exactly what was persisted.
         let img = p.crash_image(tierkv_pm::CrashImage::Strict).unwrap();
-        let p2 = PmPool::open_crash_image(img, &PoolOptions { chunk_size: 64 << 10, ..PoolOptions::default() }).unwrap();
+        let p2 = PmPool::open_crash_image(
+            img,
+            &PoolOptions {
+                chunk_size: 64 << 10,
+                ..PoolOptions::default()
+            },
+        )
+        .unwrap();
         let fs2 = PmFs::open(Arc::clone(&p2), "test2", false).unwrap();
         assert_eq!(fs2.file_names(), vec!["000001.sst".to_string()]);
         let mut buf2 = vec![0u8; data.len()];
-        fs2.open_readable(Path::new("/x/000001.sst")).unwrap().read_exact_at(0, &mut buf2).unwrap();
+        fs2.open_readable(Path::new("/x/000001.sst"))
+            .unwrap()
+            .read_exact_at(0, &mut buf2)
+            .unwrap();
         assert_eq!(buf2, data);
         // Remove frees the chunks.
         fs.remove(Path::new("/db/000001.sst")).unwrap();
@@ -544,7 +580,10 @@ mod tests {
         w.append(&[7u8; 1000]).unwrap();
         // Not flushed: after a crash the file exists (published at create) but holds nothing.
         let img = p.crash_image(tierkv_pm::CrashImage::Strict).unwrap();
-        let o = PoolOptions { chunk_size: 64 << 10, ..PoolOptions::default() };
+        let o = PoolOptions {
+            chunk_size: 64 << 10,
+            ..PoolOptions::default()
+        };
         let p2 = PmPool::open_crash_image(img, &o).unwrap();
         let fs2 = PmFs::open(Arc::clone(&p2), "t", false).unwrap();
         assert_eq!(fs2.file_size(Path::new("/db/000002.log")).unwrap(), 0);

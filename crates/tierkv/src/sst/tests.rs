@@ -60,7 +60,14 @@ fn write_table(
 
 fn open(path: &Path, cache: &Arc<BlockCache>, c: &Arc<Counters>) -> Result<Arc<Table>> {
     let f = PosixFs.open_readable(path)?;
-    Table::open(f, 7, path.to_path_buf(), cache.clone(), c.clone(), crate::stats::Tier::Ssd)
+    Table::open(
+        f,
+        7,
+        path.to_path_buf(),
+        cache.clone(),
+        c.clone(),
+        crate::stats::Tier::Ssd,
+    )
 }
 
 /// The reference answer of `Table::get`.
@@ -465,7 +472,14 @@ fn every_byte_flip_is_detected_never_panics_never_lies() {
             let mut bad = bytes.clone();
             bad[i] ^= x;
             let cache = BlockCache::new(1 << 20);
-            let t = match Table::open(Arc::new(VecFile(bad)), 1, path.clone(), cache, c.clone(), crate::stats::Tier::Ssd) {
+            let t = match Table::open(
+                Arc::new(VecFile(bad)),
+                1,
+                path.clone(),
+                cache,
+                c.clone(),
+                crate::stats::Tier::Ssd,
+            ) {
                 Ok(t) => {
                     opened += 1;
                     t

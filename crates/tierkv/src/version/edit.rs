@@ -3,8 +3,8 @@
 //! Encoding (see `docs/FORMATS.md`): a sequence of `tag: varint32` + fields. Unknown tags are
 //! corruption (an older binary must not silently drop fields of a newer one).
 
-use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 use crate::stats::Tier;
+use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 use crate::version::FileMetaData;
 use crate::{Error, Result};
 
@@ -183,27 +183,30 @@ mod tests {
             last_sequence: Some(1 << 40),
             compact_pointers: vec![(2, make_internal_key(b"m", 5, ValueType::Value))],
             deleted_files: vec![(1, 4), (2, 9)],
-            new_files: vec![(
-                3,
-                FileMetaData {
-                    number: 11,
-                    file_size: 4096,
-                    num_entries: 10,
-                    smallest: make_internal_key(b"a", 1, ValueType::Value),
-                    largest: make_internal_key(b"z", 2, ValueType::Deletion),
-                    tier: Tier::Ssd,
-                },
-            ), (
-                0,
-                FileMetaData {
-                    number: 12,
-                    file_size: 8192,
-                    num_entries: 3,
-                    smallest: make_internal_key(b"b", 3, ValueType::Value),
-                    largest: make_internal_key(b"c", 4, ValueType::Value),
-                    tier: Tier::Pm,
-                },
-            )],
+            new_files: vec![
+                (
+                    3,
+                    FileMetaData {
+                        number: 11,
+                        file_size: 4096,
+                        num_entries: 10,
+                        smallest: make_internal_key(b"a", 1, ValueType::Value),
+                        largest: make_internal_key(b"z", 2, ValueType::Deletion),
+                        tier: Tier::Ssd,
+                    },
+                ),
+                (
+                    0,
+                    FileMetaData {
+                        number: 12,
+                        file_size: 8192,
+                        num_entries: 3,
+                        smallest: make_internal_key(b"b", 3, ValueType::Value),
+                        largest: make_internal_key(b"c", 4, ValueType::Value),
+                        tier: Tier::Pm,
+                    },
+                ),
+            ],
             design: Some("leveled".into()),
             format_version: Some(1),
             num_levels: Some(7),
