@@ -69,16 +69,21 @@ pub struct DbArgs {
     /// The design the database was created with.
     #[arg(long, default_value = "leveled", value_parser = |s: &str| Design::from_str(s).map_err(|e| e.to_string()))]
     pub design: Design,
+    /// The PM pool file, for designs that use PM (default: `pm.pool` in the database directory).
+    #[arg(long = "pm_path")]
+    pub pm_path: Option<PathBuf>,
 }
 
 impl DbArgs {
     /// Options to open the database; only `put` may create it.
     pub fn options(&self, create_if_missing: bool) -> Options {
-        Options {
+        let mut o = Options {
             design: self.design,
             create_if_missing,
             ..Options::default()
-        }
+        };
+        o.pm.path = self.pm_path.clone();
+        o
     }
 
     fn open(&self, create_if_missing: bool) -> EngineResult<Db> {
@@ -200,6 +205,10 @@ pub fn open_engine(
         (EngineKind::Null, _) => Box::new(NullEngine::default()),
         (EngineKind::Memory, _) => Box::new(MemEngine::default()),
         (EngineKind::Tierkv, DesignChoice::Tierkv(d)) => {
+            if let (Some(pool), false) = (config.pm_path_for(d), config.use_existing_db) {
+                // A fresh database gets a fresh pool: the bench owns the file it was given.
+                let _ = std::fs::remove_file(&pool);
+            }
             let engine = TierKvEngine::open(path, config.options_for(d), config.write_options())
                 .map_err(|e| format!("opening database {}: {e}", path.display()))?;
             Box::new(engine)

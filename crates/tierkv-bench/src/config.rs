@@ -168,6 +168,19 @@ impl FromStr for Benchmark {
     }
 }
 
+fn parse_pm_mode(s: &str) -> Result<tierkv::pm::DurabilityMode, String> {
+    s.parse().map_err(|e: tierkv::pm::PmError| e.to_string())
+}
+
+fn parse_pm_latency(s: &str) -> Result<String, String> {
+    match tierkv::pm::LatencyModel::from_name(s) {
+        Some(_) => Ok(s.to_string()),
+        None => Err(format!(
+            "unknown PM latency preset {s:?}; known: dram, nvdimm, pcm, slmdb"
+        )),
+    }
+}
+
 /// Parses a comma-separated benchmark list (`"fillseq,readrandom"`); an unknown or empty name is
 /// an error naming it and listing the known ones.
 pub fn parse_benchmark_list(list: &str) -> Result<Vec<Benchmark>, String> {
@@ -348,6 +361,33 @@ pub struct BenchConfig {
     #[arg(long = "bloom_bits", default_value_t = 10)]
     pub bloom_bits: u64,
 
+    /// The PM pool file of designs that use PM (default: `pm.pool` inside the database
+    /// directory). Put it on /dev/shm for the papers' emulation, or on a DAX file system for real
+    /// PM. A fresh run (no --use_existing_db) replaces the file. With several designs, each gets
+    /// `FILE-<design>`.
+    #[arg(long = "pm_path")]
+    pub pm_path: Option<PathBuf>,
+
+    /// PM pool size in bytes (a sparse file; it must hold the WAL and every L0 table).
+    #[arg(long = "pm_size", default_value_t = 8 << 30)]
+    pub pm_size: u64,
+
+    /// PM durability mode: emulated (flush + fence), msync (also msync: power-fail durable),
+    /// dax (MAP_SYNC on a DAX file system).
+    #[arg(long = "pm_mode", default_value = "emulated", value_parser = parse_pm_mode)]
+    pub pm_mode: tierkv::pm::DurabilityMode,
+
+    /// Emulated PM latency preset: dram (none), nvdimm, pcm (100 ns read, 400 ns write per
+    /// line), slmdb (500 ns write per line).
+    #[arg(long = "pm_latency", default_value = "dram", value_parser = parse_pm_latency)]
+    pub pm_latency: String,
+
+    /// For the leveled design: put its WAL on PM (isolates the log's effect).
+    #[arg(long = "wal_on_pm", num_args = 0..=1, require_equals = true,
+          default_value_t = false, default_missing_value = "true",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub wal_on_pm: bool,
+
     /// Reuse the existing database in --db instead of creating one; fillseq and fillrandom are
     /// skipped.
     #[arg(long = "use_existing_db", num_args = 0..=1, require_equals = true,
@@ -452,10 +492,29 @@ impl BenchConfig {
             ..Options::default()
         };
         o.table.bloom_bits_per_key = usize::try_from(self.bloom_bits).unwrap_or(usize::MAX);
+        o.pm.path = self.pm_path_for(design);
+        o.pm.size_bytes = self.pm_size;
+        o.pm.mode = self.pm_mode;
+        o.pm.latency =
+            tierkv::pm::LatencyModel::from_name(&self.pm_latency).expect("validated by the parser");
+        o.pm.wal_on_pm = self.wal_on_pm;
         // Benchmark keys and values must be accepted whatever their configured sizes.
         o.max_key_size = o.max_key_size.max(self.key_size);
         o.max_value_size = o.max_value_size.max(self.value_size);
         o
+    }
+
+    /// The pool file of `design`: `--pm_path`, suffixed with the design name when several
+    /// designs run.
+    pub fn pm_path_for(&self, design: Design) -> Option<PathBuf> {
+        let p = self.pm_path.as_ref()?;
+        if self.design.len() > 1 {
+            let mut name = p.file_name().unwrap_or_default().to_os_string();
+            name.push(format!("-{}", design.name()));
+            Some(p.with_file_name(name))
+        } else {
+            Some(p.clone())
+        }
     }
 
     /// The write options these flags select.

@@ -418,10 +418,11 @@ pub fn format_stats(s: &StatsSummary) -> String {
     );
     let _ = writeln!(
         o,
-        "WAL:                    {} appends, {} syncs, {} live",
+        "WAL:                    {} appends, {} syncs, {} live on SSD, {} on PM",
         st.wal_appends,
         st.wal_syncs,
-        b(st.wal_bytes)
+        b(st.wal_bytes),
+        b(st.pm_wal_bytes)
     );
     let lookups = st.block_cache_hits + st.block_cache_misses;
     let hit_rate = if lookups > 0 {
@@ -434,9 +435,58 @@ pub fn format_stats(s: &StatsSummary) -> String {
         "Block cache:            {} hits, {} misses ({hit_rate:.1}% hits); Bloom filters avoided {} probes",
         st.block_cache_hits, st.block_cache_misses, st.bloom_useful
     );
+    if let Some(pm) = &st.pm {
+        let _ = writeln!(
+            o,
+            "PM pool:                {} mode, {} flushes, {} of {} allocated",
+            pm.mode,
+            pm.flush_instruction,
+            b(pm.bytes_allocated),
+            b(pm.pool_bytes)
+        );
+        let _ = writeln!(
+            o,
+            "PM bytes written:       {} engine ({} WAL, {} flush, {} compaction); {} device ({} lines written back, {} fences)",
+            b(st.pm_bytes_written()),
+            b(st.pm_written_wal),
+            b(st.pm_written_flush),
+            b(st.pm_written_compaction),
+            b(st.pm_device_bytes_written()),
+            pm.lines_written_back,
+            pm.fences
+        );
+        let _ = writeln!(
+            o,
+            "PM bytes read:          user {}, compaction {}, recovery {}; device {}",
+            b(st.pm_read_user),
+            b(st.pm_read_compaction),
+            b(st.pm_read_recovery),
+            b(pm.bytes_read)
+        );
+        let _ = writeln!(
+            o,
+            "PM amplification:       write {:.3}, read {:.3}{}",
+            st.pm_write_amplification(),
+            st.pm_read_amplification(),
+            s.logical_bytes
+                .map(|l| format!(", space {:.3}", st.pm_space_amplification(l)))
+                .unwrap_or_default()
+        );
+        if st.pm_flush_fallbacks > 0 {
+            let _ = writeln!(
+                o,
+                "PM full:                {} flushes went to SSD",
+                st.pm_flush_fallbacks
+            );
+        }
+    }
     let _ = writeln!(o, "Levels:");
     for (i, l) in st.levels.iter().enumerate() {
-        let _ = writeln!(o, "  L{i}: {:>6} files  {}", l.files, b(l.bytes));
+        let pm = st.pm_levels.get(i).filter(|p| p.files > 0);
+        let on_pm = pm
+            .map(|p| format!("  ({} on PM)", p.files))
+            .unwrap_or_default();
+        let _ = writeln!(o, "  L{i}: {:>6} files  {}{on_pm}", l.files, b(l.bytes));
     }
     let d = &st.dram;
     let _ = writeln!(o, "DRAM footprint:         {}", b(d.total()));
@@ -463,12 +513,21 @@ pub struct TierAmplification {
 /// The amplification figures of each tier of a run. Today DbStats has SSD figures only; when PM
 /// figures are added to DbStats, adding the PM tier is one more entry here.
 pub fn tier_amplifications(s: &StatsSummary) -> Vec<TierAmplification> {
-    vec![TierAmplification {
+    let mut v = vec![TierAmplification {
         tier: "SSD".into(),
         write: s.write_amplification,
         read: s.read_amplification,
         space: s.space_amplification,
-    }]
+    }];
+    if s.stats.pm.is_some() {
+        v.push(TierAmplification {
+            tier: "PM".into(),
+            write: s.stats.pm_write_amplification(),
+            read: s.stats.pm_read_amplification(),
+            space: s.logical_bytes.map(|l| s.stats.pm_space_amplification(l)),
+        });
+    }
+    v
 }
 
 /// Everything measured for one design of a run.
