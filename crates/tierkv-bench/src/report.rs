@@ -630,6 +630,13 @@ pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
     row("space amplification".into(), &|r| {
         stats(r).and_then(|s| s.space_amplification)
     });
+    // Per-tier rows for designs with PM (the rows above are SSD figures).
+    if runs.iter().any(|r| r.tiers.iter().any(|t| t.tier == "PM")) {
+        let pm = |r: &DesignRun| r.tiers.iter().find(|t| t.tier == "PM").cloned();
+        row("PM write amplification".into(), &|r| pm(r).map(|t| t.write));
+        row("PM read amplification".into(), &|r| pm(r).map(|t| t.read));
+        row("PM space amplification".into(), &|r| pm(r).and_then(|t| t.space));
+    }
     row("stall time s".into(), &|r| {
         stats(r).map(|s| s.stall_micros as f64 / 1e6)
     });
