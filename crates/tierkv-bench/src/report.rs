@@ -635,7 +635,9 @@ pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
         let pm = |r: &DesignRun| r.tiers.iter().find(|t| t.tier == "PM").cloned();
         row("PM write amplification".into(), &|r| pm(r).map(|t| t.write));
         row("PM read amplification".into(), &|r| pm(r).map(|t| t.read));
-        row("PM space amplification".into(), &|r| pm(r).and_then(|t| t.space));
+        row("PM space amplification".into(), &|r| {
+            pm(r).and_then(|t| t.space)
+        });
     }
     row("stall time s".into(), &|r| {
         stats(r).map(|s| s.stall_micros as f64 / 1e6)

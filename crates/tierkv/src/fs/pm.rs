@@ -15,9 +15,11 @@
 //! Persist points and the invariant at each (every store below is followed by flush + fence):
 //! * create: chunk header persisted -> entry fields persisted -> `state = LIVE` (8-byte atomic
 //!   publish). Before the publish the entry is free and its chunk unreferenced.
-//! * append + `flush`: data lines persisted -> new chunks' headers persisted and linked (8-byte
-//!   atomic `next`) before data lands in them -> `size` (8-byte atomic) persisted last. The file
-//!   is always exactly its first `size` bytes; a crash loses at most bytes past `size`.
+//! * append + `flush`: data lines persisted (pieces of at least 1 KiB by non-temporal stores,
+//!   smaller ones by stores and write-backs), one fence -> new chunks' headers persisted and
+//!   linked (8-byte atomic `next`) before data lands in them -> `size` (8-byte atomic) persisted
+//!   last. The file is always exactly its first `size` bytes; a crash loses at most bytes past
+//!   `size`.
 //! * remove: `state = 0` persisted, then the chunks return to the allocator once no reader
 //!   holds the file (like an unlinked POSIX file).
 //!
@@ -50,6 +52,9 @@ const ENTRY_BYTES: u64 = 128;
 const CHUNK_HEADER_BYTES: u64 = 64;
 const NAME_MAX: usize = 80;
 const ENTRY_LIVE: u64 = u64::from_le_bytes(*b"LIVEFILE");
+/// Appended pieces at least this large are copied with non-temporal stores (durable at the next
+/// fence, no write-back loop, no cache pollution); smaller ones are stored and written back.
+const NT_MIN_BYTES: usize = 1024;
 
 struct PmFile {
     pool: Arc<PmPool>,
@@ -287,6 +292,8 @@ struct PmWritable {
     written: u64,
     persisted: u64,
     msynced: u64,
+    /// Pool ranges stored with ordinary stores since the last `flush` (to write back).
+    to_write_back: Vec<(u64, u64)>,
 }
 
 impl PmWritable {
@@ -324,7 +331,15 @@ impl WritableFile for PmWritable {
             }
             let n = (data.len() as u64).min(dpc - within) as usize;
             let at = self.file.chunks.read()[idx as usize] + CHUNK_HEADER_BYTES + within;
-            self.fs.pool.write(at, &data[..n])?;
+            if n >= NT_MIN_BYTES {
+                self.fs.pool.write_nt(at, &data[..n])?;
+            } else {
+                self.fs.pool.write(at, &data[..n])?;
+                match self.to_write_back.last_mut() {
+                    Some((start, len)) if *start + *len == at => *len += n as u64,
+                    _ => self.to_write_back.push((at, n as u64)),
+                }
+            }
             data = &data[n..];
             self.written += n as u64;
         }
@@ -336,10 +351,10 @@ impl WritableFile for PmWritable {
             return Ok(());
         }
         let pool = Arc::clone(&self.fs.pool);
-        self.pieces(self.persisted, self.written, |at, _, n| {
-            Ok(pool.flush(at, n)?)
-        })
-        .map_err(|e| with_path(e, "flush", &self.path))?;
+        for (at, n) in self.to_write_back.drain(..) {
+            pool.flush(at, n)
+                .map_err(|e| with_path(e.into(), "flush", &self.path))?;
+        }
         pool.fence();
         pool.store_u64_persist(self.file.entry + 8, self.written)?;
         self.persisted = self.written;
@@ -452,6 +467,7 @@ impl FileSystem for PmFs {
             written: 0,
             persisted: 0,
             msynced: 0,
+            to_write_back: Vec::new(),
         }))
     }
 
