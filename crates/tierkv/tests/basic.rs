@@ -114,3 +114,33 @@ fn bad_arguments_and_conflicting_reopen() {
     let report = Db::check(dir.path(), small_options()).unwrap();
     assert_eq!(report.tables_checked, 0);
 }
+
+#[test]
+fn db_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Db>();
+    assert_send_sync::<tierkv::Snapshot>();
+    // Many threads write and read one database at once; writers share group commits.
+    let dir = tempfile::tempdir().unwrap();
+    let db = std::sync::Arc::new(Db::open(dir.path(), small_options()).unwrap());
+    let threads: Vec<_> = (0..4u32)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for i in 0..2000u32 {
+                    db.put(&key(t * 100_000 + i), &i.to_le_bytes()).unwrap();
+                    assert_eq!(
+                        db.get(&key(t * 100_000 + i)).unwrap(),
+                        Some(i.to_le_bytes().to_vec())
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = db.stats();
+    assert_eq!(s.user_writes, 8000);
+    assert!(s.wal_appends <= 8000 && s.wal_appends > 0);
+}

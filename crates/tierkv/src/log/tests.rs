@@ -1,3 +1,6 @@
+//! Tests of the record log: round trips over every fragment type, truncations, torn and
+//! zeroed tails, and corruption in the middle.
+
 use super::*;
 use crate::fs::{FileSystem, PosixFs};
 
