@@ -114,68 +114,6 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
     }
 }
 
-/// An owned internal key ordered by [`compare_internal`]; the memtable's map key.
-///
-/// It caches the first 8 bytes of the user key (zero-padded, big-endian) as an integer, so most
-/// comparisons in the skiplist are one integer compare instead of a `memcmp` call. Equal
-/// prefixes fall back to the full comparison, so the order is exactly [`compare_internal`]'s.
-#[derive(Clone, Debug)]
-pub struct InternalKey {
-    prefix: u64,
-    bytes: Vec<u8>,
-}
-
-impl InternalKey {
-    /// Wraps an encoded internal key.
-    pub fn new(bytes: Vec<u8>) -> Self {
-        let uk = if bytes.len() >= TRAILER_LEN {
-            user_key(&bytes)
-        } else {
-            &bytes[..]
-        };
-        let mut p = [0u8; 8];
-        let n = uk.len().min(8);
-        p[..n].copy_from_slice(&uk[..n]);
-        InternalKey {
-            prefix: u64::from_be_bytes(p),
-            bytes,
-        }
-    }
-
-    /// The encoded internal key.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    /// Takes the encoded internal key out.
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
-    }
-}
-
-impl PartialEq for InternalKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.bytes == other.bytes
-    }
-}
-
-impl Eq for InternalKey {}
-
-impl Ord for InternalKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        match self.prefix.cmp(&other.prefix) {
-            Ordering::Equal => compare_internal(&self.bytes, &other.bytes),
-            o => o,
-        }
-    }
-}
-
-impl PartialOrd for InternalKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,31 +129,6 @@ mod tests {
         let look = lookup_key(b"a", 7);
         assert_eq!(compare_internal(&a9, &look), Ordering::Less);
         assert_eq!(compare_internal(&look, &a5), Ordering::Less);
-        // The cached-prefix order equals compare_internal on keys around the 8-byte boundary.
-        let keys: Vec<Vec<u8>> = [
-            &b""[..],
-            b"a",
-            b"a\0",
-            b"a\x01",
-            b"abcdefgh",
-            b"abcdefgh\0",
-            b"abcdefgi",
-            b"\xff",
-        ]
-        .iter()
-        .flat_map(|k| {
-            [
-                make_internal_key(k, 1, ValueType::Value),
-                make_internal_key(k, 7, ValueType::Deletion),
-            ]
-        })
-        .collect();
-        for a in &keys {
-            for b in &keys {
-                let (x, y) = (InternalKey::new(a.clone()), InternalKey::new(b.clone()));
-                assert_eq!(x.cmp(&y), compare_internal(a, b), "{a:?} vs {b:?}");
-            }
-        }
         let p = parse_internal_key(&a9).unwrap();
         assert_eq!(
             (p.user_key, p.sequence, p.value_type),

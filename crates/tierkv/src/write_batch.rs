@@ -44,6 +44,17 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for `bytes` bytes of operations.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch {
+            rep,
+            count: 0,
+            user_bytes: 0,
+        }
+    }
+
     /// Adds a put.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         self.rep.push(ValueType::Value as u8);

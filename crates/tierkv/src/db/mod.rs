@@ -180,14 +180,14 @@ impl Db {
 
     /// Puts `key` -> `value` (not synced; see [`WriteOptions::sync`]).
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(key.len() + value.len() + 11);
         b.put(key, value);
         self.write(&WriteOptions::default(), b)
     }
 
     /// Deletes `key` (a no-op if absent).
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(key.len() + 6);
         b.delete(key);
         self.write(&WriteOptions::default(), b)
     }

@@ -12,11 +12,13 @@
 //! `get` and iterators may run concurrently with it from any thread.
 
 use crate::format::{
-    make_internal_key, parse_internal_key, InternalKey, SequenceNumber, ValueType,
+    append_internal_key, compare_internal, parse_internal_key, user_key, SequenceNumber, ValueType,
+    TRAILER_LEN,
 };
 use crate::iterator::InternalIterator;
 use crate::Result;
 use crossbeam_skiplist::SkipMap;
+use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -35,9 +37,86 @@ pub enum LookupResult {
     Absent,
 }
 
+/// One memtable entry: internal key and value in a single allocation, ordered by the key alone
+/// ([`compare_internal`]).
+///
+/// It caches the first 8 bytes of the user key (zero-padded, big-endian) as an integer, so most
+/// comparisons in the skiplist are one integer compare instead of a `memcmp` call. Equal
+/// prefixes fall back to the full comparison, so the order is exactly `compare_internal`'s.
+#[derive(Debug)]
+struct MemEntry {
+    prefix: u64,
+    key_len: u32,
+    /// `internal key ++ value`.
+    data: Box<[u8]>,
+}
+
+impl MemEntry {
+    fn new(user_key: &[u8], seq: SequenceNumber, t: ValueType, value: &[u8]) -> Self {
+        let mut data = Vec::with_capacity(user_key.len() + TRAILER_LEN + value.len());
+        append_internal_key(&mut data, user_key, seq, t);
+        let key_len = data.len() as u32;
+        data.extend_from_slice(value);
+        Self::from_parts(data.into_boxed_slice(), key_len)
+    }
+
+    /// A search key (no value) for an encoded internal key.
+    fn search(ikey: &[u8]) -> Self {
+        Self::from_parts(ikey.into(), ikey.len() as u32)
+    }
+
+    fn from_parts(data: Box<[u8]>, key_len: u32) -> Self {
+        let ikey = &data[..key_len as usize];
+        let uk = if ikey.len() >= TRAILER_LEN {
+            user_key(ikey)
+        } else {
+            ikey
+        };
+        let mut p = [0u8; 8];
+        let n = uk.len().min(8);
+        p[..n].copy_from_slice(&uk[..n]);
+        MemEntry {
+            prefix: u64::from_be_bytes(p),
+            key_len,
+            data,
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.data[..self.key_len as usize]
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.data[self.key_len as usize..]
+    }
+}
+
+impl PartialEq for MemEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for MemEntry {}
+
+impl Ord for MemEntry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match self.prefix.cmp(&other.prefix) {
+            Ordering::Equal => compare_internal(self.key(), other.key()),
+            o => o,
+        }
+    }
+}
+
+impl PartialOrd for MemEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// An in-memory sorted buffer of recent writes, backed by one WAL file.
 pub struct MemTable {
-    map: SkipMap<InternalKey, Vec<u8>>,
+    map: SkipMap<MemEntry, ()>,
     approximate_bytes: AtomicU64,
     log_number: u64,
 }
@@ -59,21 +138,22 @@ impl MemTable {
 
     /// Adds one entry. REQUIRES: one writer at a time; `seq` unique.
     pub fn add(&self, seq: SequenceNumber, t: ValueType, key: &[u8], value: &[u8]) {
-        let ikey = make_internal_key(key, seq, t);
-        let bytes = (ikey.len() + value.len()) as u64 + ENTRY_OVERHEAD_BYTES;
-        self.map.insert(InternalKey::new(ikey), value.to_vec());
+        let entry = MemEntry::new(key, seq, t, value);
+        let bytes = entry.data.len() as u64 + ENTRY_OVERHEAD_BYTES;
+        self.map.insert(entry, ());
         self.approximate_bytes.fetch_add(bytes, Relaxed);
     }
 
     /// Looks up the newest version of `key` visible at `snapshot`.
     pub fn get(&self, key: &[u8], snapshot: SequenceNumber) -> LookupResult {
-        let lookup = InternalKey::new(make_internal_key(key, snapshot, ValueType::Value));
+        let lookup = MemEntry::new(key, snapshot, ValueType::Value, &[]);
         let Some(entry) = self.map.lower_bound(Bound::Included(&lookup)) else {
             return LookupResult::Absent;
         };
-        match parse_internal_key(entry.key().bytes()) {
+        let e = entry.key();
+        match parse_internal_key(e.key()) {
             Some(p) if p.user_key == key => match p.value_type {
-                ValueType::Value => LookupResult::Found(entry.value().clone()),
+                ValueType::Value => LookupResult::Found(e.value().to_vec()),
                 ValueType::Deletion => LookupResult::Deleted,
             },
             _ => LookupResult::Absent,
@@ -129,7 +209,7 @@ pub struct MemTableIterator {
 }
 
 impl MemTableIterator {
-    fn fill_from(&mut self, start: Bound<&InternalKey>) {
+    fn fill_from(&mut self, start: Bound<&MemEntry>) {
         self.len = 0;
         self.pos = 0;
         for e in self
@@ -143,9 +223,9 @@ impl MemTableIterator {
             }
             let (k, v) = &mut self.buf[self.len];
             k.clear();
-            k.extend_from_slice(e.key().bytes());
+            k.extend_from_slice(e.key().key());
             v.clear();
-            v.extend_from_slice(e.value());
+            v.extend_from_slice(e.key().value());
             self.len += 1;
         }
         self.exhausted = self.len < self.batch;
@@ -162,14 +242,14 @@ impl InternalIterator for MemTableIterator {
     }
     fn seek(&mut self, target: &[u8]) {
         self.batch = ITER_BATCH_MIN;
-        let t = InternalKey::new(target.to_vec());
+        let t = MemEntry::search(target);
         self.fill_from(Bound::Included(&t));
     }
     fn next(&mut self) {
         self.pos += 1;
         if self.pos == self.len && !self.exhausted {
             self.batch = (self.batch * 2).min(ITER_BATCH_MAX);
-            let last = InternalKey::new(std::mem::take(&mut self.buf[self.pos - 1].0));
+            let last = MemEntry::search(&self.buf[self.pos - 1].0);
             self.fill_from(Bound::Excluded(&last));
         }
     }
@@ -187,7 +267,37 @@ impl InternalIterator for MemTableIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::compare_internal;
+    use crate::format::make_internal_key;
+
+    #[test]
+    fn entry_order_is_compare_internal_around_the_prefix() {
+        let keys: Vec<Vec<u8>> = [
+            &b""[..],
+            b"a",
+            b"a\0",
+            b"a\x01",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgi",
+            b"\xff",
+        ]
+        .iter()
+        .flat_map(|k| {
+            [
+                make_internal_key(k, 1, ValueType::Value),
+                make_internal_key(k, 7, ValueType::Deletion),
+            ]
+        })
+        .collect();
+        for a in &keys {
+            for b in &keys {
+                let (x, y) = (MemEntry::search(a), MemEntry::search(b));
+                assert_eq!(x.cmp(&y), compare_internal(a, b), "{a:?} vs {b:?}");
+            }
+        }
+        let e = MemEntry::new(b"key", 3, ValueType::Value, b"value");
+        assert_eq!((user_key(e.key()), e.value()), (&b"key"[..], &b"value"[..]));
+    }
 
     #[test]
     fn get_sees_newest_visible_version() {
