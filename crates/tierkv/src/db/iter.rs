@@ -243,6 +243,8 @@ pub struct DbIterator {
     error: Option<Error>,
     error_reported: bool,
     count_bytes: bool,
+    /// The user key whose older versions are being skipped (reused across steps).
+    skip_key: Vec<u8>,
 }
 
 impl DbIterator {
@@ -266,6 +268,7 @@ impl DbIterator {
             error: None,
             error_reported: false,
             count_bytes,
+            skip_key: Vec::new(),
         }
     }
 
@@ -279,7 +282,7 @@ impl DbIterator {
         match self.lower.clone() {
             Bound::Unbounded => {
                 self.inner.seek_to_first();
-                self.find_next_visible(None);
+                self.find_next_visible(false);
             }
             Bound::Included(k) => self.seek(&k),
             Bound::Excluded(k) => {
@@ -302,15 +305,16 @@ impl DbIterator {
         }
         let target = crate::format::lookup_key(key, self.snapshot);
         self.inner.seek(&target);
-        self.find_next_visible(None);
+        self.find_next_visible(false);
     }
 
     /// Advances to the next key. REQUIRES: `valid()`.
     pub fn next(&mut self) {
         assert!(self.valid, "next on an invalid iterator");
-        let skip = user_key(self.inner.key()).to_vec();
+        self.skip_key.clear();
+        self.skip_key.extend_from_slice(user_key(self.inner.key()));
         self.inner.next();
-        self.find_next_visible(Some(skip));
+        self.find_next_visible(true);
     }
 
     /// The current key. REQUIRES: `valid()`.
@@ -334,15 +338,16 @@ impl DbIterator {
     }
 
     /// Moves the inner iterator to the newest visible version of the next live user key, skipping
-    /// versions newer than the snapshot, older versions of `skip` and of deleted keys.
-    fn find_next_visible(&mut self, mut skip: Option<Vec<u8>>) {
+    /// versions newer than the snapshot, older versions of `skip_key` (when `skipping`) and of
+    /// deleted keys.
+    fn find_next_visible(&mut self, mut skipping: bool) {
         self.valid = false;
         while self.inner.valid() {
             let Some(p) = parse_internal_key(self.inner.key()) else {
                 self.error = Some(Error::corruption("iterator", "malformed internal key"));
                 return;
             };
-            if p.sequence > self.snapshot || skip.as_deref() == Some(p.user_key) {
+            if p.sequence > self.snapshot || (skipping && self.skip_key == p.user_key) {
                 self.inner.next();
                 continue;
             }
@@ -356,7 +361,9 @@ impl DbIterator {
             }
             match p.value_type {
                 ValueType::Deletion => {
-                    skip = Some(p.user_key.to_vec());
+                    self.skip_key.clear();
+                    self.skip_key.extend_from_slice(p.user_key);
+                    skipping = true;
                     self.inner.next();
                 }
                 ValueType::Value => {
