@@ -607,4 +607,53 @@ mod tests {
         assert_eq!(p2.chunk_count() - p2.free_chunks(), 2 + 1);
         drop(w);
     }
+
+    #[test]
+    fn damaged_directory_entries_and_chunk_chains_are_corruption() {
+        let o = PoolOptions {
+            size: 1 << 20,
+            chunk_size: 64 << 10,
+            ..PoolOptions::default()
+        };
+        let setup = || {
+            let p = PmPool::create_crash_sim(&o, false).unwrap();
+            let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+            let mut w = fs.create(Path::new("/db/000007.sst")).unwrap();
+            w.append(&vec![1u8; 100_000]).unwrap();
+            w.sync().unwrap();
+            let dir = p.root(PMFS_ROOT_SLOT);
+            let entry = dir + DIR_HEADER_BYTES; // the first entry: the file above
+            (p, entry)
+        };
+        // A flipped name byte fails the entry checksum.
+        let (p, entry) = setup();
+        let mut b = [0u8; 1];
+        p.read(entry + 33, &mut b).unwrap();
+        p.write(entry + 33, &[b[0] ^ 0x20]).unwrap();
+        let err = PmFs::open(Arc::clone(&p), "pool.pm", false).err().unwrap();
+        assert!(
+            err.is_corruption() && err.to_string().contains("checksum"),
+            "{err}"
+        );
+        // A chunk pointer into the middle of a chunk is reported, not followed.
+        let (p, entry) = setup();
+        let first = p.load_u64(entry + 16).unwrap();
+        p.store_u64_persist(first, first + 100).unwrap();
+        let err = PmFs::open(Arc::clone(&p), "pool.pm", false).err().unwrap();
+        assert!(
+            err.is_corruption() && err.to_string().contains("chunk"),
+            "{err}"
+        );
+        // A size beyond the file's chunks is reported.
+        let (p, entry) = setup();
+        p.store_u64_persist(entry + 8, 10 << 20).unwrap();
+        let err = PmFs::open(Arc::clone(&p), "pool.pm", false).err().unwrap();
+        assert!(
+            err.is_corruption() && err.to_string().contains("size"),
+            "{err}"
+        );
+        // A pool without a file system is refused when not creating.
+        let empty = PmPool::create_crash_sim(&o, false).unwrap();
+        assert!(PmFs::open(empty, "empty.pm", false).is_err());
+    }
 }

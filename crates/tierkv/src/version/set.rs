@@ -133,6 +133,14 @@ impl VersionSet {
         while let Some(record) = reader.next_record()? {
             let edit = VersionEdit::decode(&record, &location)?;
             if let Some(d) = &edit.design {
+                // The design is the first thing to agree on: its mismatch explains any other.
+                if d != options.design.name() {
+                    return Err(Error::InvalidArgument(format!(
+                        "database {} was created with design {d:?}, opened with {:?}",
+                        dir.display(),
+                        options.design.name()
+                    )));
+                }
                 created_design = Some(d.clone());
             }
             if let Some(fv) = edit.format_version {
