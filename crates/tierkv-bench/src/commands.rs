@@ -324,7 +324,7 @@ pub fn write_reports(
     Ok(())
 }
 
-/// The body of [`bench`] over one given engine (named after the first `--design`): header,
+/// The body of [`bench()`] over one given engine (named after the first `--design`): header,
 /// benchmarks, figures, JSON, plots, close.
 pub fn bench_with(
     engine: Box<dyn KvEngine>,

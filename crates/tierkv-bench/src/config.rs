@@ -309,7 +309,7 @@ pub struct BenchConfig {
 
     /// Comma-separated designs, each run on a fresh database with the same benchmarks and
     /// seeds and compared in one table: TierKV designs (leveled, ...) and rocksdb (with the
-    /// `rocksdb` cargo feature). With several designs and --db, each gets DIR/<design>.
+    /// `rocksdb` cargo feature). With several designs and --db, each gets `DIR/<design>`.
     #[arg(long, value_delimiter = ',', default_value = "leveled", value_parser = DesignChoice::from_str)]
     pub design: Vec<DesignChoice>,
 

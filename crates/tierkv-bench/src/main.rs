@@ -48,7 +48,7 @@ enum Command {
         /// The key (text, or 0x-prefixed hex).
         key: String,
     },
-    /// Prints key<TAB>value lines of the keys in [--from, --to).
+    /// Prints `key<TAB>value` lines of the keys in `[--from, --to)`.
     Scan {
         #[command(flatten)]
         db: DbArgs,

@@ -69,7 +69,7 @@ pub struct ReproduceArgs {
     /// List the experiments and exit.
     #[arg(long)]
     pub list: bool,
-    /// Output directory. Default: ./reproduce-out/<experiment>.
+    /// Output directory. Default: `./reproduce-out/<experiment>`.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Override the experiment's --num (for a quicker, smaller run).

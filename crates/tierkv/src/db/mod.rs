@@ -13,7 +13,7 @@
 //! `wal` -> `state`; nothing takes `wal` while holding `state`. Manifest writes happen under
 //! `state` (they are rare: one per flush or compaction).
 //!
-//! Readers take `state` only to clone the current [`SuperVersion`] (one `Arc`), then read
+//! Readers take `state` only to clone the current `SuperVersion` (one `Arc`), then read
 //! without locks.
 
 mod background;
