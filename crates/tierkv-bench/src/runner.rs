@@ -314,20 +314,9 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
             for _ in 0..plan.reads {
                 encode_key(keys.next_key(), &mut key);
                 // A fresh iterator per seek, as db_bench does without a tailing iterator.
-                let mut cursor = engine.cursor()?;
-                cursor.seek(&key);
-                if cursor.valid() && cursor.key() == key.as_slice() {
-                    found += 1;
-                }
-                for _ in 0..plan.seek_nexts {
-                    if !cursor.valid() {
-                        break;
-                    }
-                    bytes += (cursor.key().len() + cursor.value().len()) as u64;
-                    cursor.next();
-                }
-                cursor.status()?;
-                drop(cursor);
+                let (exact, n) = seek_and_step(engine, &key, plan.seek_nexts as usize)?;
+                found += u64::from(exact);
+                bytes += n;
                 t.done(OpKind::Seek);
             }
         }
@@ -416,17 +405,7 @@ fn ycsb_worker(
             YcsbOp::Scan => {
                 encode_key(keys.next(&mut rng, inserts), &mut key);
                 let len = 1 + next_below(&mut rng, MAX_SCAN_LENGTH);
-                let mut cursor = engine.cursor()?;
-                cursor.seek(&key);
-                for _ in 0..len {
-                    if !cursor.valid() {
-                        break;
-                    }
-                    bytes += (cursor.key().len() + cursor.value().len()) as u64;
-                    cursor.next();
-                }
-                cursor.status()?;
-                drop(cursor);
+                bytes += seek_and_step(engine, &key, len as usize)?.1;
                 t.done(OpKind::Scan);
             }
             YcsbOp::ReadModifyWrite => {
@@ -990,4 +969,22 @@ mod tests {
         // The writer's failure is reported and the readers still finish (no hang).
         assert!(run("readwhilewriting").contains("panicked"));
     }
+}
+
+/// Seeks a new cursor to `key` and reads up to `steps` entries from there (fewer at the end).
+/// Returns whether the cursor landed exactly on `key`, and the key + value bytes read.
+fn seek_and_step(engine: &dyn KvEngine, key: &[u8], steps: usize) -> EngineResult<(bool, u64)> {
+    let mut cursor = engine.cursor()?;
+    cursor.seek(key);
+    let exact = cursor.valid() && cursor.key() == key;
+    let mut bytes = 0;
+    for _ in 0..steps {
+        if !cursor.valid() {
+            break;
+        }
+        bytes += (cursor.key().len() + cursor.value().len()) as u64;
+        cursor.next();
+    }
+    cursor.status()?;
+    Ok((exact, bytes))
 }
