@@ -764,6 +764,24 @@ pub fn final_stats(engine: &dyn KvEngine) -> EngineResult<Option<StatsSummary>> 
     Ok(Some(StatsSummary::new(engine.name(), stats, logical)))
 }
 
+/// Seeks a new cursor to `key` and reads up to `steps` entries from there (fewer at the end).
+/// Returns whether the cursor landed exactly on `key`, and the key + value bytes read.
+fn seek_and_step(engine: &dyn KvEngine, key: &[u8], steps: usize) -> EngineResult<(bool, u64)> {
+    let mut cursor = engine.cursor()?;
+    cursor.seek(key);
+    let exact = cursor.valid() && cursor.key() == key;
+    let mut bytes = 0;
+    for _ in 0..steps {
+        if !cursor.valid() {
+            break;
+        }
+        bytes += (cursor.key().len() + cursor.value().len()) as u64;
+        cursor.next();
+    }
+    cursor.status()?;
+    Ok((exact, bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -969,22 +987,4 @@ mod tests {
         // The writer's failure is reported and the readers still finish (no hang).
         assert!(run("readwhilewriting").contains("panicked"));
     }
-}
-
-/// Seeks a new cursor to `key` and reads up to `steps` entries from there (fewer at the end).
-/// Returns whether the cursor landed exactly on `key`, and the key + value bytes read.
-fn seek_and_step(engine: &dyn KvEngine, key: &[u8], steps: usize) -> EngineResult<(bool, u64)> {
-    let mut cursor = engine.cursor()?;
-    cursor.seek(key);
-    let exact = cursor.valid() && cursor.key() == key;
-    let mut bytes = 0;
-    for _ in 0..steps {
-        if !cursor.valid() {
-            break;
-        }
-        bytes += (cursor.key().len() + cursor.value().len()) as u64;
-        cursor.next();
-    }
-    cursor.status()?;
-    Ok((exact, bytes))
 }
