@@ -283,7 +283,14 @@ fn failed_wal_rotation_poisons() {
 fn failed_table_read_is_an_error_not_a_wrong_value() {
     let fs = MemFs::new();
     let mut o = options(&fs);
-    o.block_cache_bytes = 0; // every get reads the table
+    // Every get reads the table.
+    o.block_cache_bytes = 0;
+    // Only user reads may meet the injected faults: no background compaction runs in this
+    // test (a failed compaction read poisons the database by design; see
+    // `failed_compaction_poisons_and_loses_nothing`).
+    o.compaction.level0_compaction_trigger = 64;
+    o.compaction.level0_slowdown_trigger = 64;
+    o.compaction.level0_stop_trigger = 64;
     let db = Db::open(DB, o.clone()).unwrap();
     let mut model = Model::new();
     fill(&db, &mut model, 300, 0);
