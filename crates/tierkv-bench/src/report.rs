@@ -405,7 +405,7 @@ pub fn format_stats(s: &StatsSummary) -> String {
     }
     let _ = writeln!(
         o,
-        "Stalls:                 {} writes, {:.3} s (slowdown {:.3} s, stop {:.3} s)",
+        "Stalls:                 {} write groups, {:.3} s (slowdown {:.3} s, stop {:.3} s)",
         st.stall_count,
         s.stall_micros as f64 / 1e6,
         st.stall_slowdown_micros as f64 / 1e6,
@@ -942,7 +942,7 @@ mod tests {
             "Write amplification:    4.110 (tables only 3.000)",
             "Read amplification:     2.000",
             "Space amplification:    1.500 (live SSD 1200 B (1.2 KiB) / logical 800 B)",
-            "Stalls:                 7 writes, 2.000 s (slowdown 1.500 s, stop 0.500 s)",
+            "Stalls:                 7 write groups, 2.000 s (slowdown 1.500 s, stop 0.500 s)",
             "Flushes / compactions:  3 / 2",
             "  L0:      2 files  400 B",
             "  L1:      1 files  600 B",

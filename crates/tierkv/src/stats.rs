@@ -78,7 +78,7 @@ pub struct Counters {
     pub stall_slowdown_micros: AtomicU64,
     /// Microseconds writers spent stopped (too many L0 files or memtables).
     pub stall_stop_micros: AtomicU64,
-    /// Number of writes that were delayed or stopped.
+    /// Write groups (one WAL append each) that were delayed or stopped, each counted once.
     pub stall_count: AtomicU64,
     /// Completed memtable flushes.
     pub flushes: AtomicU64,
@@ -250,7 +250,7 @@ pub struct DbStats {
     pub stall_slowdown_micros: u64,
     /// Microseconds writers were stopped.
     pub stall_stop_micros: u64,
-    /// Writes delayed or stopped.
+    /// Write groups (one WAL append each) that were delayed or stopped, each counted once.
     pub stall_count: u64,
     /// Completed flushes.
     pub flushes: u64,

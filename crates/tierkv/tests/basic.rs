@@ -144,3 +144,32 @@ fn db_is_send_and_sync() {
     assert_eq!(s.user_writes, 8000);
     assert!(s.wal_appends <= 8000 && s.wal_appends > 0);
 }
+
+#[test]
+fn writes_are_throttled_while_l0_is_at_its_slowdown_trigger_and_stalls_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = small_options();
+    o.write_buffer_size = 4096;
+    o.compaction.level0_compaction_trigger = 2;
+    o.compaction.level0_slowdown_trigger = 2;
+    o.compaction.level0_stop_trigger = 64;
+    let db = Db::open(dir.path(), o).unwrap();
+    for i in 0..20_000u32 {
+        db.put(&key(i % 3000), &i.to_le_bytes()).unwrap();
+    }
+    let s = db.stats();
+    // Thousands of flushes each bring L0 to its slowdown trigger while a compaction runs:
+    // writes in that window sleep 1 ms each, counted once per write group.
+    assert!(s.flushes > 100, "{s:?}");
+    assert!(s.stall_count > 0, "no write was throttled: {s:?}");
+    assert!(
+        s.stall_slowdown_micros >= 1000,
+        "a throttled write sleeps >= 1 ms: {s:?}"
+    );
+    for i in 17_000..20_000u32 {
+        assert_eq!(
+            db.get(&key(i % 3000)).unwrap(),
+            Some(i.to_le_bytes().to_vec())
+        );
+    }
+}

@@ -128,6 +128,7 @@ impl DbInner {
     pub(crate) fn make_room_for_write(&self, wal: &mut WalState, mut force: bool) -> Result<()> {
         let c = &self.options.compaction;
         let mut allow_delay = !force;
+        let mut stalled = false;
         let mut state = self.state.lock();
         loop {
             if let Some(e) = &state.bg_error {
@@ -139,7 +140,7 @@ impl DbInner {
                 drop(state);
                 let t = Instant::now();
                 std::thread::sleep(Duration::from_millis(1));
-                self.add_stall(t, false);
+                self.add_stall(t, false, &mut stalled);
                 allow_delay = false;
                 state = self.state.lock();
                 continue;
@@ -156,7 +157,7 @@ impl DbInner {
                 let t = Instant::now();
                 self.bg_cv.notify_all();
                 self.bg_cv.wait_for(&mut state, Duration::from_millis(100));
-                self.add_stall(t, true);
+                self.add_stall(t, true, &mut stalled);
                 continue;
             }
             // Rotate: sync the old WAL (so no later WAL can hold synced data while an earlier
@@ -190,7 +191,9 @@ impl DbInner {
         Ok(())
     }
 
-    fn add_stall(&self, since: Instant, stop: bool) {
+    /// Counts the time since `since` as slowdown or stop stall; counts the write group once
+    /// (`stalled` remembers whether this group was counted already).
+    fn add_stall(&self, since: Instant, stop: bool, stalled: &mut bool) {
         let us = since.elapsed().as_micros() as u64;
         let c = &self.counters;
         if stop {
@@ -198,7 +201,10 @@ impl DbInner {
         } else {
             c.stall_slowdown_micros.fetch_add(us, Relaxed);
         }
-        c.stall_count.fetch_add(1, Relaxed);
+        if !*stalled {
+            *stalled = true;
+            c.stall_count.fetch_add(1, Relaxed);
+        }
     }
 }
 
