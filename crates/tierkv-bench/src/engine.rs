@@ -50,14 +50,24 @@ pub trait KvEngine: Send + Sync {
     fn get(&self, key: &[u8], value: &mut Vec<u8>) -> EngineResult<bool>;
     /// A new, unpositioned cursor over the latest state.
     fn cursor(&self) -> EngineResult<Box<dyn KvCursor + '_>>;
-    /// Makes buffered writes durable in the engine's persistent structures and waits.
-    fn flush(&self) -> EngineResult<()>;
-    /// The engine's own figures, when it has TierKV's.
-    fn stats(&self) -> Option<DbStats>;
-    /// Key + value bytes of the live data, when the engine can measure it (may scan).
-    fn logical_size(&self) -> EngineResult<Option<u64>>;
-    /// Waits for background work and closes the engine.
-    fn close(self: Box<Self>) -> EngineResult<()>;
+    /// Makes buffered writes durable in the engine's persistent structures and waits. Default:
+    /// nothing to flush.
+    fn flush(&self) -> EngineResult<()> {
+        Ok(())
+    }
+    /// The engine's own figures, when it has TierKV's. Default: none.
+    fn stats(&self) -> Option<DbStats> {
+        None
+    }
+    /// Key + value bytes of the live data, when the engine can measure it (may scan). Default:
+    /// not measured.
+    fn logical_size(&self) -> EngineResult<Option<u64>> {
+        Ok(None)
+    }
+    /// Waits for background work and closes the engine. Default: nothing to close.
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        Ok(())
+    }
 }
 
 /// [`KvEngine`] over a TierKV database.
@@ -214,18 +224,6 @@ impl KvEngine for NullEngine {
     fn cursor(&self) -> EngineResult<Box<dyn KvCursor + '_>> {
         Ok(Box::new(NullCursor(self)))
     }
-    fn flush(&self) -> EngineResult<()> {
-        Ok(())
-    }
-    fn stats(&self) -> Option<DbStats> {
-        None
-    }
-    fn logical_size(&self) -> EngineResult<Option<u64>> {
-        Ok(None)
-    }
-    fn close(self: Box<Self>) -> EngineResult<()> {
-        Ok(())
-    }
 }
 
 struct NullCursor<'a>(&'a NullEngine);
@@ -310,12 +308,6 @@ impl KvEngine for MemEngine {
             current: None,
         }))
     }
-    fn flush(&self) -> EngineResult<()> {
-        Ok(())
-    }
-    fn stats(&self) -> Option<DbStats> {
-        None
-    }
     fn logical_size(&self) -> EngineResult<Option<u64>> {
         Ok(Some(
             self.read()
@@ -323,9 +315,6 @@ impl KvEngine for MemEngine {
                 .map(|(k, v)| (k.len() + v.len()) as u64)
                 .sum(),
         ))
-    }
-    fn close(self: Box<Self>) -> EngineResult<()> {
-        Ok(())
     }
 }
 

@@ -959,18 +959,6 @@ mod tests {
         fn cursor(&self) -> EngineResult<Box<dyn crate::engine::KvCursor + '_>> {
             Err("no cursor".into())
         }
-        fn flush(&self) -> EngineResult<()> {
-            Ok(())
-        }
-        fn stats(&self) -> Option<tierkv::DbStats> {
-            None
-        }
-        fn logical_size(&self) -> EngineResult<Option<u64>> {
-            Ok(None)
-        }
-        fn close(self: Box<Self>) -> EngineResult<()> {
-            Ok(())
-        }
     }
 
     #[test]

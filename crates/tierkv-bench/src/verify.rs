@@ -226,18 +226,6 @@ mod tests {
         fn cursor(&self) -> EngineResult<Box<dyn KvCursor + '_>> {
             self.0.cursor()
         }
-        fn flush(&self) -> EngineResult<()> {
-            Ok(())
-        }
-        fn stats(&self) -> Option<DbStats> {
-            None
-        }
-        fn logical_size(&self) -> EngineResult<Option<u64>> {
-            Ok(None)
-        }
-        fn close(self: Box<Self>) -> EngineResult<()> {
-            Ok(())
-        }
     }
 
     #[test]
