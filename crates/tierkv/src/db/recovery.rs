@@ -168,23 +168,14 @@ fn replay_and_restart(db: &DbInner, logs: &[(u64, Tier)]) -> Result<()> {
                 Error::Corruption { reason, .. } => Error::corruption(location.clone(), reason),
                 other => other,
             })?;
-            let mut seq = batch.first_sequence;
-            if batch.count == 0 {
-                continue;
+            let (first, count) = (batch.first_sequence, batch.count);
+            let n = super::write::insert_ops(&mem, batch.ops, first)
+                .map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
+            // The decoder stops with an error at any count mismatch, so this is a pair assertion.
+            debug_assert_eq!(n, u64::from(count));
+            if n > 0 {
+                max_seq = max_seq.max(first + n - 1);
             }
-            for op in batch.ops {
-                let op = op.map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
-                match op {
-                    crate::write_batch::BatchOp::Put(k, v) => {
-                        mem.add(seq, crate::format::ValueType::Value, k, v)
-                    }
-                    crate::write_batch::BatchOp::Delete(k) => {
-                        mem.add(seq, crate::format::ValueType::Deletion, k, &[])
-                    }
-                }
-                seq += 1;
-            }
-            max_seq = max_seq.max(seq - 1);
             if mem.approximate_bytes() >= db.options.write_buffer_size as u64 {
                 flush_replayed(db, &mut state, &mut mem, &mut edit)?;
             }

@@ -210,12 +210,24 @@ impl DbInner {
 
 /// Inserts every operation of `batch` into `mem`, numbering them from `first_seq`.
 pub(crate) fn insert_into(mem: &MemTable, batch: &WriteBatch, first_seq: u64) -> Result<()> {
-    for (i, op) in batch.iter_ops().enumerate() {
-        let seq = first_seq + i as u64;
+    insert_ops(mem, batch.iter_ops(), first_seq).map(|_| ())
+}
+
+/// Inserts decoded batch operations into `mem`, numbering them from `first_seq` (the write path
+/// and WAL replay); returns how many were inserted.
+pub(crate) fn insert_ops<'a>(
+    mem: &MemTable,
+    ops: impl IntoIterator<Item = Result<BatchOp<'a>>>,
+    first_seq: u64,
+) -> Result<u64> {
+    let mut n = 0;
+    for op in ops {
+        let seq = first_seq + n;
         match op? {
             BatchOp::Put(k, v) => mem.add(seq, ValueType::Value, k, v),
             BatchOp::Delete(k) => mem.add(seq, ValueType::Deletion, k, &[]),
         }
+        n += 1;
     }
-    Ok(())
+    Ok(n)
 }
