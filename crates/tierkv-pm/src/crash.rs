@@ -251,7 +251,8 @@ impl CrashSim {
                     img[at..at + LINE].copy_from_slice(&mem[at..at + LINE]);
                 }
             }
-            CrashImage::Torn(seed) => {
+            CrashImage::Torn(seed) | CrashImage::TornLines(seed) => {
+                let whole_lines = matches!(kind, CrashImage::TornLines(_));
                 let mem = self.memory(&st);
                 let mut rng = SplitMix64(seed);
                 let lines: BTreeSet<u64> =
@@ -260,6 +261,28 @@ impl CrashSim {
                     let at = line as usize * LINE;
                     let pending = st.pending.get(&line);
                     let dirty = st.dirty.contains(&line);
+                    if whole_lines {
+                        // 0 = the durable line, 1 = the written-back (pending) version, 2 = the
+                        // version in memory (dirty); only versions that exist are drawn.
+                        let versions: Vec<u8> = [true, pending.is_some(), dirty]
+                            .iter()
+                            .zip(0u8..)
+                            .filter(|(has, _)| **has)
+                            .map(|(_, v)| v)
+                            .collect();
+                        match versions[(rng.next() % versions.len() as u64) as usize] {
+                            1 => {
+                                let p = pending.expect("drawn only when pending");
+                                for w in (0..8).filter(|w| p.mask & (1 << w) != 0) {
+                                    img[at + w * 8..at + w * 8 + 8]
+                                        .copy_from_slice(&p.data[w * 8..w * 8 + 8]);
+                                }
+                            }
+                            2 => img[at..at + LINE].copy_from_slice(&mem[at..at + LINE]),
+                            _ => {}
+                        }
+                        continue;
+                    }
                     for w in 0..8 {
                         let r = at + w * 8..at + w * 8 + 8;
                         let mut candidates: [Option<&[u8]>; 2] = [None, None];

@@ -186,6 +186,11 @@ pub enum CrashImage {
     AllPending,
     /// The strict image plus a random subset of pending 8-byte words (seeded).
     Torn(u64),
+    /// The strict image plus a random subset of whole pending lines (seeded): each line is
+    /// entirely its durable content or entirely one newer version, as when lines reach the
+    /// media as units (the common case on real hardware). Unlike [`CrashImage::Torn`], it often
+    /// leaves a multi-line write entirely old or entirely new.
+    TornLines(u64),
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 type FenceHook = Arc<dyn Fn(u64) + Send + Sync>;
@@ -66,6 +66,8 @@ pub struct PmPool {
     fences: AtomicU64,
     bytes_read: AtomicU64,
     hook: RwLock<Option<FenceHook>>,
+    /// Whether `hook` is set: read on every fence without taking the lock.
+    has_hook: AtomicBool,
 }
 
 // SAFETY: `base` points into memory owned by `backend` (a shared file mapping or a heap buffer)
@@ -125,6 +127,7 @@ impl PmPool {
             fences: AtomicU64::new(0),
             bytes_read: AtomicU64::new(0),
             hook: RwLock::new(None),
+            has_hook: AtomicBool::new(false),
         }
     }
 
@@ -303,12 +306,18 @@ impl PmPool {
         self.fences.load(Ordering::Relaxed)
     }
 
-    /// Calls `hook(fence_number)` right after every fence (crash-simulation tests).
+    /// Calls `hook(fence_number)` at every fence (crash-simulation tests): on a crash-simulation
+    /// pool just BEFORE the fence takes effect, so crash images taken in the hook hold the lines
+    /// this fence is about to make durable as pending (the strict image is the state before
+    /// the fence, the all-pending image roughly the state after it, torn images the instants in
+    /// between); on a file pool just after it.
     ///
     /// Fence numbers start at 1 and increase by one per fence. The hook runs on the fencing
     /// thread after every internal lock is released, so it may take crash images.
     pub fn set_fence_hook(&self, hook: Option<Box<dyn Fn(u64) + Send + Sync>>) {
-        *self.hook.write() = hook.map(Arc::from);
+        let mut slot = self.hook.write();
+        self.has_hook.store(hook.is_some(), Ordering::Release);
+        *slot = hook.map(Arc::from);
     }
 
     /// The mode in force.
@@ -401,8 +410,8 @@ impl PmPool {
         }
     }
 
-    fn add_written_back(&self, lines: u64) {
-        self.lines_written_back.fetch_add(lines, Ordering::Relaxed);
+    /// Spins the emulated write latency of `lines` written-back cache lines.
+    fn add_write_latency(&self, lines: u64) {
         if self.latency.write_ns != 0 {
             spin_ns(lines.saturating_mul(u64::from(self.latency.write_ns)));
         }
@@ -458,6 +467,9 @@ impl PmPool {
         if data.is_empty() {
             return Ok(());
         }
+        // Counted before the copy, for the reason given in `flush_checked`.
+        let lines = lines_touched(offset, data.len() as u64);
+        self.lines_written_back.fetch_add(lines, Ordering::Relaxed);
         match &self.backend {
             // SAFETY: the range is inside the mapping and outside the header (checked above);
             // the mapping's base is page-aligned and its size a multiple of 4096, so the cache
@@ -468,12 +480,25 @@ impl PmPool {
             },
             Backend::Crash(sim) => sim.write_nt(offset, data),
         }
-        self.add_written_back(lines_touched(offset, data.len() as u64));
+        self.add_write_latency(lines);
         Ok(())
     }
 
     /// Write-back of a checked range (counted, with write latency).
     fn flush_checked(&self, offset: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        // Counted before the write-backs: the counter's locked add orders after earlier
+        // write-backs on x86 (as a fence would), so after them it would wait for them to finish.
+        let lines = lines_touched(offset, len);
+        self.lines_written_back.fetch_add(lines, Ordering::Relaxed);
+        self.write_back_checked(offset, len);
+        self.add_write_latency(lines);
+    }
+
+    /// Writes back the lines of a checked range; counts nothing.
+    fn write_back_checked(&self, offset: u64, len: u64) {
         if len == 0 {
             return;
         }
@@ -486,7 +511,6 @@ impl PmPool {
             },
             Backend::Crash(sim) => sim.flush(offset, len),
         }
-        self.add_written_back(lines_touched(offset, len));
     }
 
     /// Writes back every cache line of the range (no fence).
@@ -496,15 +520,49 @@ impl PmPool {
         Ok(())
     }
 
+    /// Writes back every cache line of several ranges (no fence), counting them all before the
+    /// first write-back. Prefer it to several [`PmPool::flush`] calls before one fence: each
+    /// call's counter update is a locked instruction, which on x86 waits for the write-backs
+    /// issued before it, as a fence would.
+    pub fn flush_ranges(&self, ranges: &[(u64, u64)]) -> PmResult<()> {
+        let mut lines = 0;
+        for &(offset, len) in ranges {
+            self.check("flush", offset, len)?;
+            if len > 0 {
+                lines += lines_touched(offset, len);
+            }
+        }
+        self.lines_written_back.fetch_add(lines, Ordering::Relaxed);
+        for &(offset, len) in ranges {
+            self.write_back_checked(offset, len);
+        }
+        self.add_write_latency(lines);
+        Ok(())
+    }
+
     /// Store fence: orders and completes earlier write-backs.
     ///
-    /// Counts the fence and then calls the fence hook (if any) with the fence number.
+    /// Counts the fence and calls the fence hook (if any) with the fence number (see
+    /// [`PmPool::set_fence_hook`] for when).
     pub fn fence(&self) {
         match &self.backend {
-            Backend::File { .. } => persist::fence(),
-            Backend::Crash(sim) => sim.fence(),
+            Backend::File { .. } => {
+                persist::fence();
+                let n = self.fences.fetch_add(1, Ordering::Relaxed) + 1;
+                self.call_fence_hook(n);
+            }
+            Backend::Crash(sim) => {
+                let n = self.fences.fetch_add(1, Ordering::Relaxed) + 1;
+                self.call_fence_hook(n);
+                sim.fence();
+            }
         }
-        let n = self.fences.fetch_add(1, Ordering::Relaxed) + 1;
+    }
+
+    fn call_fence_hook(&self, n: u64) {
+        if !self.has_hook.load(Ordering::Acquire) {
+            return;
+        }
         let hook = self.hook.read().clone();
         if let Some(hook) = hook {
             hook(n);
@@ -574,6 +632,27 @@ impl PmPool {
         self.check_u64("store_u64_persist", offset)?;
         self.check_writable("store_u64_persist", offset, 8)?;
         self.store_u64_persist_checked(offset, value)
+    }
+
+    /// Atomic 8-byte Release store at an 8-aligned offset, NOT persisted: the caller writes the
+    /// line back ([`PmPool::flush`]) and fences, so one fence can cover the word and other lines.
+    ///
+    /// Until that fence the word may or may not be durable, independently of any other line.
+    pub fn store_u64(&self, offset: u64, value: u64) -> PmResult<()> {
+        self.check_u64("store_u64", offset)?;
+        self.check_writable("store_u64", offset, 8)?;
+        match &self.backend {
+            Backend::File { .. } => self.atomic_at(offset).store(value, Ordering::Release),
+            Backend::Crash(sim) => sim.store_u64(offset, value),
+        }
+        Ok(())
+    }
+
+    /// Whether a persist in this pool's mode must also `msync` the touched pages (`msync` mode,
+    /// or no cache-line write-back instruction): callers that combine [`PmPool::flush`] and
+    /// [`PmPool::fence`] themselves must then call [`PmPool::msync`] on what they persisted.
+    pub fn msync_on_persist(&self) -> bool {
+        self.persist_needs_msync()
     }
 
     /// 8-byte load at an 8-aligned offset (atomic, Acquire; counted as a read access).

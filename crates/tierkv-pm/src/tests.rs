@@ -610,6 +610,42 @@ fn store_u64_persist_and_set_root_are_in_strict_when_they_return() {
 }
 
 #[test]
+fn torn_line_images_keep_every_line_whole() {
+    let p = sim(true);
+    let c = p.allocate_chunk().unwrap();
+    p.write(c, &[0x11; 4096]).unwrap();
+    p.persist(c, 4096).unwrap();
+    p.write(c, &[0x22; 2048]).unwrap(); // dirty
+    p.write(c + 2048, &[0x33; 2048]).unwrap();
+    p.flush(c + 2048, 2048).unwrap(); // pending
+    let strict = p.crash_image(CrashImage::Strict).unwrap();
+    let mut line_kinds = std::collections::HashSet::new();
+    let mut distinct = std::collections::HashSet::new();
+    for seed in 0..8u64 {
+        let t = p.crash_image(CrashImage::TornLines(seed)).unwrap();
+        assert_eq!(t, p.crash_image(CrashImage::TornLines(seed)).unwrap());
+        assert_eq!(&t[..c as usize], &strict[..c as usize]);
+        assert_eq!(&t[c as usize + 4096..], &strict[c as usize + 4096..]);
+        for line in t[c as usize..c as usize + 4096].chunks(64) {
+            assert!(
+                line.iter().all(|&b| b == line[0]),
+                "TornLines({seed}) tore a line: {line:?}"
+            );
+            line_kinds.insert(line[0]);
+        }
+        distinct.insert(t);
+    }
+    // Old lines, dirty lines and written-back lines all appear, whole.
+    assert_eq!(
+        line_kinds,
+        [0x11u8, 0x22, 0x33]
+            .into_iter()
+            .collect::<std::collections::HashSet<_>>()
+    );
+    assert!(distinct.len() > 1, "different seeds give different images");
+}
+
+#[test]
 fn torn_images_mix_old_and_new_words_deterministically() {
     let p = sim(true);
     let c = p.allocate_chunk().unwrap();

@@ -4,8 +4,9 @@
 //! A small workload (<= 50 operations) runs on an in-memory SSD (`MemFs`) and a
 //! crash-simulation PM pool, once per fence of the pool. At the chosen fence a hook freezes the
 //! SSD (every later SSD operation fails, as if the process had died there) and takes the crash
-//! images of the pool — the strict image, the image with every pending line, and 32 random
-//! subsets of pending 8-byte words — then a second database is opened on each image together
+//! images of the pool just before the fence takes effect (so the persist it completes is in
+//! flight) — the strict image, the image with every pending line, 32 random subsets of pending
+//! 8-byte words and 16 random subsets of whole pending lines — then a second database is opened on each image together
 //! with the SSD's synced state (and, for the all-pending image, its process-crash state). Each must
 //! open, and hold exactly the state after some prefix of the workload's writes that includes
 //! every write acknowledged before the fence (no acknowledged write lost, no hole, no deleted key
@@ -192,10 +193,9 @@ fn run_once(seed: u64, ops: &Arc<Vec<Op>>, target: u64) -> (Option<Captured>, Me
             // Each image is taken at one instant by the pool itself: images taken at different
             // instants must never be mixed (another thread may have progressed in between).
             let torn = (0..32)
-                .map(|t| {
-                    pool.crash_image(CrashImage::Torn(seed * 1000 + t))
-                        .expect("crash-sim pool")
-                })
+                .map(|t| CrashImage::Torn(seed * 1000 + t))
+                .chain((0..16).map(|t| CrashImage::TornLines(seed * 1000 + t)))
+                .map(|kind| pool.crash_image(kind).expect("crash-sim pool"))
                 .collect();
             let acked_hi = acked.load(Ordering::SeqCst);
             *captured.lock() = Some(Captured {
@@ -318,6 +318,6 @@ fn crash_at_every_pm_fence_leveled_pm() {
             fences as usize > writes,
             "seed {seed}: only {fences} fences for {writes} writes"
         );
-        eprintln!("seed {seed}: {fences} fences checked, 35 images each");
+        eprintln!("seed {seed}: {fences} fences checked, 51 images each");
     }
 }

@@ -192,7 +192,7 @@ fn replay_and_restart(db: &DbInner, logs: &[(u64, Tier)]) -> Result<()> {
     // Start the new WAL; the edit makes it the oldest live log.
     let number = state.versions.new_file_number();
     let wal_fs = db.fs_for(db.wal_tier);
-    let file = wal_fs.create(&log_file_name(&db.dir, number))?;
+    let file = wal_fs.create_log(&log_file_name(&db.dir, number))?;
     wal_fs.sync_dir(&db.dir)?;
     state.versions.last_sequence = max_seq;
     edit.log_number = Some(number);

@@ -183,7 +183,7 @@ impl DbInner {
         wal.writer.sync()?;
         let path = log_file_name(&self.dir, number);
         let fs = self.fs_for(self.wal_tier);
-        let file = fs.create(&path)?;
+        let file = fs.create_log(&path)?;
         fs.sync_dir(&self.dir)?;
         wal.writer = LogWriter::new(file);
         wal.number = number;

@@ -52,6 +52,14 @@ pub trait FileLock: Send + Sync {}
 pub trait FileSystem: Send + Sync + 'static {
     /// Creates (or truncates) a file for appending.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) a file for a record log. A log's reader finds a torn tail by
+    /// checksums, so the bytes of an interrupted append must read back as either the new bytes
+    /// or zeros, never as stale content of another file (which could hold valid old records).
+    /// POSIX and the in-memory file system already guarantee that for any file; `PmFs`, whose
+    /// chunks are reused, zeroes the chunks of a log before it links them.
+    fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Opens an existing file for positional reads.
     fn open_readable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Reads a whole file.

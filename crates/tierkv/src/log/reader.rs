@@ -172,8 +172,19 @@ fn parse_at(data: &[u8], pos: usize) -> std::result::Result<(RecordType, usize),
     Ok((t, len))
 }
 
-/// The first offset `>= from` holding a complete, checksum-valid physical record, if any.
+/// The first offset `>= from` holding a complete, checksum-valid physical record that starts a
+/// logical record (FULL or FIRST), if any.
+///
+/// A MIDDLE or LAST fragment after damage does not count: it belongs to the damaged logical
+/// record itself, whose fragments an interrupted append may have left durable in any order
+/// (a PM log persists one append with one fence, so its lines land in any order). Only a
+/// logical record that starts after the damage proves the damage is not a torn tail.
 fn find_valid_record(data: &[u8], from: usize) -> Option<usize> {
-    (from..data.len().saturating_sub(HEADER_SIZE - 1))
-        .find(|&p| BLOCK_SIZE - p % BLOCK_SIZE >= HEADER_SIZE && parse_at(data, p).is_ok())
+    (from..data.len().saturating_sub(HEADER_SIZE - 1)).find(|&p| {
+        BLOCK_SIZE - p % BLOCK_SIZE >= HEADER_SIZE
+            && matches!(
+                parse_at(data, p),
+                Ok((RecordType::Full | RecordType::First, _))
+            )
+    })
 }

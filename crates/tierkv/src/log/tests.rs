@@ -104,3 +104,29 @@ fn corruption_in_the_middle_is_an_error_naming_the_file() {
         }
     }
 }
+
+/// An interrupted append of a multi-fragment record can leave its fragments durable in any
+/// order (a PM log persists an append with one fence). Damage in the last logical record is a
+/// torn tail even when a later fragment of that same record survived; damage followed by the
+/// start of another logical record is corruption.
+#[test]
+fn damage_in_the_last_record_is_torn_even_with_its_later_fragments_intact() {
+    // The last record spans blocks 0 and 1 as FIRST + LAST.
+    let mut recs = vec![vec![7u8; BLOCK_SIZE - HEADER_SIZE - 100]];
+    recs.push(vec![9u8; 300]);
+    let data = write_log(&recs);
+    let first_at = HEADER_SIZE + recs[0].len();
+    assert_eq!(data[first_at + 6], RecordType::First as u8);
+    assert_eq!(data[BLOCK_SIZE + 6], RecordType::Last as u8);
+    // The FIRST fragment never became durable (zeros), its LAST fragment did.
+    let mut d = data.clone();
+    d[first_at..BLOCK_SIZE].fill(0);
+    let (got, tail) = read_all(d).unwrap();
+    assert_eq!(got, recs[..1]);
+    assert_eq!(tail.valid_end, first_at as u64);
+    // The same damage followed by another logical record is corruption.
+    recs.push(b"after".to_vec());
+    let mut d = write_log(&recs);
+    d[first_at..BLOCK_SIZE].fill(0);
+    assert!(read_all(d).unwrap_err().is_corruption());
+}

@@ -288,7 +288,7 @@ impl VersionSet {
                 snapshot.compact_pointers.push((level, key.clone()));
             }
         }
-        let mut writer = LogWriter::new(self.fs.create(&path)?);
+        let mut writer = LogWriter::new(self.fs.create_log(&path)?);
         let n = writer.add_record(&snapshot.encode())?;
         writer.sync()?;
         self.counters.add_written(IoPurpose::Manifest, n);
