@@ -5,7 +5,7 @@
 //! `type: u8 (1 = put, 0 = delete) | key: varint32 length + bytes | [value: varint32 length + bytes]`.
 
 use crate::format::{SequenceNumber, ValueType};
-use crate::util::coding::{put_fixed32, put_fixed64, put_length_prefixed, Decoder};
+use crate::util::coding::{put_length_prefixed, Decoder};
 use crate::{Error, Result};
 
 const HEADER_LEN: usize = 12;
@@ -108,10 +108,8 @@ impl WriteBatch {
 
     /// Stamps the first sequence number and the count into the header; returns the encoding.
     pub(crate) fn encode(&mut self, first_sequence: SequenceNumber) -> &[u8] {
-        let mut header = Vec::with_capacity(HEADER_LEN);
-        put_fixed64(&mut header, first_sequence);
-        put_fixed32(&mut header, self.count);
-        self.rep[..HEADER_LEN].copy_from_slice(&header);
+        self.rep[..8].copy_from_slice(&first_sequence.to_le_bytes());
+        self.rep[8..HEADER_LEN].copy_from_slice(&self.count.to_le_bytes());
         &self.rep
     }
 

@@ -295,7 +295,6 @@ impl DbInner {
 
     /// The smallest sequence number any reader may still need.
     pub(crate) fn smallest_snapshot(&self) -> u64 {
-        let last = self.last_sequence.load(Acquire);
-        self.snapshots.oldest().map_or(last, |s| s.min(last))
+        self.snapshots.smallest(&self.last_sequence)
     }
 }

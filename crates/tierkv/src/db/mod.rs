@@ -43,7 +43,7 @@ use snapshot::SnapshotList;
 use std::collections::{HashSet, VecDeque};
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use table_cache::TableCache;
@@ -212,7 +212,7 @@ impl Db {
     pub fn snapshot(&self) -> Snapshot {
         self.inner
             .snapshots
-            .acquire(self.inner.last_sequence.load(Ordering::Acquire))
+            .acquire_latest(&self.inner.last_sequence)
     }
 
     /// An iterator over the whole database; position it with `seek` or `seek_to_first`.

@@ -18,13 +18,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 impl DbInner {
-    pub(crate) fn get(&self, options: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// The sources and the sequence number a read uses. Without an explicit snapshot, the
+    /// super version is taken BEFORE the last sequence is read: a compaction computes the
+    /// versions it may drop from `last_sequence` and installs its output afterwards, so a reader
+    /// that sees the compacted files also reads a sequence at least as new as the compaction's
+    /// view (the newer versions that shadowed the dropped ones are visible to it), and a reader
+    /// that read the sequence earlier still holds the old files.
+    fn read_view(&self, options: &ReadOptions) -> (Arc<super::SuperVersion>, u64) {
+        let sv = self.super_version();
         let snapshot = match &options.snapshot {
             Some(s) => s.sequence(),
             None => self.last_sequence.load(Acquire),
         };
+        (sv, snapshot)
+    }
+
+    pub(crate) fn get(&self, options: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.counters.user_gets.fetch_add(1, Relaxed);
-        let sv = self.super_version();
+        let (sv, snapshot) = self.read_view(options);
         let found = |v: Option<Vec<u8>>| {
             if let Some(v) = &v {
                 self.counters
@@ -71,11 +82,7 @@ impl DbInner {
         upper: Bound<Vec<u8>>,
         count_bytes: bool,
     ) -> Result<DbIterator> {
-        let snapshot = match &options.snapshot {
-            Some(s) => s.sequence(),
-            None => self.last_sequence.load(Acquire),
-        };
-        let sv = self.super_version();
+        let (sv, snapshot) = self.read_view(options);
         let merged = merged_sources(self, &sv, IoPurpose::UserRead, !options.skip_cache_fill)?;
         Ok(DbIterator::new(
             Arc::clone(self),

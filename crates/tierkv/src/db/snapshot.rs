@@ -7,6 +7,7 @@
 use crate::format::SequenceNumber;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The sequence numbers of live snapshots, with reference counts.
@@ -17,8 +18,27 @@ pub struct SnapshotList {
 
 impl SnapshotList {
     /// Registers a snapshot at `seq`.
+    #[cfg(test)]
     pub fn acquire(self: &Arc<Self>, seq: SequenceNumber) -> Snapshot {
-        *self.live.lock().entry(seq).or_insert(0) += 1;
+        let mut live = self.live.lock();
+        self.register(&mut live, seq)
+    }
+
+    /// Registers a snapshot at the current value of `last_sequence`, read under the list's lock:
+    /// a concurrent [`SnapshotList::smallest`] either sees the snapshot or read a
+    /// `last_sequence` no larger than it, so no compaction can drop a version it needs.
+    pub fn acquire_latest(self: &Arc<Self>, last_sequence: &AtomicU64) -> Snapshot {
+        let mut live = self.live.lock();
+        let seq = last_sequence.load(Ordering::Acquire);
+        self.register(&mut live, seq)
+    }
+
+    fn register(
+        self: &Arc<Self>,
+        live: &mut BTreeMap<SequenceNumber, usize>,
+        seq: SequenceNumber,
+    ) -> Snapshot {
+        *live.entry(seq).or_insert(0) += 1;
         Snapshot {
             handle: Arc::new(Handle {
                 seq,
@@ -28,8 +48,17 @@ impl SnapshotList {
     }
 
     /// The oldest live snapshot, if any.
+    #[cfg(test)]
     pub fn oldest(&self) -> Option<SequenceNumber> {
         self.live.lock().keys().next().copied()
+    }
+
+    /// The smallest sequence number any reader may still need: the oldest live snapshot, or
+    /// `last_sequence` (read under the list's lock, see [`SnapshotList::acquire_latest`]).
+    pub fn smallest(&self, last_sequence: &AtomicU64) -> SequenceNumber {
+        let live = self.live.lock();
+        let last = last_sequence.load(Ordering::Acquire);
+        live.keys().next().map_or(last, |&s| s.min(last))
     }
 }
 
@@ -86,5 +115,18 @@ mod tests {
         assert_eq!(b.sequence(), 9);
         drop(b);
         assert_eq!(list.oldest(), None);
+    }
+
+    #[test]
+    fn smallest_is_the_oldest_snapshot_or_the_last_sequence() {
+        let list = Arc::new(SnapshotList::default());
+        let last = AtomicU64::new(40);
+        assert_eq!(list.smallest(&last), 40);
+        let s = list.acquire_latest(&last);
+        assert_eq!(s.sequence(), 40);
+        last.store(90, Ordering::Release);
+        assert_eq!(list.smallest(&last), 40, "the snapshot holds 40");
+        drop(s);
+        assert_eq!(list.smallest(&last), 90);
     }
 }

@@ -59,21 +59,28 @@ impl DbInner {
             }
             self.write_cv.wait(&mut queue);
         }
-        // Leader: take a group of compatible writers from the front.
+        // Leader: take a group of compatible writers from the front (alone: no group vector).
         let mut group: Vec<Arc<Writer>> = Vec::new();
-        let mut bytes = 0;
-        for w in queue.iter() {
-            let len = w.slot.lock().batch.as_ref().map_or(0, |b| b.encoded_len());
-            if !group.is_empty() && ((w.sync && !me.sync) || bytes + len > MAX_GROUP_BYTES) {
-                break;
+        if queue.len() > 1 {
+            let mut bytes = 0;
+            for w in queue.iter() {
+                let len = w.slot.lock().batch.as_ref().map_or(0, |b| b.encoded_len());
+                if !group.is_empty() && ((w.sync && !me.sync) || bytes + len > MAX_GROUP_BYTES) {
+                    break;
+                }
+                bytes += len;
+                group.push(Arc::clone(w));
             }
-            bytes += len;
-            group.push(Arc::clone(w));
         }
         drop(queue);
-        let result = self.commit_group(&group, me.sync);
+        let group: &[Arc<Writer>] = if group.is_empty() {
+            std::slice::from_ref(&me)
+        } else {
+            &group
+        };
+        let result = self.commit_group(group, me.sync);
         let mut queue = self.write_queue.lock();
-        for w in &group {
+        for w in group {
             let front = queue.pop_front().expect("group is at the front");
             debug_assert!(Arc::ptr_eq(&front, w));
             if !Arc::ptr_eq(w, &me) {
