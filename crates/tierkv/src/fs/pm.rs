@@ -335,6 +335,8 @@ impl PmFs {
             file,
             path: path.to_path_buf(),
             zeroed,
+            chunk_count: 1,
+            last_chunk: chunk,
             written: 0,
             persisted: 0,
             msynced: 0,
@@ -364,6 +366,9 @@ struct PmWritable {
     path: PathBuf,
     /// A log: new chunks are zeroed before they are linked.
     zeroed: bool,
+    /// Chunks of the file, and the offset of the last one (only this writer adds chunks).
+    chunk_count: u64,
+    last_chunk: u64,
     written: u64,
     persisted: u64,
     msynced: u64,
@@ -410,15 +415,16 @@ impl WritableFile for PmWritable {
         let dpc = self.fs.data_per_chunk;
         while !data.is_empty() {
             let (idx, within) = (self.written / dpc, self.written % dpc);
-            let have = self.file.chunks.read().len() as u64;
-            if idx == have {
+            if idx == self.chunk_count {
                 let c = self.fs.new_chunk(self.zeroed)?;
-                let last = *self.file.chunks.read().last().expect("a file has a chunk");
-                self.fs.pool.store_u64_persist(last, c)?;
+                self.fs.pool.store_u64_persist(self.last_chunk, c)?;
                 self.file.chunks.write().push(c);
+                self.chunk_count += 1;
+                self.last_chunk = c;
             }
+            debug_assert_eq!(idx + 1, self.chunk_count, "appends fill the last chunk");
             let n = (data.len() as u64).min(dpc - within) as usize;
-            let at = self.file.chunks.read()[idx as usize] + CHUNK_HEADER_BYTES + within;
+            let at = self.last_chunk + CHUNK_HEADER_BYTES + within;
             if n >= NT_MIN_BYTES {
                 self.fs.pool.write_nt(at, &data[..n])?;
             } else {
@@ -438,7 +444,7 @@ impl WritableFile for PmWritable {
         if self.written == self.persisted {
             return Ok(());
         }
-        let pool = Arc::clone(&self.fs.pool);
+        let pool = &self.fs.pool;
         // One fence covers the data lines and the new size: a crash before it completes may
         // leave the size covering a torn tail (see the module docs). All lines are written back
         // by one call, so no counter update stalls between the write-backs.
