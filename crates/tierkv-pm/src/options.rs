@@ -175,6 +175,8 @@ pub struct PmStats {
     pub bytes_read: u64,
     /// Bytes in allocated chunks.
     pub bytes_allocated: u64,
+    /// Bytes of the ranges passed to `msync` (before rounding to pages).
+    pub bytes_msynced: u64,
 }
 
 /// Which crash image of a crash-simulation pool to take.

@@ -63,6 +63,7 @@ pub struct PmPool {
     backend: Backend,
     alloc: ChunkAllocator,
     lines_written_back: AtomicU64,
+    bytes_msynced: AtomicU64,
     fences: AtomicU64,
     bytes_read: AtomicU64,
     hook: RwLock<Option<FenceHook>>,
@@ -124,6 +125,7 @@ impl PmPool {
             backend,
             alloc: ChunkAllocator::new(header.size, header.chunk_size),
             lines_written_back: AtomicU64::new(0),
+            bytes_msynced: AtomicU64::new(0),
             fences: AtomicU64::new(0),
             bytes_read: AtomicU64::new(0),
             hook: RwLock::new(None),
@@ -576,6 +578,7 @@ impl PmPool {
     }
 
     fn msync_checked(&self, offset: u64, len: u64) -> PmResult<()> {
+        self.bytes_msynced.fetch_add(len, Ordering::Relaxed);
         match &self.backend {
             Backend::File { map, .. } => map
                 .msync(offset, len)
@@ -732,6 +735,7 @@ impl PmPool {
             fences: self.fences.load(Ordering::Relaxed),
             bytes_read: self.bytes_read.load(Ordering::Relaxed),
             bytes_allocated: self.alloc.live_chunks() * self.chunk_size,
+            bytes_msynced: self.bytes_msynced.load(Ordering::Relaxed),
         }
     }
 }

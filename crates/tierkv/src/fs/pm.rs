@@ -840,6 +840,50 @@ mod tests {
         assert!(n >= 300 * 13, "only {n} images checked");
     }
 
+    /// In `msync` mode every flush msyncs what it persisted (data and entry), not only `sync`:
+    /// the mode promises power-fail durability for every persisted append.
+    #[test]
+    fn msync_mode_msyncs_every_flushed_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = PoolOptions {
+            size: 1 << 20,
+            chunk_size: 64 << 10,
+            mode: tierkv_pm::DurabilityMode::Msync,
+            ..PoolOptions::default()
+        };
+        let p = PmPool::create(&dir.path().join("m.pool"), &o).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+        let mut w = fs.create_log(Path::new("/db/000001.log")).unwrap();
+        let data = vec![7u8; 3000];
+        for _ in 0..10 {
+            let before = p.stats().bytes_msynced;
+            w.append(&data[..150]).unwrap();
+            w.append(&data).unwrap(); // non-temporal piece
+            w.flush().unwrap();
+            let msynced = p.stats().bytes_msynced - before;
+            assert!(
+                msynced >= 3150 + ENTRY_BYTES,
+                "a flush msynced only {msynced} bytes"
+            );
+        }
+        // Emulated mode: a flush does not msync, a sync does.
+        let p = PmPool::create(
+            &dir.path().join("e.pool"),
+            &PoolOptions {
+                mode: tierkv_pm::DurabilityMode::Emulated,
+                ..o
+            },
+        )
+        .unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+        let mut w = fs.create_log(Path::new("/db/000001.log")).unwrap();
+        w.append(&data).unwrap();
+        w.flush().unwrap();
+        assert_eq!(p.stats().bytes_msynced, 0);
+        w.sync().unwrap();
+        assert!(p.stats().bytes_msynced >= 3000);
+    }
+
     /// Micro-benchmark of the PM WAL append: a 144-byte record through the record log writer
     /// into a `PmFs` log on /dev/shm (emulated mode), persisted before `add_record` returns.
     #[test]
