@@ -142,13 +142,7 @@ impl PmFs {
             }
             pool.rebuild_allocator(&[])?;
             let dir = pool.allocate_chunk()?;
-            let zeros = vec![0u8; 1 << 16];
-            let mut off = 0;
-            while off < chunk {
-                let n = (chunk - off).min(zeros.len() as u64);
-                pool.write_nt(dir + off, &zeros[..n as usize])?;
-                off += n;
-            }
+            zero_range(&pool, dir, dir + chunk)?;
             pool.fence();
             let entries = (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES;
             let mut header = Vec::with_capacity(16);
@@ -284,17 +278,13 @@ impl PmFs {
         Ok(c)
     }
 
-    /// Zeroes the data area of chunk `c` with non-temporal stores (durable at the next fence).
+    /// Zeroes the data area of chunk `c` (durable at the next fence).
     fn zero_data(&self, c: u64) -> Result<()> {
-        static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
-        let end = c + self.pool.chunk_size();
-        let mut off = c + CHUNK_HEADER_BYTES;
-        while off < end {
-            let n = (end - off).min(ZEROS.len() as u64);
-            self.pool.write_nt(off, &ZEROS[..n as usize])?;
-            off += n;
-        }
-        Ok(())
+        zero_range(
+            &self.pool,
+            c + CHUNK_HEADER_BYTES,
+            c + self.pool.chunk_size(),
+        )
     }
 
     /// Creates a file; `zeroed`: every chunk of it is zeroed before it is linked (logs).
@@ -470,6 +460,18 @@ impl WritableFile for PmWritable {
     fn size(&self) -> u64 {
         self.written
     }
+}
+
+/// Zeroes `[from, to)` of the pool with non-temporal stores (durable at the next fence).
+fn zero_range(pool: &PmPool, from: u64, to: u64) -> Result<()> {
+    static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+    let mut off = from;
+    while off < to {
+        let n = (to - off).min(ZEROS.len() as u64);
+        pool.write_nt(off, &ZEROS[..n as usize])?;
+        off += n;
+    }
+    Ok(())
 }
 
 fn with_path(e: Error, op: &'static str, path: &Path) -> Error {
