@@ -469,7 +469,7 @@ impl PmPool {
         if data.is_empty() {
             return Ok(());
         }
-        // Counted before the copy, for the reason given in `flush_checked`.
+        // Counted before the copy, for the reason given in `write_back_ranges_checked`.
         let lines = lines_touched(offset, data.len() as u64);
         self.lines_written_back.fetch_add(lines, Ordering::Relaxed);
         match &self.backend {
@@ -488,14 +488,22 @@ impl PmPool {
 
     /// Write-back of a checked range (counted, with write latency).
     fn flush_checked(&self, offset: u64, len: u64) {
-        if len == 0 {
-            return;
-        }
-        // Counted before the write-backs: the counter's locked add orders after earlier
-        // write-backs on x86 (as a fence would), so after them it would wait for them to finish.
-        let lines = lines_touched(offset, len);
+        self.write_back_ranges_checked(&[(offset, len)]);
+    }
+
+    /// Writes back checked ranges, counting their lines first: the counter's locked add orders
+    /// after earlier write-backs on x86 (as a fence would), so after them it would wait for them
+    /// to finish.
+    fn write_back_ranges_checked(&self, ranges: &[(u64, u64)]) {
+        let lines: u64 = ranges
+            .iter()
+            .filter(|r| r.1 > 0)
+            .map(|&(offset, len)| lines_touched(offset, len))
+            .sum();
         self.lines_written_back.fetch_add(lines, Ordering::Relaxed);
-        self.write_back_checked(offset, len);
+        for &(offset, len) in ranges {
+            self.write_back_checked(offset, len);
+        }
         self.add_write_latency(lines);
     }
 
@@ -527,18 +535,10 @@ impl PmPool {
     /// call's counter update is a locked instruction, which on x86 waits for the write-backs
     /// issued before it, as a fence would.
     pub fn flush_ranges(&self, ranges: &[(u64, u64)]) -> PmResult<()> {
-        let mut lines = 0;
         for &(offset, len) in ranges {
             self.check("flush", offset, len)?;
-            if len > 0 {
-                lines += lines_touched(offset, len);
-            }
         }
-        self.lines_written_back.fetch_add(lines, Ordering::Relaxed);
-        for &(offset, len) in ranges {
-            self.write_back_checked(offset, len);
-        }
-        self.add_write_latency(lines);
+        self.write_back_ranges_checked(ranges);
         Ok(())
     }
 
@@ -571,12 +571,6 @@ impl PmPool {
         }
     }
 
-    /// Whether a persist of a file pool must also `msync`.
-    fn persist_needs_msync(&self) -> bool {
-        matches!(self.backend, Backend::File { .. })
-            && (self.mode == DurabilityMode::Msync || persist::flush_insn() == FlushInsn::Msync)
-    }
-
     fn msync_checked(&self, offset: u64, len: u64) -> PmResult<()> {
         self.bytes_msynced.fetch_add(len, Ordering::Relaxed);
         match &self.backend {
@@ -592,7 +586,7 @@ impl PmPool {
         self.check("persist", offset, len)?;
         self.flush_checked(offset, len);
         self.fence();
-        if self.persist_needs_msync() {
+        if self.msync_on_persist() {
             self.msync_checked(offset, len)?;
         }
         Ok(())
@@ -615,13 +609,10 @@ impl PmPool {
 
     /// Store + write-back + fence (+ msync) of an 8-byte word at a checked, aligned offset.
     fn store_u64_persist_checked(&self, offset: u64, value: u64) -> PmResult<()> {
-        match &self.backend {
-            Backend::File { .. } => self.atomic_at(offset).store(value, Ordering::Release),
-            Backend::Crash(sim) => sim.store_u64(offset, value),
-        }
+        self.store_u64_checked(offset, value);
         self.flush_checked(offset, 8);
         self.fence();
-        if self.persist_needs_msync() {
+        if self.msync_on_persist() {
             self.msync_checked(offset, 8)?;
         }
         Ok(())
@@ -644,18 +635,24 @@ impl PmPool {
     pub fn store_u64(&self, offset: u64, value: u64) -> PmResult<()> {
         self.check_u64("store_u64", offset)?;
         self.check_writable("store_u64", offset, 8)?;
+        self.store_u64_checked(offset, value);
+        Ok(())
+    }
+
+    /// Atomic Release store of an 8-byte word at a checked, aligned offset.
+    fn store_u64_checked(&self, offset: u64, value: u64) {
         match &self.backend {
             Backend::File { .. } => self.atomic_at(offset).store(value, Ordering::Release),
             Backend::Crash(sim) => sim.store_u64(offset, value),
         }
-        Ok(())
     }
 
     /// Whether a persist in this pool's mode must also `msync` the touched pages (`msync` mode,
     /// or no cache-line write-back instruction): callers that combine [`PmPool::flush`] and
     /// [`PmPool::fence`] themselves must then call [`PmPool::msync`] on what they persisted.
     pub fn msync_on_persist(&self) -> bool {
-        self.persist_needs_msync()
+        matches!(self.backend, Backend::File { .. })
+            && (self.mode == DurabilityMode::Msync || persist::flush_insn() == FlushInsn::Msync)
     }
 
     /// 8-byte load at an 8-aligned offset (atomic, Acquire; counted as a read access).
