@@ -8,6 +8,10 @@
 //! (`dax`, `msync`, `emulated`), emulated PM latency, a coarse chunk allocator and the
 //! crash-simulation backend used by the engine's crash tests.
 //!
+//! Because it is the workspace's only crate allowed `unsafe`, it also holds one DRAM primitive:
+//! [`AtomicWords`], zeroed anonymous memory viewed as `&[AtomicU64]`, the arena of the engine's
+//! memtable skiplist.
+//!
 //! **Thread safety.** `PmPool` is `Send + Sync`; every method takes `&self`. The pool never hands
 //! out references into PM: data is copied in ([`PmPool::write`]) and out ([`PmPool::read`]).
 //! Callers coordinate who writes which byte range (as with a shared file); 8-byte publishing
@@ -35,6 +39,7 @@ mod mapping;
 mod options;
 mod persist;
 mod pool;
+mod words;
 
 #[cfg(test)]
 mod tests;
@@ -45,6 +50,7 @@ pub use options::{
 };
 pub use persist::{flush_instruction, CACHE_LINE};
 pub use pool::PmPool;
+pub use words::AtomicWords;
 
 /// Number of 8-byte root slots in the pool header.
 pub const ROOT_SLOTS: usize = 16;

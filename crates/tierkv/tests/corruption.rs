@@ -436,6 +436,8 @@ fn check_passes_on_a_clean_database_and_reports_what_it_read() {
     let fs = MemFs::new();
     let mut o = options(&fs);
     o.write_buffer_size = 16 << 10;
+    // ~230 KB of data: several output tables after the full compaction.
+    o.compaction.target_file_size = 64 << 10;
     let db = Db::open(DB, o.clone()).unwrap();
     for i in 0..2000 {
         db.put(&key(i), &value(i)).unwrap();

@@ -107,7 +107,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         Arc::clone(&counters),
         options.max_open_files,
     );
-    let placeholder_mem = Arc::new(MemTable::new(0));
+    let placeholder_mem = Arc::new(MemTable::new(0, 0));
     let version = versions.current();
     let inner = DbInner {
         dir: dir.to_path_buf(),
@@ -155,7 +155,7 @@ fn replay_and_restart(db: &DbInner, logs: &[(u64, Tier)]) -> Result<()> {
     let mut state = db.state.lock();
     let mut edit = VersionEdit::default();
     let mut max_seq = state.versions.last_sequence;
-    let mut mem = Arc::new(MemTable::new(0));
+    let mut mem = Arc::new(MemTable::new(0, db.options.write_buffer_size));
     for (i, &(number, tier)) in logs.iter().enumerate() {
         let path = log_file_name(&db.dir, number);
         let data = db.fs_for(tier).read_all(&path)?;
@@ -197,7 +197,7 @@ fn replay_and_restart(db: &DbInner, logs: &[(u64, Tier)]) -> Result<()> {
     state.versions.last_sequence = max_seq;
     edit.log_number = Some(number);
     state.versions.log_and_apply(edit)?;
-    let mem = Arc::new(MemTable::new(number));
+    let mem = Arc::new(MemTable::new(number, db.options.write_buffer_size));
     *db.wal.lock() = WalState {
         writer: LogWriter::new(file),
         number,
@@ -226,7 +226,7 @@ fn flush_replayed(
     if let Some(meta) = db.write_table_from_memtable(mem, number)? {
         edit.new_files.push((0, meta));
     }
-    *mem = Arc::new(MemTable::new(0));
+    *mem = Arc::new(MemTable::new(0, db.options.write_buffer_size));
     Ok(())
 }
 

@@ -120,7 +120,11 @@ impl DbInner {
         if let Err(e) = appended {
             return Err(self.state.lock().poison("WAL write failed", e));
         }
-        insert_into(&wal.mem, &batch, first_seq)?;
+        if let Err(e) = insert_into(&wal.mem, &batch, first_seq) {
+            // The batch is logged but only partly in the memtable, under sequence numbers that
+            // were never published: refuse further writes (reopening replays the log).
+            return Err(self.state.lock().poison("memtable insert failed", e));
+        }
         self.last_sequence.store(first_seq + count - 1, Release);
         self.counters
             .user_bytes_written
@@ -194,7 +198,7 @@ impl DbInner {
         fs.sync_dir(&self.dir)?;
         wal.writer = LogWriter::new(file);
         wal.number = number;
-        wal.mem = Arc::new(MemTable::new(number));
+        wal.mem = Arc::new(MemTable::new(number, self.options.write_buffer_size));
         Ok(())
     }
 
@@ -231,8 +235,8 @@ pub(crate) fn insert_ops<'a>(
     for op in ops {
         let seq = first_seq + n;
         match op? {
-            BatchOp::Put(k, v) => mem.add(seq, ValueType::Value, k, v),
-            BatchOp::Delete(k) => mem.add(seq, ValueType::Deletion, k, &[]),
+            BatchOp::Put(k, v) => mem.add(seq, ValueType::Value, k, v)?,
+            BatchOp::Delete(k) => mem.add(seq, ValueType::Deletion, k, &[])?,
         }
         n += 1;
     }
