@@ -48,7 +48,7 @@ impl AtomicWords {
         }
         let map = MmapOptions::new().len(bytes).map_anon()?;
         #[cfg(target_os = "linux")]
-        if bytes >= HUGE_PAGE_BYTES && std::env::var_os("NOHUGE").is_none() {
+        if bytes >= HUGE_PAGE_BYTES {
             // Advice only: without transparent huge pages the region keeps 4 KiB pages.
             let _ = map.advise(memmap2::Advice::HugePage);
         }
