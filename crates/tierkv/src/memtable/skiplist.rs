@@ -105,6 +105,17 @@ fn words_for(bytes: usize) -> usize {
     bytes.div_ceil(8)
 }
 
+/// The user-key length stored in a node.
+#[inline]
+fn user_len(node: &[AtomicU64]) -> usize {
+    (node[META].load(Relaxed) & 0xFFFF_FFFF) as usize
+}
+
+/// Words of a user key of `len` bytes kept in the data record (those past `k0`, `k1`).
+fn key_rest_words(len: usize) -> usize {
+    words_for(len).saturating_sub(2)
+}
+
 /// Words carved out of regions; see the module documentation.
 struct Arena {
     /// Region 0, reserved at creation.
@@ -285,7 +296,7 @@ impl SkipList {
             Ordering::Equal => {}
             o => return o,
         }
-        let user_len = (n[META].load(Relaxed) & 0xFFFF_FFFF) as usize;
+        let user_len = user_len(n);
         let key_len = key.user_key.len();
         if user_len > 16 && key_len > 16 {
             let rest = &self.record(n)[KEY_REST..];
@@ -344,7 +355,7 @@ impl SkipList {
         self.find_greater_or_equal(&key, Some(&mut prev));
 
         let height = w.random_height();
-        let key_words = words_for(user_key.len()).saturating_sub(2);
+        let key_words = key_rest_words(user_key.len());
         let (data_addr, data_used) = self
             .data
             .allocate(&mut w.data, KEY_REST + key_words + words_for(value.len()))?;
@@ -399,13 +410,13 @@ impl SkipList {
     /// The user key at `c`, appended to `dst`. REQUIRES: `c` valid.
     pub(crate) fn append_user_key(&self, c: Cursor, dst: &mut Vec<u8>) {
         let n = self.node(c.0);
-        let user_len = (n[META].load(Relaxed) & 0xFFFF_FFFF) as usize;
+        let user_len = user_len(n);
         let start = dst.len();
         dst.extend_from_slice(&n[K0].load(Relaxed).to_be_bytes());
         dst.extend_from_slice(&n[K1].load(Relaxed).to_be_bytes());
         if user_len > 16 {
             let rest = &self.record(n)[KEY_REST..];
-            for w in &rest[..words_for(user_len) - 2] {
+            for w in &rest[..key_rest_words(user_len)] {
                 dst.extend_from_slice(&w.load(Relaxed).to_be_bytes());
             }
         }
@@ -426,7 +437,7 @@ impl SkipList {
     /// True when the user key at `c` equals `user_key`.
     pub(crate) fn user_key_is(&self, c: Cursor, user_key: &[u8]) -> bool {
         let n = self.node(c.0);
-        if (n[META].load(Relaxed) & 0xFFFF_FFFF) as usize != user_key.len()
+        if user_len(n) != user_key.len()
             || n[K0].load(Relaxed) != key_word(user_key, 0)
             || n[K1].load(Relaxed) != key_word(user_key, 1)
         {
@@ -442,10 +453,10 @@ impl SkipList {
     /// The value at `c`, appended to `dst`.
     pub(crate) fn append_value(&self, c: Cursor, dst: &mut Vec<u8>) {
         let n = self.node(c.0);
-        let user_len = (n[META].load(Relaxed) & 0xFFFF_FFFF) as usize;
+        let user_len = user_len(n);
         let r = self.record(n);
         let value_len = r[VALUE_LEN].load(Relaxed) as usize;
-        let start = KEY_REST + words_for(user_len).saturating_sub(2);
+        let start = KEY_REST + key_rest_words(user_len);
         let at = dst.len();
         dst.reserve(words_for(value_len) * 8);
         for w in &r[start..start + words_for(value_len)] {
@@ -538,6 +549,7 @@ mod tests {
         keys.sort_by(reference_order);
         keys.dedup();
         // Insert in a scrambled order, with values that name their key.
+        let value_of = |i: usize| -> Vec<u8> { (0..i % 37).map(|b| (b * 7 + i) as u8).collect() };
         let mut order: Vec<usize> = (0..keys.len()).collect();
         let mut s = 12345u64;
         for i in (1..order.len()).rev() {
@@ -548,8 +560,7 @@ mod tests {
         }
         for &i in &order {
             let (k, t) = &keys[i];
-            let value: Vec<u8> = (0..i % 37).map(|b| (b * 7 + i) as u8).collect();
-            list.insert(k, *t, &value).unwrap();
+            list.insert(k, *t, &value_of(i)).unwrap();
         }
         assert_eq!(list.len(), keys.len());
         let mut c = list.first();
@@ -557,8 +568,7 @@ mod tests {
             assert!(c.valid());
             let (gk, gt, gv) = internal(&list, c);
             assert_eq!((&gk, gt), (k, *t), "position {i}");
-            let want: Vec<u8> = (0..i % 37).map(|b| (b * 7 + i) as u8).collect();
-            assert_eq!(gv, want);
+            assert_eq!(gv, value_of(i));
             assert!(list.user_key_is(c, k));
             let mut other = k.clone();
             other.push(0);
