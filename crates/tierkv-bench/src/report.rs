@@ -491,6 +491,7 @@ pub fn format_stats(s: &StatsSummary) -> String {
     let d = &st.dram;
     let _ = writeln!(o, "DRAM footprint:         {}", b(d.total()));
     let _ = writeln!(o, "  memtables:            {}", b(d.memtable_bytes));
+    let _ = writeln!(o, "  kept for reuse:       {}", b(d.memtable_kept_bytes));
     let _ = writeln!(o, "  Bloom filters:        {}", b(d.filter_bytes));
     let _ = writeln!(o, "  index blocks:         {}", b(d.index_bytes));
     let _ = writeln!(o, "  block cache:          {}", b(d.block_cache_bytes));
@@ -875,6 +876,7 @@ mod tests {
             wal_bytes: 200,
             dram: DramFootprint {
                 memtable_bytes: 1 << 20,
+                memtable_kept_bytes: 40,
                 filter_bytes: 10,
                 index_bytes: 20,
                 block_cache_bytes: 30,
@@ -946,8 +948,9 @@ mod tests {
             "Flushes / compactions:  3 / 2",
             "  L0:      2 files  400 B",
             "  L1:      1 files  600 B",
-            "DRAM footprint:         1048636 B (1.0 MiB)",
+            "DRAM footprint:         1048676 B (1.0 MiB)",
             "  memtables:            1048576 B (1.0 MiB)",
+            "  kept for reuse:       40 B",
             "  Bloom filters:        10 B",
             "  index blocks:         20 B",
             "  block cache:          30 B",

@@ -195,6 +195,7 @@ impl KvEngine for RocksEngine {
                 index_bytes: prop("rocksdb.estimate-table-readers-mem"),
                 block_cache_bytes: self.cache.get_usage() as u64,
                 filter_bytes: 0,
+                memtable_kept_bytes: 0,
             },
             ..tierkv::DbStats::default()
         })

@@ -40,11 +40,7 @@ impl AtomicWords {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "word count overflows")
         })?;
         if bytes == 0 {
-            return Ok(AtomicWords {
-                ptr: NonNull::dangling(),
-                len: 0,
-                _map: None,
-            });
+            return Ok(AtomicWords::default());
         }
         let map = MmapOptions::new().len(bytes).map_anon()?;
         #[cfg(target_os = "linux")]
@@ -81,6 +77,17 @@ impl AtomicWords {
     /// True for an empty array.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+impl Default for AtomicWords {
+    /// The empty array (no mapping).
+    fn default() -> Self {
+        AtomicWords {
+            ptr: NonNull::dangling(),
+            len: 0,
+            _map: None,
+        }
     }
 }
 

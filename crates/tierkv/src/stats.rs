@@ -179,6 +179,9 @@ pub struct LevelStats {
 pub struct DramFootprint {
     /// Active and immutable memtables (approximate: entries plus skiplist node overhead).
     pub memtable_bytes: u64,
+    /// Memory of flushed memtables kept for reuse by the next ones (the part ever used).
+    #[serde(default)]
+    pub memtable_kept_bytes: u64,
     /// Bloom filters of open tables.
     pub filter_bytes: u64,
     /// Index blocks of open tables.
@@ -190,7 +193,11 @@ pub struct DramFootprint {
 impl DramFootprint {
     /// Sum of every part.
     pub fn total(&self) -> u64 {
-        self.memtable_bytes + self.filter_bytes + self.index_bytes + self.block_cache_bytes
+        self.memtable_bytes
+            + self.memtable_kept_bytes
+            + self.filter_bytes
+            + self.index_bytes
+            + self.block_cache_bytes
     }
 }
 

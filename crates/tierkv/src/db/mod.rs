@@ -33,7 +33,7 @@ pub use snapshot::Snapshot;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::log::LogWriter;
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, RegionCache};
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::stats::{Counters, DbStats, DramFootprint, LevelStats, PmDeviceStats, Tier};
 use crate::version::{parse_file_name, FileKind, Version, VersionSet};
@@ -139,6 +139,8 @@ pub(crate) struct DbInner {
     /// The last sequence number visible to readers.
     pub last_sequence: AtomicU64,
     pub snapshots: Arc<SnapshotList>,
+    /// The reserved memory of flushed memtables, reused by the next ones.
+    pub memtable_regions: Arc<RegionCache>,
     _lock: Box<dyn FileLock>,
 }
 
@@ -380,6 +382,7 @@ impl DbInner {
         s.dram = DramFootprint {
             memtable_bytes: sv.mem.approximate_bytes()
                 + sv.imm.iter().map(|m| m.approximate_bytes()).sum::<u64>(),
+            memtable_kept_bytes: self.memtable_regions.resident_bytes(),
             filter_bytes,
             index_bytes,
             block_cache_bytes: self.table_cache.block_cache().usage_bytes(),
@@ -391,5 +394,48 @@ impl DbInner {
     /// The current super version.
     pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
         Arc::clone(&self.state.lock().super_version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Waits up to 10 s for the region cache to hold `n` regions (the flushed memtable is
+    /// dropped by whichever thread lets go of it last).
+    fn wait_for_kept(db: &Db, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while db.inner.memtable_regions.len() != n {
+            assert!(Instant::now() < deadline, "region cache never held {n}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn flushed_memtables_lend_their_memory_to_the_next_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Options {
+            write_buffer_size: 256 << 10,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), o).unwrap();
+        for round in 0..3u32 {
+            for i in 0..500u32 {
+                db.put(format!("k{round}-{i:05}").as_bytes(), &[round as u8; 100])
+                    .unwrap();
+            }
+            db.flush().unwrap();
+            // The flushed memtable's two regions are kept; the new active memtable took the
+            // ones kept before (none in round 0).
+            wait_for_kept(&db, 2);
+            assert!(db.stats().dram.memtable_kept_bytes >= 500 * 100);
+        }
+        for round in 0..3u32 {
+            for i in (0..500u32).step_by(7) {
+                let got = db.get(format!("k{round}-{i:05}").as_bytes()).unwrap();
+                assert_eq!(got.as_deref(), Some(&[round as u8; 100][..]));
+            }
+        }
     }
 }

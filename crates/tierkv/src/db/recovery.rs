@@ -14,7 +14,7 @@ use super::{DbInner, PmTier, SnapshotList, State, SuperVersion, TableCache, WalS
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PmFs, PosixFs};
 use crate::log::{LogReader, LogWriter};
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, RegionCache};
 use crate::options::Options;
 use crate::sst::BlockCache;
 use crate::stats::Tier;
@@ -143,6 +143,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         }),
         last_sequence: AtomicU64::new(0),
         snapshots: Arc::new(SnapshotList::default()),
+        // One memtable's two regions (index and data): an active memtable and a kept flushed
+        // one use no more memory than an active and an immutable one.
+        memtable_regions: Arc::new(RegionCache::new(2)),
         options,
         _lock: lock,
     };
@@ -155,7 +158,7 @@ fn replay_and_restart(db: &DbInner, logs: &[(u64, Tier)]) -> Result<()> {
     let mut state = db.state.lock();
     let mut edit = VersionEdit::default();
     let mut max_seq = state.versions.last_sequence;
-    let mut mem = Arc::new(MemTable::new(0, db.options.write_buffer_size));
+    let mut mem = db.new_memtable(0);
     for (i, &(number, tier)) in logs.iter().enumerate() {
         let path = log_file_name(&db.dir, number);
         let data = db.fs_for(tier).read_all(&path)?;
@@ -197,7 +200,7 @@ fn replay_and_restart(db: &DbInner, logs: &[(u64, Tier)]) -> Result<()> {
     state.versions.last_sequence = max_seq;
     edit.log_number = Some(number);
     state.versions.log_and_apply(edit)?;
-    let mem = Arc::new(MemTable::new(number, db.options.write_buffer_size));
+    let mem = db.new_memtable(number);
     *db.wal.lock() = WalState {
         writer: LogWriter::new(file),
         number,
@@ -226,7 +229,7 @@ fn flush_replayed(
     if let Some(meta) = db.write_table_from_memtable(mem, number)? {
         edit.new_files.push((0, meta));
     }
-    *mem = Arc::new(MemTable::new(0, db.options.write_buffer_size));
+    *mem = db.new_memtable(0);
     Ok(())
 }
 

@@ -190,6 +190,16 @@ impl DbInner {
         }
     }
 
+    /// A new, empty memtable for WAL `log_number`, reusing a flushed memtable's memory when
+    /// one is kept.
+    pub(crate) fn new_memtable(&self, log_number: u64) -> Arc<MemTable> {
+        Arc::new(MemTable::with_region_cache(
+            log_number,
+            self.options.write_buffer_size,
+            &self.memtable_regions,
+        ))
+    }
+
     fn rotate_wal(&self, wal: &mut WalState, number: u64) -> Result<()> {
         wal.writer.sync()?;
         let path = log_file_name(&self.dir, number);
@@ -198,7 +208,7 @@ impl DbInner {
         fs.sync_dir(&self.dir)?;
         wal.writer = LogWriter::new(file);
         wal.number = number;
-        wal.mem = Arc::new(MemTable::new(number, self.options.write_buffer_size));
+        wal.mem = self.new_memtable(number);
         Ok(())
     }
 

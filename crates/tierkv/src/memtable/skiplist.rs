@@ -37,7 +37,7 @@
 use std::cmp::Ordering;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use tierkv_pm::AtomicWords;
 
 /// The most levels a node can have.
@@ -120,6 +120,8 @@ fn key_rest_words(len: usize) -> usize {
 struct Arena {
     /// Region 0, reserved at creation.
     main: AtomicWords,
+    /// Words of `main` used before it came to this arena (a reused region).
+    main_touched_before: usize,
     /// Regions 1.., allocated when `main` is full.
     buckets: Box<[OnceLock<AtomicWords>]>,
 }
@@ -131,20 +133,96 @@ struct Cursor0 {
     used: usize,
 }
 
+/// Main regions of dropped lists, kept for the next list of the same capacity (see
+/// [`SkipList::with_capacity`]). Holds at most `keep` regions; more are unmapped.
+pub(crate) struct RegionCache {
+    free: Mutex<Vec<KeptRegion>>,
+    keep: usize,
+}
+
+/// A kept region and how many of its words were ever handed out (its touched, so resident,
+/// part).
+struct KeptRegion {
+    words: AtomicWords,
+    touched: usize,
+}
+
+impl RegionCache {
+    /// A cache that keeps at most `keep` regions.
+    pub(crate) fn new(keep: usize) -> Self {
+        RegionCache {
+            free: Mutex::new(Vec::new()),
+            keep,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<KeptRegion>> {
+        self.free.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A kept region of exactly `words` words.
+    fn take(&self, words: usize) -> Option<KeptRegion> {
+        let mut free = self.lock();
+        let i = free.iter().position(|r| r.words.len() == words)?;
+        Some(free.swap_remove(i))
+    }
+
+    fn give(&self, region: KeptRegion) {
+        if region.words.is_empty() {
+            return;
+        }
+        let mut free = self.lock();
+        if free.len() < self.keep {
+            free.push(region);
+        }
+    }
+
+    /// Number of regions kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Bytes of the kept regions that were ever used (resident memory).
+    pub(crate) fn resident_bytes(&self) -> u64 {
+        self.lock().iter().map(|r| r.touched as u64 * 8).sum()
+    }
+}
+
 impl Arena {
-    fn with_capacity(words: usize) -> Result<(Arena, Cursor0), ArenaExhausted> {
+    fn with_capacity(
+        words: usize,
+        cache: Option<&RegionCache>,
+    ) -> Result<(Arena, Cursor0), ArenaExhausted> {
         let words = if words == 0 {
             0
         } else {
             words.next_multiple_of(MIN_BUCKET_WORDS)
         };
-        let main = AtomicWords::zeroed(words).map_err(|_| ArenaExhausted)?;
+        let (main, main_touched_before) = match cache.and_then(|c| c.take(words)) {
+            Some(r) => (r.words, r.touched),
+            None => (AtomicWords::zeroed(words).map_err(|_| ArenaExhausted)?, 0),
+        };
         let arena = Arena {
             main,
+            main_touched_before,
             buckets: (0..MAX_BUCKETS).map(|_| OnceLock::new()).collect(),
         };
         // Address 0 is the null link: the first word of `main` stays unused.
         Ok((arena, Cursor0 { region: 0, used: 1 }))
+    }
+
+    /// Gives `main` to `cache`, leaving the arena without it. `c`: the arena's cursor.
+    fn give_main(&mut self, c: &Cursor0, cache: &RegionCache) {
+        let used = if c.region == 0 {
+            c.used
+        } else {
+            self.main.len()
+        };
+        cache.give(KeptRegion {
+            words: std::mem::take(&mut self.main),
+            touched: used.max(self.main_touched_before),
+        });
     }
 
     /// The words at `addr`, to the end of its region.
@@ -224,17 +302,41 @@ pub(crate) struct SkipList {
     /// Words handed out, skipped region tails included.
     used_words: AtomicU64,
     len: AtomicU64,
+    /// Where the main regions go when the list is dropped.
+    cache: Option<Arc<RegionCache>>,
+}
+
+impl Drop for SkipList {
+    fn drop(&mut self) {
+        if let Some(cache) = &self.cache {
+            let w = self.writer.get_mut().unwrap_or_else(|e| e.into_inner());
+            self.index.give_main(&w.index, cache);
+            self.data.give_main(&w.data, cache);
+        }
+    }
 }
 
 impl SkipList {
     /// A list whose first `capacity_bytes` of entries go to regions reserved up front
     /// (untouched pages cost no memory); later ones go to buckets allocated as
     /// needed. Fails only if the reservation cannot be made.
-    pub(crate) fn with_capacity(capacity_bytes: usize) -> Result<Self, ArenaExhausted> {
+    ///
+    /// With a `cache`, the reserved regions are taken from it when it holds regions of this
+    /// capacity, and given back to it when the list is dropped. A reused region is not zeroed
+    /// again: no word is read before the writer has stored it (a node and its record are
+    /// written whole before the node is linked, and readers only reach linked nodes). Its pages
+    /// are already mapped, so the writer takes no page faults on them: a fresh region costs
+    /// a fault and the kernel's zeroing of each (huge) page on first touch, ~15% of the
+    /// foreground time of a fill on this VM (docs/DECISIONS.md, "Memtable").
+    pub(crate) fn with_capacity(
+        capacity_bytes: usize,
+        cache: Option<Arc<RegionCache>>,
+    ) -> Result<Self, ArenaExhausted> {
         // Both arenas reserve the whole capacity: which one fills first depends on the value
         // sizes, and address space that is never touched costs nothing.
-        let (index, index_cursor) = Arena::with_capacity(words_for(capacity_bytes))?;
-        let (data, data_cursor) = Arena::with_capacity(words_for(capacity_bytes))?;
+        let words = words_for(capacity_bytes);
+        let (index, index_cursor) = Arena::with_capacity(words, cache.as_deref())?;
+        let (data, data_cursor) = Arena::with_capacity(words, cache.as_deref())?;
         Ok(SkipList {
             head: Default::default(),
             max_height: AtomicU64::new(1),
@@ -247,6 +349,7 @@ impl SkipList {
             }),
             used_words: AtomicU64::new(0),
             len: AtomicU64::new(0),
+            cache,
         })
     }
 
@@ -467,7 +570,7 @@ impl SkipList {
 }
 
 impl Writer {
-    /// 1 + the number of successes of a 1-in-4 trial, capped at [`MAX_HEIGHT`] (xorshift64).
+    /// 1 + the number of successes of a 1-in-2 trial, capped at [`MAX_HEIGHT`] (xorshift64).
     fn random_height(&mut self) -> usize {
         let mut height = 1;
         while height < MAX_HEIGHT {
@@ -521,7 +624,7 @@ mod tests {
     }
 
     fn keys_come_back_in_order(capacity: usize) {
-        let list = SkipList::with_capacity(capacity).unwrap();
+        let list = SkipList::with_capacity(capacity, None).unwrap();
         let mut keys: Vec<(Vec<u8>, u64)> = Vec::new();
         let bases: [&[u8]; 8] = [
             b"",
@@ -583,7 +686,7 @@ mod tests {
 
     #[test]
     fn large_nodes_get_their_own_buckets() {
-        let list = SkipList::with_capacity(4096).unwrap();
+        let list = SkipList::with_capacity(4096, None).unwrap();
         let big = vec![0xabu8; MIN_BUCKET_WORDS * 8 * 3 + 5];
         list.insert(b"b", 1, &big).unwrap();
         list.insert(b"a", 1, b"small").unwrap();
@@ -599,7 +702,7 @@ mod tests {
 
     #[test]
     fn readers_see_whole_nodes_while_one_thread_inserts() {
-        let list = std::sync::Arc::new(SkipList::with_capacity(1 << 20).unwrap());
+        let list = std::sync::Arc::new(SkipList::with_capacity(1 << 20, None).unwrap());
         let n = 20_000u64;
         let writer = {
             let list = list.clone();
@@ -628,5 +731,61 @@ mod tests {
         }
         writer.join().unwrap();
         assert_eq!(list.len() as u64, n);
+    }
+
+    #[test]
+    fn a_list_on_reused_regions_holds_only_its_own_entries() {
+        let cache = Arc::new(RegionCache::new(2));
+        let capacity = 1 << 20;
+        let fill = |list: &SkipList, salt: u8, n: u64| {
+            for i in 0..n {
+                let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
+                // Keys of 8 and 24 bytes, values of 1..=40 bytes, so stale words of the
+                // first list sit under key tails, value tails and links of the second.
+                let key = if i % 2 == 0 { k.to_vec() } else { k.repeat(3) };
+                let value = vec![salt; 1 + (i % 40) as usize];
+                list.insert(&key, i, &value).unwrap();
+            }
+        };
+        let first = SkipList::with_capacity(capacity, Some(Arc::clone(&cache))).unwrap();
+        fill(&first, 0xaa, 3000);
+        assert_eq!(cache.len(), 0);
+        drop(first);
+        assert_eq!(cache.len(), 2, "both main regions are kept");
+        let touched = cache.resident_bytes();
+        assert!(
+            touched >= 3000 * 6 * 8 && touched < 2 * capacity as u64,
+            "{touched}"
+        );
+        // Another capacity does not take them.
+        let other = SkipList::with_capacity(capacity * 4, Some(Arc::clone(&cache))).unwrap();
+        assert_eq!(cache.len(), 2);
+        let second = SkipList::with_capacity(capacity, Some(Arc::clone(&cache))).unwrap();
+        assert_eq!(cache.len(), 0, "the second list reuses both regions");
+        fill(&second, 0x55, 1000);
+        let mut c = second.first();
+        let mut seen = Vec::new();
+        while c.valid() {
+            let (k, _, v) = internal(&second, c);
+            assert!(v.iter().all(|&b| b == 0x55), "a stale value came back");
+            seen.push(k);
+            c = second.next_of(c);
+        }
+        assert_eq!(seen.len(), 1000);
+        assert!(seen.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(second.len(), 1000);
+        // A key only the first list had is not found.
+        let gone = 2999u64
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .to_be_bytes()
+            .repeat(3);
+        let c = second.seek(&SearchKey::new(&gone, u64::MAX));
+        assert!(!c.valid() || !second.user_key_is(c, &gone));
+        // The second list used less than the first: the resident part is still the first's.
+        drop(second);
+        assert_eq!((cache.len(), cache.resident_bytes()), (2, touched));
+        // At most `keep` regions are kept: the other list's are unmapped.
+        drop(other);
+        assert_eq!((cache.len(), cache.resident_bytes()), (2, touched));
     }
 }
