@@ -23,6 +23,17 @@ struct State {
     used: Vec<bool>,
     /// Chunks in use, the header chunk excluded.
     live: u64,
+    /// Per chunk index: handed out since this allocator was made (kept across `rebuild`).
+    handed_out: Vec<bool>,
+}
+
+/// A chunk handed out by [`ChunkAllocator::allocate_tracked`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Allocated {
+    /// Offset of the chunk.
+    pub offset: u64,
+    /// The chunk was never handed out before by this allocator.
+    pub first_use: bool,
 }
 
 pub(crate) struct ChunkAllocator {
@@ -42,6 +53,7 @@ impl ChunkAllocator {
                 free: Vec::new(),
                 used: Vec::new(),
                 live: 0,
+                handed_out: vec![false; chunks as usize],
             }),
         };
         a.reset(&[]);
@@ -88,14 +100,24 @@ impl ChunkAllocator {
         Ok(idx)
     }
 
+    #[cfg(test)]
     pub fn allocate(&self) -> PmResult<u64> {
+        self.allocate_tracked().map(|a| a.offset)
+    }
+
+    /// Allocates a chunk and says whether it is handed out for the first time.
+    pub fn allocate_tracked(&self) -> PmResult<Allocated> {
         let mut st = self.state.lock();
         match st.free.pop() {
             Some(i) => {
                 debug_assert!(!st.used[i as usize]);
                 st.used[i as usize] = true;
                 st.live += 1;
-                Ok(i * self.chunk_size)
+                let first_use = !std::mem::replace(&mut st.handed_out[i as usize], true);
+                Ok(Allocated {
+                    offset: i * self.chunk_size,
+                    first_use,
+                })
             }
             None => Err(PmError::NoSpace(format!(
                 "all {} chunks of {} bytes are allocated",
@@ -169,5 +191,26 @@ mod tests {
         assert!(a.free(100).is_err());
         assert!(a.free(4 * 4096).is_err());
         assert_eq!(a.allocate().unwrap(), 8192);
+    }
+
+    #[test]
+    fn first_use_is_reported_once_per_chunk_across_frees_and_rebuilds() {
+        let a = ChunkAllocator::new(4 * 4096, 4096);
+        let x = a.allocate_tracked().unwrap();
+        assert_eq!((x.offset, x.first_use), (4096, true));
+        a.free(4096).unwrap();
+        assert_eq!(
+            a.allocate_tracked().unwrap(),
+            Allocated {
+                offset: 4096,
+                first_use: false
+            }
+        );
+        assert!(a.allocate_tracked().unwrap().first_use, "8192 is new");
+        a.rebuild(&[]).unwrap();
+        let again: Vec<bool> = (0..3)
+            .map(|_| a.allocate_tracked().unwrap().first_use)
+            .collect();
+        assert_eq!(again, [false, false, true], "rebuild keeps the history");
     }
 }

@@ -62,6 +62,10 @@ pub struct PmPool {
     location: String,
     backend: Backend,
     alloc: ChunkAllocator,
+    /// The pool was created by this process: a chunk never handed out reads as zeros.
+    created: bool,
+    /// `fallocate` failed as unsupported once: chunks are no longer backed on allocation.
+    no_fallocate: AtomicBool,
     lines_written_back: AtomicU64,
     bytes_msynced: AtomicU64,
     fences: AtomicU64,
@@ -111,6 +115,7 @@ impl PmPool {
         latency: LatencyModel,
         location: String,
         backend: Backend,
+        created: bool,
     ) -> PmPool {
         if !latency.is_zero() {
             iters_per_us(); // calibrate the spin loop now, not on the first access
@@ -124,6 +129,8 @@ impl PmPool {
             location,
             backend,
             alloc: ChunkAllocator::new(header.size, header.chunk_size),
+            created,
+            no_fallocate: AtomicBool::new(false),
             lines_written_back: AtomicU64::new(0),
             bytes_msynced: AtomicU64::new(0),
             fences: AtomicU64::new(0),
@@ -179,6 +186,7 @@ impl PmPool {
             options.latency,
             loc,
             Backend::File { map, _file: file },
+            true,
         );
         pool.init_header(&header)?;
         Ok(Arc::new(pool))
@@ -211,6 +219,7 @@ impl PmPool {
             options.latency,
             loc,
             Backend::File { map, _file: file },
+            false,
         )))
     }
 
@@ -235,6 +244,7 @@ impl PmPool {
             options.latency,
             "crash-sim pool".to_string(),
             Backend::Crash(sim),
+            true,
         );
         pool.init_header(&header)?;
         Ok(Arc::new(pool))
@@ -268,6 +278,7 @@ impl PmPool {
             options.latency,
             "crash image".to_string(),
             Backend::Crash(sim),
+            false,
         )))
     }
 
@@ -685,8 +696,110 @@ impl PmPool {
     /// Allocates a chunk; returns its offset.
     ///
     /// Chunk 0 (the header) is never handed out; `NoSpace` when every chunk is in use.
+    ///
+    /// The first time a chunk is handed out, its range of the pool file is allocated in the
+    /// file system (`fallocate`): the pool file is sparse, and a store into a hole of a full
+    /// file system would kill the process with `SIGBUS`; backing the chunk first turns that into
+    /// `NoSpace` here. File systems without `fallocate` keep the sparse behaviour.
     pub fn allocate_chunk(&self) -> PmResult<u64> {
-        self.alloc.allocate()
+        self.allocate_chunk_tracked().map(|a| a.offset)
+    }
+
+    /// Allocates a chunk whose bytes from `header_bytes` to its end are zero (durable at the
+    /// next fence); its first `header_bytes` are left to the caller (not written here, so no
+    /// non-temporal store overlaps the caller's own stores to them).
+    ///
+    /// A chunk handed out for the first time since this process created the pool is known to
+    /// be zero (a never-written part of a new file) and is not written; any other chunk is
+    /// zeroed with non-temporal stores. `header_bytes` larger than a chunk is `InvalidArgument`.
+    pub fn allocate_zeroed_chunk(&self, header_bytes: u64) -> PmResult<u64> {
+        if header_bytes > self.chunk_size {
+            return Err(PmError::InvalidArgument(format!(
+                "allocate_zeroed_chunk: {header_bytes} header bytes exceed the chunk size {}",
+                self.chunk_size
+            )));
+        }
+        let a = self.allocate_chunk_tracked()?;
+        if !(self.created && a.first_use) {
+            self.zero_nt_checked(a.offset + header_bytes, self.chunk_size - header_bytes);
+        }
+        Ok(a.offset)
+    }
+
+    fn allocate_chunk_tracked(&self) -> PmResult<crate::alloc::Allocated> {
+        let a = self.alloc.allocate_tracked()?;
+        if a.first_use {
+            if let Err(e) = self.back_range(a.offset, self.chunk_size) {
+                self.free_chunk(a.offset);
+                return Err(e);
+            }
+        }
+        Ok(a)
+    }
+
+    /// Allocates file-system blocks for `[offset, offset + len)` of the pool file.
+    fn back_range(&self, offset: u64, len: u64) -> PmResult<()> {
+        #[cfg(target_os = "linux")]
+        if let Backend::File { _file: file, .. } = &self.backend {
+            use std::os::fd::AsRawFd;
+            if self.no_fallocate.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            loop {
+                // SAFETY: `fallocate` takes no pointers; the descriptor belongs to `file`,
+                // which the pool owns and keeps open while it exists. Mode 0 only allocates
+                // blocks for the range (the file never shrinks: offset + len <= size).
+                let r = unsafe {
+                    libc::fallocate(
+                        file.as_raw_fd(),
+                        0,
+                        offset as libc::off_t,
+                        len as libc::off_t,
+                    )
+                };
+                if r == 0 {
+                    return Ok(());
+                }
+                let err = std::io::Error::last_os_error();
+                match err.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
+                        self.no_fallocate.store(true, Ordering::Relaxed);
+                        return Ok(());
+                    }
+                    Some(libc::ENOSPC) => {
+                        return Err(PmError::NoSpace(format!(
+                            "the file system holding {} has no room for chunk at offset {offset} \
+                             ({len} bytes): {err}",
+                            self.location
+                        )))
+                    }
+                    _ => {
+                        return Err(PmError::Io {
+                            op: "fallocate",
+                            path: self.location.clone(),
+                            source: err,
+                        })
+                    }
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (offset, len);
+        Ok(())
+    }
+
+    /// Zeroes a checked range with non-temporal stores (durable at the next fence).
+    fn zero_nt_checked(&self, offset: u64, len: u64) {
+        static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+        let end = offset + len;
+        let mut off = offset;
+        while off < end {
+            let n = (end - off).min(ZEROS.len() as u64);
+            let r = self.write_nt(off, &ZEROS[..n as usize]);
+            debug_assert!(r.is_ok(), "a chunk is inside the pool");
+            off += n;
+        }
     }
 
     /// Frees a chunk.

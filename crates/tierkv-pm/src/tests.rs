@@ -831,3 +831,126 @@ fn bench_persisted_144_byte_appends() {
         flush_instruction()
     );
 }
+
+fn file_blocks_bytes(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+#[test]
+fn chunks_are_backed_by_the_file_system_when_first_allocated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.pm");
+    let o = small_opts(DurabilityMode::Emulated);
+    let p = PmPool::create(&path, &o).unwrap();
+    let before = file_blocks_bytes(&path);
+    assert!(
+        before < 4 * o.chunk_size,
+        "a new pool is sparse ({before} bytes)"
+    );
+    let a = p.allocate_chunk().unwrap();
+    let b = p.allocate_zeroed_chunk(0).unwrap();
+    assert_ne!(a, b);
+    let after = file_blocks_bytes(&path);
+    assert!(
+        after >= before + 2 * o.chunk_size,
+        "two chunks backed: {before} -> {after} bytes"
+    );
+}
+
+#[test]
+fn zeroed_chunks_read_as_zeros_whether_new_or_reused() {
+    for crash_sim in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = small_opts(DurabilityMode::Emulated);
+        let p = if crash_sim {
+            PmPool::create_crash_sim(&o, true).unwrap()
+        } else {
+            PmPool::create(&dir.path().join("p.pm"), &o).unwrap()
+        };
+        let zeros = vec![0u8; o.chunk_size as usize];
+        let mut buf = vec![1u8; o.chunk_size as usize];
+        let fresh = p.allocate_zeroed_chunk(0).unwrap();
+        p.read(fresh, &mut buf).unwrap();
+        assert!(buf == zeros, "a new chunk reads as zeros");
+        // Dirty it, free it, and get it back (the free list is LIFO): zeroed again.
+        p.write(fresh, &vec![0xa5; o.chunk_size as usize]).unwrap();
+        p.persist(fresh, o.chunk_size).unwrap();
+        p.free_chunk(fresh);
+        let reused = p.allocate_zeroed_chunk(64).unwrap();
+        assert_eq!(reused, fresh);
+        p.fence();
+        p.read(reused, &mut buf).unwrap();
+        assert!(
+            buf[..64].iter().all(|&b| b == 0xa5),
+            "the header bytes are left alone"
+        );
+        assert!(
+            buf[64..] == zeros[64..],
+            "a reused chunk is zeroed (crash_sim {crash_sim})"
+        );
+        assert!(matches!(
+            p.allocate_zeroed_chunk(o.chunk_size + 1),
+            Err(PmError::InvalidArgument(_))
+        ));
+        if crash_sim {
+            // The zeroing is durable after the fence.
+            let image = p.crash_image(CrashImage::Strict).unwrap();
+            assert!(
+                image[(reused + 64) as usize..(reused + o.chunk_size) as usize]
+                    .iter()
+                    .all(|&b| b == 0)
+            );
+        }
+    }
+}
+
+/// A pool on a file system that fills up: allocation fails with `NoSpace` instead of a later
+/// store dying with `SIGBUS`. Needs a small tmpfs, so it runs only where the test may mount
+/// one (as root); elsewhere it says so and checks nothing.
+#[test]
+fn a_full_file_system_fails_chunk_allocation_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a small tmpfs here (needs root)");
+        return;
+    }
+    let result = std::panic::catch_unwind(|| {
+        // A 4 MiB sparse pool on a 1 MiB file system: creation succeeds, and chunks can be
+        // allocated until the file system is full.
+        let o = PoolOptions {
+            size: 4 << 20,
+            chunk_size: 256 * KB,
+            ..small_opts(DurabilityMode::Emulated)
+        };
+        let p = PmPool::create(&mnt.join("p.pm"), &o).unwrap();
+        let mut got = Vec::new();
+        let err = loop {
+            match p.allocate_chunk() {
+                Ok(c) => {
+                    // Every store into a handed-out chunk succeeds (no SIGBUS).
+                    p.write(c, &vec![7u8; o.chunk_size as usize]).unwrap();
+                    p.persist(c, o.chunk_size).unwrap();
+                    got.push(c);
+                }
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(err, PmError::NoSpace(_)), "{err}");
+        assert!(err.to_string().contains("no room"), "{err}");
+        assert!(!got.is_empty() && got.len() < 15, "{} chunks", got.len());
+        // The failed chunk went back to the free list.
+        assert_eq!(p.free_chunks(), 15 - got.len() as u64);
+    });
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
