@@ -75,6 +75,10 @@ impl ChunkAllocator {
         st.live = live_idx.len() as u64;
         st.used = used;
         st.free = free;
+        // Live chunks were written by their owner, whether or not this allocator handed them out.
+        for &i in live_idx {
+            st.handed_out[i as usize] = true;
+        }
     }
 
     /// Chunk index of `offset`, or `InvalidArgument`.
@@ -138,6 +142,17 @@ impl ChunkAllocator {
         st.used[idx as usize] = false;
         st.live -= 1;
         st.free.push(idx);
+        Ok(())
+    }
+
+    /// Takes back a chunk that [`ChunkAllocator::allocate_tracked`] just handed out for the
+    /// first time but that the caller could not use (its file-system blocks could not be
+    /// allocated): it is free again and its next allocation is again a first use.
+    pub fn free_unused_first(&self, a: Allocated) -> PmResult<()> {
+        debug_assert!(a.first_use);
+        self.free(a.offset)?;
+        let idx = a.offset / self.chunk_size;
+        self.state.lock().handed_out[idx as usize] = false;
         Ok(())
     }
 

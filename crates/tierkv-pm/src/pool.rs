@@ -65,6 +65,7 @@ pub struct PmPool {
     /// The pool was created by this process: a chunk never handed out reads as zeros.
     created: bool,
     /// `fallocate` failed as unsupported once: chunks are no longer backed on allocation.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     no_fallocate: AtomicBool,
     lines_written_back: AtomicU64,
     bytes_msynced: AtomicU64,
@@ -712,6 +713,10 @@ impl PmPool {
     /// A chunk handed out for the first time since this process created the pool is known to
     /// be zero (a never-written part of a new file) and is not written; any other chunk is
     /// zeroed with non-temporal stores. `header_bytes` larger than a chunk is `InvalidArgument`.
+    ///
+    /// "Known to be zero" rests on the pool's contract that, outside the header chunk, bytes are
+    /// written only inside allocated chunks (chunks listed live in
+    /// [`PmPool::rebuild_allocator`] count as handed out).
     pub fn allocate_zeroed_chunk(&self, header_bytes: u64) -> PmResult<u64> {
         if header_bytes > self.chunk_size {
             return Err(PmError::InvalidArgument(format!(
@@ -730,7 +735,9 @@ impl PmPool {
         let a = self.alloc.allocate_tracked()?;
         if a.first_use {
             if let Err(e) = self.back_range(a.offset, self.chunk_size) {
-                self.free_chunk(a.offset);
+                // Still unbacked: its next allocation must try to back it again.
+                let r = self.alloc.free_unused_first(a);
+                debug_assert!(r.is_ok(), "the chunk was just allocated");
                 return Err(e);
             }
         }
@@ -745,18 +752,17 @@ impl PmPool {
             if self.no_fallocate.load(Ordering::Relaxed) {
                 return Ok(());
             }
+            let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len))
+            else {
+                return Err(PmError::InvalidArgument(format!(
+                    "chunk at offset {offset} ({len} bytes) is beyond this platform's file offsets"
+                )));
+            };
             loop {
                 // SAFETY: `fallocate` takes no pointers; the descriptor belongs to `file`,
                 // which the pool owns and keeps open while it exists. Mode 0 only allocates
                 // blocks for the range (the file never shrinks: offset + len <= size).
-                let r = unsafe {
-                    libc::fallocate(
-                        file.as_raw_fd(),
-                        0,
-                        offset as libc::off_t,
-                        len as libc::off_t,
-                    )
-                };
+                let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, n) };
                 if r == 0 {
                     return Ok(());
                 }
@@ -767,7 +773,7 @@ impl PmPool {
                         self.no_fallocate.store(true, Ordering::Relaxed);
                         return Ok(());
                     }
-                    Some(libc::ENOSPC) => {
+                    Some(libc::ENOSPC) | Some(libc::EDQUOT) => {
                         return Err(PmError::NoSpace(format!(
                             "the file system holding {} has no room for chunk at offset {offset} \
                              ({len} bytes): {err}",

@@ -179,7 +179,8 @@ pub struct LevelStats {
 pub struct DramFootprint {
     /// Active and immutable memtables (approximate: entries plus skiplist node overhead).
     pub memtable_bytes: u64,
-    /// Memory of flushed memtables kept for reuse by the next ones (the part ever used).
+    /// Memory of flushed memtables kept for reuse by the next ones (the part ever used), in
+    /// the cache or under a memtable that has not used it again yet.
     #[serde(default)]
     pub memtable_kept_bytes: u64,
     /// Bloom filters of open tables.

@@ -3,9 +3,11 @@
 //!
 //! This is the structure of LevelDB's `SkipList` and RocksDB's `InlineSkipList`, in safe Rust:
 //!
-//! * **Arenas.** Memory is carved out of zeroed regions of `AtomicU64`, each its own anonymous
+//! * **Arenas.** Memory is carved out of regions of `AtomicU64`, each its own anonymous
 //!   mapping ([`tierkv_pm::AtomicWords`]: zeroed by the kernel on first touch, advised for
-//!   transparent huge pages): region 0 is reserved at creation with the
+//!   transparent huge pages), or a region 0 a dropped list left in a [`RegionCache`]; no word is
+//!   ever read before this list's writer stored it, so reused words need no zeroing. Region 0
+//!   is reserved at creation with the
 //!   memtable's expected size (the write buffer size), regions 1.. are buckets allocated when it
 //!   is full (64 KiB doubling up to 32 MiB). A word is named by its address `region << 40 |
 //!   offset`; `0` is the null link. A link into region 0 is followed without any lookup.
@@ -212,16 +214,27 @@ impl Arena {
         Ok((arena, Cursor0 { region: 0, used: 1 }))
     }
 
-    /// Gives `main` to `cache`, leaving the arena without it. `c`: the arena's cursor.
-    fn give_main(&mut self, c: &Cursor0, cache: &RegionCache) {
-        let used = if c.region == 0 {
+    /// Words of `main` handed out so far. `c`: the arena's cursor.
+    fn main_used(&self, c: &Cursor0) -> usize {
+        if c.region == 0 {
             c.used
         } else {
             self.main.len()
-        };
+        }
+    }
+
+    /// Words of `main` that a previous list used and this one has not used again yet
+    /// (resident, but not counted in this list's size).
+    fn main_stale(&self, c: &Cursor0) -> usize {
+        self.main_touched_before.saturating_sub(self.main_used(c))
+    }
+
+    /// Gives `main` to `cache`, leaving the arena without it. `c`: the arena's cursor.
+    fn give_main(&mut self, c: &Cursor0, cache: &RegionCache) {
+        let touched = self.main_used(c).max(self.main_touched_before);
         cache.give(KeptRegion {
             words: std::mem::take(&mut self.main),
-            touched: used.max(self.main_touched_before),
+            touched,
         });
     }
 
@@ -360,6 +373,13 @@ impl SkipList {
     /// Bytes of arena handed out to entries.
     pub(crate) fn arena_bytes(&self) -> u64 {
         self.used_words.load(Relaxed) * 8
+    }
+
+    /// Resident bytes of reused regions beyond what this list has used of them so far: the part
+    /// a previous list touched (see [`RegionCache`]).
+    pub(crate) fn stale_resident_bytes(&self) -> u64 {
+        let w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        (self.index.main_stale(&w.index) + self.data.main_stale(&w.data)) as u64 * 8
     }
 
     #[inline]
@@ -737,14 +757,26 @@ mod tests {
     fn a_list_on_reused_regions_holds_only_its_own_entries() {
         let cache = Arc::new(RegionCache::new(2));
         let capacity = 1 << 20;
+        // Keys of 8 and 24 bytes (the second list: 24 and 8, other keys in another order),
+        // values of 1..=40 bytes, so the second list's nodes and records land on the first's
+        // words at other offsets: stale keys, lengths, links and value tails lie under them.
+        let key = |salt: u8, i: u64| {
+            let mul = if salt == 0xaa {
+                0x9E37_79B9_7F4A_7C15u64
+            } else {
+                0xD6E8_FEB8_6659_FD93
+            };
+            let k = i.wrapping_mul(mul).to_be_bytes();
+            if i.is_multiple_of(2) == (salt == 0xaa) {
+                k.to_vec()
+            } else {
+                k.repeat(3)
+            }
+        };
         let fill = |list: &SkipList, salt: u8, n: u64| {
             for i in 0..n {
-                let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
-                // Keys of 8 and 24 bytes, values of 1..=40 bytes, so stale words of the
-                // first list sit under key tails, value tails and links of the second.
-                let key = if i % 2 == 0 { k.to_vec() } else { k.repeat(3) };
-                let value = vec![salt; 1 + (i % 40) as usize];
-                list.insert(&key, i, &value).unwrap();
+                let value = vec![salt; 1 + ((i + u64::from(salt)) % 40) as usize];
+                list.insert(&key(salt, i), i, &value).unwrap();
             }
         };
         let first = SkipList::with_capacity(capacity, Some(Arc::clone(&cache))).unwrap();
@@ -771,16 +803,25 @@ mod tests {
             seen.push(k);
             c = second.next_of(c);
         }
-        assert_eq!(seen.len(), 1000);
-        assert!(seen.windows(2).all(|w| w[0] < w[1]));
+        let mut want: Vec<Vec<u8>> = (0..1000).map(|i| key(0x55, i)).collect();
+        want.sort();
+        assert_eq!(seen, want, "exactly the second list's keys, in order");
         assert_eq!(second.len(), 1000);
-        // A key only the first list had is not found.
-        let gone = 2999u64
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .to_be_bytes()
-            .repeat(3);
-        let c = second.seek(&SearchKey::new(&gone, u64::MAX));
-        assert!(!c.valid() || !second.user_key_is(c, &gone));
+        assert!(
+            second.stale_resident_bytes() > 0,
+            "the first list touched more"
+        );
+        // Every key of the second list is found; no key of the first list is.
+        for i in 0..3000 {
+            if i < 1000 {
+                let k = key(0x55, i);
+                let c = second.seek(&SearchKey::new(&k, u64::MAX));
+                assert!(c.valid() && second.user_key_is(c, &k));
+            }
+            let gone = key(0xaa, i);
+            let c = second.seek(&SearchKey::new(&gone, u64::MAX));
+            assert!(!c.valid() || !second.user_key_is(c, &gone));
+        }
         // The second list used less than the first: the resident part is still the first's.
         drop(second);
         assert_eq!((cache.len(), cache.resident_bytes()), (2, touched));
