@@ -62,8 +62,9 @@ pub struct PmOptions {
     /// The pool file; default `<database directory>/pm.pool`. Put it on a DAX file system for
     /// real PM, or on `/dev/shm` for the emulation the papers used.
     pub path: Option<PathBuf>,
-    /// Pool size in bytes, fixed when the pool is created (a sparse file: only used chunks take
-    /// memory). It must hold the WAL and every L0 table: about
+    /// Pool size in bytes, fixed when the pool is created (a sparse file: a chunk takes space
+    /// in the file system when it is first used, and a full file system is an out-of-space
+    /// error then). It must hold the WAL and every L0 table: about
     /// `(max_write_buffer_number + level0_stop_trigger) x write_buffer_size`. Default 8 GiB.
     pub size_bytes: u64,
     /// Allocation unit for logs and tables. Default 4 MiB (FluidKV's chunk size).
