@@ -50,7 +50,7 @@ pub use options::{
 };
 pub use persist::{flush_instruction, CACHE_LINE};
 pub use pool::PmPool;
-pub use words::AtomicWords;
+pub use words::{prefetch, AtomicWords};
 
 /// Number of 8-byte root slots in the pool header.
 pub const ROOT_SLOTS: usize = 16;

@@ -530,20 +530,31 @@ impl SkipList {
         Cursor(self.next(c.0, 0))
     }
 
+    /// Starts loading what a scan standing at `c` reads next: the record of `c` (its value)
+    /// and the node after `c`. REQUIRES: `c` valid.
+    pub(crate) fn prefetch_around(&self, c: Cursor) {
+        let n = self.node(c.0);
+        tierkv_pm::prefetch(&self.record(n)[VALUE_LEN]);
+        let next = n[NEXT].load(Acquire);
+        if next != NULL {
+            tierkv_pm::prefetch(&self.node(next)[K0]);
+        }
+    }
+
     /// The user key at `c`, appended to `dst`. REQUIRES: `c` valid.
     pub(crate) fn append_user_key(&self, c: Cursor, dst: &mut Vec<u8>) {
         let n = self.node(c.0);
         let user_len = user_len(n);
-        let start = dst.len();
-        dst.extend_from_slice(&n[K0].load(Relaxed).to_be_bytes());
-        dst.extend_from_slice(&n[K1].load(Relaxed).to_be_bytes());
+        append_words(dst, &n[K0..=K1], user_len.min(16), u64::to_be_bytes);
         if user_len > 16 {
             let rest = &self.record(n)[KEY_REST..];
-            for w in &rest[..key_rest_words(user_len)] {
-                dst.extend_from_slice(&w.load(Relaxed).to_be_bytes());
-            }
+            append_words(
+                dst,
+                &rest[..key_rest_words(user_len)],
+                user_len - 16,
+                u64::to_be_bytes,
+            );
         }
-        dst.truncate(start + user_len);
     }
 
     /// The internal key at `c` (user key and trailer), appended to `dst`.
@@ -576,16 +587,15 @@ impl SkipList {
     /// The value at `c`, appended to `dst`.
     pub(crate) fn append_value(&self, c: Cursor, dst: &mut Vec<u8>) {
         let n = self.node(c.0);
-        let user_len = user_len(n);
         let r = self.record(n);
         let value_len = r[VALUE_LEN].load(Relaxed) as usize;
-        let start = KEY_REST + key_rest_words(user_len);
-        let at = dst.len();
-        dst.reserve(words_for(value_len) * 8);
-        for w in &r[start..start + words_for(value_len)] {
-            dst.extend_from_slice(&w.load(Relaxed).to_le_bytes());
-        }
-        dst.truncate(at + value_len);
+        let start = KEY_REST + key_rest_words(user_len(n));
+        append_words(
+            dst,
+            &r[start..start + words_for(value_len)],
+            value_len,
+            u64::to_le_bytes,
+        );
     }
 }
 
@@ -603,6 +613,17 @@ impl Writer {
             height += 1;
         }
         height
+    }
+}
+
+/// Appends the first `len` bytes of `words` (each turned into bytes by `bytes`) to `dst`.
+/// REQUIRES: `words` holds at least `len` bytes.
+#[inline]
+fn append_words(dst: &mut Vec<u8>, words: &[AtomicU64], len: usize, bytes: fn(u64) -> [u8; 8]) {
+    let at = dst.len();
+    dst.resize(at + len, 0);
+    for (chunk, w) in dst[at..].chunks_mut(8).zip(words) {
+        chunk.copy_from_slice(&bytes(w.load(Relaxed))[..chunk.len()]);
     }
 }
 
