@@ -132,27 +132,31 @@ impl ChunkAllocator {
     }
 
     pub fn free(&self, offset: u64) -> PmResult<()> {
-        let idx = self.index_of(offset, "free_chunk")?;
-        let mut st = self.state.lock();
-        if !st.used[idx as usize] {
-            return Err(PmError::InvalidArgument(format!(
-                "free_chunk: chunk at offset {offset} is not allocated (double free?)"
-            )));
-        }
-        st.used[idx as usize] = false;
-        st.live -= 1;
-        st.free.push(idx);
-        Ok(())
+        self.free_with(offset, |_| {})
     }
 
     /// Takes back a chunk that [`ChunkAllocator::allocate_tracked`] just handed out for the
     /// first time but that the caller could not use (its file-system blocks could not be
-    /// allocated): it is free again and its next allocation is again a first use.
+    /// allocated): it is free again and its next allocation is again a first use. Both happen
+    /// under one lock, so no other thread can get the chunk as a non-first use in between.
     pub fn free_unused_first(&self, a: Allocated) -> PmResult<()> {
         debug_assert!(a.first_use);
-        self.free(a.offset)?;
-        let idx = a.offset / self.chunk_size;
-        self.state.lock().handed_out[idx as usize] = false;
+        self.free_with(a.offset, |h| *h = false)
+    }
+
+    /// Frees the chunk at `offset`, calling `then` on its `handed_out` flag under the same lock.
+    fn free_with(&self, offset: u64, then: impl FnOnce(&mut bool)) -> PmResult<()> {
+        let idx = self.index_of(offset, "free_chunk")? as usize;
+        let mut st = self.state.lock();
+        if !st.used[idx] {
+            return Err(PmError::InvalidArgument(format!(
+                "free_chunk: chunk at offset {offset} is not allocated (double free?)"
+            )));
+        }
+        st.used[idx] = false;
+        st.live -= 1;
+        st.free.push(idx as u64);
+        then(&mut st.handed_out[idx]);
         Ok(())
     }
 
