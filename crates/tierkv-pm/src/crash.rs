@@ -9,10 +9,15 @@
 //!   are stored and flushed like `write` + `flush`);
 //! * `fence` applies every pending capture to the **shadow image** (durable) and clears it.
 //!
+//! The lines a range touches are those of [`crate::persist::cache_lines`], the function the
+//! hardware write-back uses too.
+//!
 //! Crash images: `Strict` = the shadow image; `AllPending` = shadow + pending captures + the
 //! current content of dirty lines; `Torn(seed)` = shadow where every 8-byte word of a pending or
 //! dirty line is independently one of the values PM could hold for it (the durable value, the
-//! pending capture, the current value), chosen by a seeded SplitMix64 (deterministic per seed).
+//! pending capture, the current value), chosen by a seeded SplitMix64 (deterministic per seed);
+//! `TornLines(seed)` = the same choice made once per line, for all its words together (a line is
+//! never mixed). Every value that exists can be drawn, the durable one included.
 //!
 //! With `check_stores`, each fence verifies the invariant "every line whose memory differs from
 //! the shadow image is dirty or pending" (checked after applying pending lines: memory differs
@@ -28,9 +33,10 @@
 
 use crate::mapping::AlignedBuf;
 use crate::options::CrashImage;
-use crate::persist::CACHE_LINE;
+use crate::persist::{cache_lines, CACHE_LINE};
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const LINE: usize = CACHE_LINE as usize;
@@ -86,13 +92,8 @@ impl CrashSim {
         mem[at..at + LINE].try_into().unwrap()
     }
 
-    fn line_range(offset: u64, len: u64) -> std::ops::RangeInclusive<u64> {
-        debug_assert!(len > 0);
-        offset / CACHE_LINE..=(offset + len - 1) / CACHE_LINE
-    }
-
     /// Captures the current content of the dirty lines in `lines` as pending (write-back).
-    fn capture(&self, st: &mut MutexGuard<'_, State>, lines: std::ops::RangeInclusive<u64>) {
+    fn capture(&self, st: &mut MutexGuard<'_, State>, lines: Range<u64>) {
         let to_flush: Vec<u64> = st.dirty.range(lines).copied().collect();
         for line in to_flush {
             let data = Self::line_of(self.memory(st), line);
@@ -123,7 +124,7 @@ impl CrashSim {
         }
         let mut st = self.state.lock();
         self.copy_in(&st, offset, data);
-        st.dirty.extend(Self::line_range(offset, data.len() as u64));
+        st.dirty.extend(cache_lines(offset, data.len() as u64));
     }
 
     /// Non-temporal copy: aligned words become pending directly; the unaligned head and tail are
@@ -138,12 +139,12 @@ impl CrashSim {
         let mut st = self.state.lock();
         self.copy_in(&st, offset, data);
         if mid_start > offset {
-            let lines = Self::line_range(offset, mid_start - offset);
+            let lines = cache_lines(offset, mid_start - offset);
             st.dirty.extend(lines.clone());
             self.capture(&mut st, lines);
         }
         if end > mid_end {
-            let lines = Self::line_range(mid_end, end - mid_end);
+            let lines = cache_lines(mid_end, end - mid_end);
             st.dirty.extend(lines.clone());
             self.capture(&mut st, lines);
         }
@@ -185,7 +186,7 @@ impl CrashSim {
             return;
         }
         let mut st = self.state.lock();
-        self.capture(&mut st, Self::line_range(offset, len));
+        self.capture(&mut st, cache_lines(offset, len));
     }
 
     /// Applies every pending line to the shadow image, then (with `check_stores`) verifies that

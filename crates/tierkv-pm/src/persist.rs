@@ -72,19 +72,44 @@ fn detect() -> FlushInsn {
     FlushInsn::Msync
 }
 
-/// Number of cache lines touched by `[offset, offset + len)` (0 when `len == 0`).
-/// The caller guarantees `offset + len` does not overflow.
-pub(crate) fn lines_touched(offset: u64, len: u64) -> u64 {
-    if len == 0 {
-        return 0;
-    }
+/// The cache lines a write-back of `[offset, offset + len)` must cover, as line numbers (line
+/// `n` holds bytes `[n * CACHE_LINE, (n + 1) * CACHE_LINE)`): every line holding at least one
+/// byte of the range and no other, so none when `len == 0`. The caller guarantees that
+/// `offset + len` does not overflow.
+///
+/// The one definition of "the lines of a range": the hardware write-back ([`write_back`]), the
+/// write-back counter ([`lines_touched`]) and the crash simulation's dirty and pending lines all
+/// use it, so a test of this function covers what the hardware path does (which no test can
+/// observe) and what the crash tests check.
+pub(crate) fn cache_lines(offset: u64, len: u64) -> std::ops::Range<u64> {
     let first = offset / CACHE_LINE;
-    let last = (offset + len - 1) / CACHE_LINE;
-    last - first + 1
+    if len == 0 {
+        return first..first;
+    }
+    // The line after the one holding the last byte: a partial last line is included.
+    first..(offset + len).div_ceil(CACHE_LINE)
 }
 
-/// Writes back every cache line touched by `[ptr, ptr + len)` with the detected instruction.
-/// No fence. A no-op on targets without a cache-line instruction.
+/// Number of cache lines touched by `[offset, offset + len)` (0 when `len == 0`): the length of
+/// [`cache_lines`]. The caller guarantees `offset + len` does not overflow.
+pub(crate) fn lines_touched(offset: u64, len: u64) -> u64 {
+    let lines = cache_lines(offset, len);
+    lines.end - lines.start
+}
+
+/// The start of every cache line of [`cache_lines`] for `[ptr, ptr + len)`, as pointers derived
+/// from `ptr` (wrapping arithmetic: the first line may start up to 63 bytes before `ptr`).
+/// Computing them dereferences nothing.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn line_starts(ptr: *const u8, len: usize) -> impl Iterator<Item = *const u8> {
+    let lines = cache_lines(ptr.addr() as u64, len as u64);
+    let first = ptr.with_addr((lines.start * CACHE_LINE) as usize);
+    (0..(lines.end - lines.start) as usize)
+        .map(move |i| first.wrapping_add(i * CACHE_LINE as usize))
+}
+
+/// Writes back every cache line touched by `[ptr, ptr + len)` (those of [`cache_lines`]) with
+/// the detected instruction. No fence. A no-op on targets without a cache-line instruction.
 ///
 /// # Safety
 /// Every cache line touched by the range must lie inside one live mapping or allocation (the
@@ -93,15 +118,8 @@ pub(crate) fn lines_touched(offset: u64, len: u64) -> u64 {
 #[cfg(target_arch = "x86_64")]
 pub(crate) unsafe fn write_back(ptr: *const u8, len: usize) {
     use std::arch::asm;
-    if len == 0 {
-        return;
-    }
-    let misalign = ptr as usize % CACHE_LINE as usize;
-    let first = ptr.wrapping_sub(misalign);
-    let lines = (misalign + len).div_ceil(CACHE_LINE as usize);
     let insn = flush_insn();
-    for i in 0..lines {
-        let line = first.wrapping_add(i * CACHE_LINE as usize);
+    for line in line_starts(ptr, len) {
         match insn {
             // SAFETY: `line` is inside the caller's live mapping (function contract); CPUID
             // reported CLWB. CLWB writes the line back without changing memory contents.
@@ -187,6 +205,77 @@ pub(crate) unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The definition, byte by byte: the lines holding at least one byte of the range, in
+    /// order, each once.
+    fn brute_force_lines(offset: u64, len: u64) -> Vec<u64> {
+        let mut lines: Vec<u64> = (offset..offset + len).map(|b| b / CACHE_LINE).collect();
+        lines.dedup();
+        lines
+    }
+
+    fn check_cache_lines(offset: u64, len: u64) {
+        let expected = brute_force_lines(offset, len);
+        assert_eq!(
+            cache_lines(offset, len).collect::<Vec<_>>(),
+            expected,
+            "cache_lines({offset}, {len}) must be every line holding a byte of the range"
+        );
+        assert_eq!(lines_touched(offset, len), expected.len() as u64);
+    }
+
+    #[test]
+    fn cache_lines_are_exactly_the_lines_holding_a_byte_of_the_range() {
+        // Every misalignment and every length up to a few lines, at low and high offsets.
+        for base in [0, 64, 4096, 1 << 40] {
+            for misalign in 0..CACHE_LINE {
+                for len in 0..=200 {
+                    check_cache_lines(base + misalign, len);
+                }
+                for len in [4096, 4097, 65535, 65536 + 63] {
+                    check_cache_lines(base + misalign, len);
+                }
+            }
+        }
+        // Too long to enumerate bytes: the first line holds the first byte, the last line the
+        // last byte.
+        for (offset, len) in [
+            (13, 1 << 30),
+            (1 << 40, (1 << 30) + 1),
+            (u64::MAX - 100, 100),
+        ] {
+            let lines = cache_lines(offset, len);
+            assert_eq!(lines.start, offset / CACHE_LINE, "{offset} {len}");
+            assert_eq!(
+                lines.end - 1,
+                (offset + len - 1) / CACHE_LINE,
+                "{offset} {len}"
+            );
+        }
+    }
+
+    #[test]
+    fn write_back_visits_the_start_of_every_line_of_the_range() {
+        #[repr(C, align(64))]
+        struct Lines([u8; 512]);
+        let buf = Lines([0u8; 512]);
+        let base = buf.0.as_ptr();
+        for misalign in 0..64usize {
+            for len in 0..=(512 - misalign).min(400) {
+                let ptr = base.wrapping_add(misalign);
+                let got: Vec<usize> = line_starts(ptr, len).map(|p| p.addr()).collect();
+                let expected: Vec<usize> = brute_force_lines(misalign as u64, len as u64)
+                    .iter()
+                    .map(|&l| base.addr() + (l * CACHE_LINE) as usize)
+                    .collect();
+                assert_eq!(
+                    got, expected,
+                    "write_back(base + {misalign}, {len}) must visit the start of every line \
+                     holding a byte of the range"
+                );
+            }
+        }
+    }
 
     #[test]
     fn lines_touched_counts_partial_lines() {

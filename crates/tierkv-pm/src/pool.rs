@@ -67,6 +67,10 @@ pub struct PmPool {
     /// `fallocate` failed as unsupported once: chunks are no longer backed on allocation.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     no_fallocate: AtomicBool,
+    /// Tests: the room left on a simulated file system that replaces `fallocate` (`None`: the
+    /// real call). Makes the full-file-system path testable without mounting a small one.
+    #[cfg(all(test, target_os = "linux"))]
+    simulated_fs_room: parking_lot::Mutex<Option<u64>>,
     lines_written_back: AtomicU64,
     bytes_msynced: AtomicU64,
     fences: AtomicU64,
@@ -132,6 +136,8 @@ impl PmPool {
             alloc: ChunkAllocator::new(header.size, header.chunk_size),
             created,
             no_fallocate: AtomicBool::new(false),
+            #[cfg(all(test, target_os = "linux"))]
+            simulated_fs_room: parking_lot::Mutex::new(None),
             lines_written_back: AtomicU64::new(0),
             bytes_msynced: AtomicU64::new(0),
             fences: AtomicU64::new(0),
@@ -748,7 +754,6 @@ impl PmPool {
     fn back_range(&self, offset: u64, len: u64) -> PmResult<()> {
         #[cfg(target_os = "linux")]
         if let Backend::File { _file: file, .. } = &self.backend {
-            use std::os::fd::AsRawFd;
             if self.no_fallocate.load(Ordering::Relaxed) {
                 return Ok(());
             }
@@ -758,41 +763,66 @@ impl PmPool {
                     "chunk at offset {offset} ({len} bytes) is beyond this platform's file offsets"
                 )));
             };
-            loop {
-                // SAFETY: `fallocate` takes no pointers; the descriptor belongs to `file`,
-                // which the pool owns and keeps open while it exists. Mode 0 only allocates
-                // blocks for the range (the file never shrinks: offset + len <= size).
-                let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, n) };
-                if r == 0 {
-                    return Ok(());
+            let Err(err) = self.fallocate(file, off, n) else {
+                return Ok(());
+            };
+            return match err.raw_os_error() {
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
+                    self.no_fallocate.store(true, Ordering::Relaxed);
+                    Ok(())
                 }
-                let err = std::io::Error::last_os_error();
-                match err.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
-                        self.no_fallocate.store(true, Ordering::Relaxed);
-                        return Ok(());
-                    }
-                    Some(libc::ENOSPC) | Some(libc::EDQUOT) => {
-                        return Err(PmError::NoSpace(format!(
-                            "the file system holding {} has no room for chunk at offset {offset} \
-                             ({len} bytes): {err}",
-                            self.location
-                        )))
-                    }
-                    _ => {
-                        return Err(PmError::Io {
-                            op: "fallocate",
-                            path: self.location.clone(),
-                            source: err,
-                        })
-                    }
-                }
-            }
+                Some(libc::ENOSPC) | Some(libc::EDQUOT) => Err(PmError::NoSpace(format!(
+                    "the file system holding {} has no room for chunk at offset {offset} \
+                     ({len} bytes): {err}",
+                    self.location
+                ))),
+                _ => Err(PmError::Io {
+                    op: "fallocate",
+                    path: self.location.clone(),
+                    source: err,
+                }),
+            };
         }
         #[cfg(not(target_os = "linux"))]
         let _ = (offset, len);
         Ok(())
+    }
+
+    /// `fallocate(2)` mode 0 of `[off, off + n)` of the pool file, retried on `EINTR`.
+    #[cfg(target_os = "linux")]
+    fn fallocate(&self, file: &File, off: libc::off_t, n: libc::off_t) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        #[cfg(test)]
+        if let Some(room) = self.simulated_fs_room.lock().as_mut() {
+            // Backing takes `n` bytes of the room left, or fails as on a full file system.
+            return match room.checked_sub(n as u64) {
+                Some(left) => {
+                    *room = left;
+                    Ok(())
+                }
+                None => Err(std::io::Error::from_raw_os_error(libc::ENOSPC)),
+            };
+        }
+        loop {
+            // SAFETY: `fallocate` takes no pointers; the descriptor belongs to `file`, which the
+            // pool owns and keeps open while it exists. Mode 0 only allocates blocks for the
+            // range (the file never shrinks: offset + len <= size).
+            let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, n) };
+            if r == 0 {
+                return Ok(());
+            }
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINTR) {
+                return Err(err);
+            }
+        }
+    }
+
+    /// Tests: `Some(bytes)` makes backing a chunk behave as on a file system with only `bytes`
+    /// of room left, instead of calling `fallocate`; `None` restores the real call.
+    #[cfg(all(test, target_os = "linux"))]
+    pub(crate) fn simulate_fs_room(&self, bytes: Option<u64>) {
+        *self.simulated_fs_room.lock() = bytes;
     }
 
     /// Zeroes a checked range with non-temporal stores (durable at the next fence).

@@ -1,9 +1,12 @@
-//! Pool-level tests: file pools in every mode, bounds checks, allocator, latency and the
-//! crash-simulation backend.
+//! Pool-level tests: file pools in every mode, bounds checks, allocator (a full file system
+//! included, simulated and, with root, real), latency and the crash-simulation backend (the
+//! images it yields for every state a line can be in).
 //!
 //! **Thread safety / durability.** Tests only; each test owns its pools and temp files.
 
 use crate::*;
+use std::collections::BTreeSet;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -685,6 +688,250 @@ fn torn_images_mix_old_and_new_words_deterministically() {
     assert_eq!(p.crash_image(CrashImage::AllPending).unwrap(), strict);
 }
 
+// The simulator's images, region by region. One chunk holds 16-line regions in every state a
+// line can be in when the image is taken; each region first held version 1 (durable).
+
+/// Lines (relative to the chunk) written, written back and fenced: version 2 is durable.
+const FENCED: Range<u64> = 0..16;
+/// Written (version 2) and written back, not fenced: pending.
+const FLUSHED: Range<u64> = 16..32;
+/// Version 2 stored with `write_nt` (whole, aligned lines), not fenced: pending.
+const STREAMED: Range<u64> = 32..48;
+/// Version 2 stored, never written back: dirty.
+const DIRTY: Range<u64> = 48..64;
+/// Version 2 written back (pending), then version 3 stored over it (dirty again).
+const REWRITTEN: Range<u64> = 64..80;
+/// Never written after version 1.
+const UNTOUCHED: Range<u64> = 80..96;
+const REGION_LINES: u64 = 96;
+
+/// Version `v` of the bytes at `[at, at + len)` (8-aligned): word `i` of the pool holds
+/// `v << 56 | i`, distinct for every word and version, so an image tells which version each
+/// word holds.
+fn versioned(v: u64, at: u64, len: u64) -> Vec<u8> {
+    (at / 8..(at + len) / 8)
+        .flat_map(|i| ((v << 56) | i).to_le_bytes())
+        .collect()
+}
+
+/// The version the word at `off` holds in `img` (panics on a value no version ever stored).
+fn version_at(img: &[u8], off: u64) -> u64 {
+    let w = word(img, off);
+    assert_eq!(
+        w & ((1 << 56) - 1),
+        off / 8,
+        "foreign value {w:#x} at {off}"
+    );
+    w >> 56
+}
+
+/// Byte range of `lines` of the chunk at `c`.
+fn line_bytes(c: u64, lines: &Range<u64>) -> (u64, u64) {
+    (c + lines.start * 64, (lines.end - lines.start) * 64)
+}
+
+/// A crash-sim pool and its chunk with the regions above; with `unfenced` false, only what is
+/// fenced (the reference the strict image must equal).
+fn region_pool(unfenced: bool) -> (Arc<PmPool>, u64) {
+    let p = sim(true);
+    let c = p.allocate_chunk().unwrap();
+    let put = |lines: &Range<u64>, v: u64| {
+        let (at, len) = line_bytes(c, lines);
+        p.write(at, &versioned(v, at, len)).unwrap();
+        (at, len)
+    };
+    let (at, len) = put(&(0..REGION_LINES), 1);
+    p.persist(at, len).unwrap();
+    let (at, len) = put(&FENCED, 2);
+    p.persist(at, len).unwrap();
+    if unfenced {
+        let (at, len) = put(&FLUSHED, 2);
+        p.flush(at, len).unwrap();
+        let (at, len) = line_bytes(c, &STREAMED);
+        p.write_nt(at, &versioned(2, at, len)).unwrap();
+        put(&DIRTY, 2);
+        let (at, len) = put(&REWRITTEN, 2);
+        p.flush(at, len).unwrap();
+        put(&REWRITTEN, 3);
+    }
+    (p, c)
+}
+
+/// The region of a line (relative to the chunk) and the versions PM could hold for its words
+/// after a crash, oldest first: the durable one, then any written-back or stored one (the
+/// module doc of `crash.rs`: a dirty line may or may not have been evicted to PM).
+fn region_of(line: u64) -> (&'static str, &'static [u64]) {
+    let regions: [(Range<u64>, &str, &[u64]); 6] = [
+        (FENCED, "fenced", &[2]),
+        (FLUSHED, "written back, not fenced", &[1, 2]),
+        (STREAMED, "write_nt, not fenced", &[1, 2]),
+        (DIRTY, "stored, never written back", &[1, 2]),
+        (REWRITTEN, "written back, then stored again", &[1, 2, 3]),
+        (UNTOUCHED, "untouched", &[1]),
+    ];
+    let (_, name, versions) = regions.into_iter().find(|r| r.0.contains(&line)).unwrap();
+    (name, versions)
+}
+
+/// Seeds each torn-image test draws: enough that a 1-in-2 (or 1-in-3) choice shows every
+/// outcome for every word.
+const SEEDS: Range<u64> = 0..64;
+
+#[test]
+fn strict_image_is_only_fenced_data_and_all_pending_holds_every_unfenced_line() {
+    let (p, c) = region_pool(true);
+    let (reference, _) = region_pool(false);
+    assert_eq!(
+        p.crash_image(CrashImage::Strict).unwrap(),
+        reference.crash_image(CrashImage::Strict).unwrap(),
+        "the strict image must be exactly the fenced data"
+    );
+    // AllPending: every pending and dirty line with its newest content, i.e. the memory.
+    let all = p.crash_image(CrashImage::AllPending).unwrap();
+    let mut memory = vec![0u8; p.size() as usize];
+    p.read(0, &mut memory).unwrap();
+    assert!(
+        all == memory,
+        "the all-pending image must hold every unfenced line"
+    );
+    for line in 0..REGION_LINES {
+        let (name, versions) = region_of(line);
+        let v = version_at(&all, c + line * 64);
+        assert_eq!(
+            v,
+            *versions.last().unwrap(),
+            "AllPending, {name} line {line}"
+        );
+    }
+}
+
+#[test]
+fn torn_images_draw_old_or_new_per_word_for_every_unfenced_word() {
+    let (p, c) = region_pool(true);
+    let strict = p.crash_image(CrashImage::Strict).unwrap();
+    let (lo, hi) = (c as usize, (c + REGION_LINES * 64) as usize);
+    let words = REGION_LINES as usize * 8;
+    let mut seen = vec![BTreeSet::new(); words];
+    let mut mixed = BTreeSet::new();
+    for seed in SEEDS {
+        let img = p.crash_image(CrashImage::Torn(seed)).unwrap();
+        assert_eq!(img, p.crash_image(CrashImage::Torn(seed)).unwrap());
+        assert!(img[..lo] == strict[..lo] && img[hi..] == strict[hi..]);
+        for line in 0..REGION_LINES {
+            let mut in_line = BTreeSet::new();
+            for w in 0..8 {
+                let v = version_at(&img, c + line * 64 + w * 8);
+                seen[(line * 8 + w) as usize].insert(v);
+                in_line.insert(v);
+            }
+            if in_line.len() > 1 {
+                mixed.insert(region_of(line).0);
+            }
+        }
+    }
+    for (i, seen) in seen.iter().enumerate() {
+        let (name, versions) = region_of(i as u64 / 8);
+        assert_eq!(
+            seen.iter().copied().collect::<Vec<_>>(),
+            versions,
+            "Torn: over seeds {SEEDS:?}, word {} of line {} ({name}) held versions {seen:?}: \
+             every version PM could hold must be drawn by some seed, and no other",
+            i % 8,
+            i / 8
+        );
+    }
+    for name in [
+        "written back, not fenced",
+        "write_nt, not fenced",
+        "stored, never written back",
+        "written back, then stored again",
+    ] {
+        assert!(
+            mixed.contains(name),
+            "Torn: no image mixed old and new words in one {name} line"
+        );
+    }
+}
+
+#[test]
+fn torn_line_images_draw_old_or_new_per_line_and_never_mix_a_line() {
+    let (p, c) = region_pool(true);
+    let strict = p.crash_image(CrashImage::Strict).unwrap();
+    let (lo, hi) = (c as usize, (c + REGION_LINES * 64) as usize);
+    let mut seen = vec![BTreeSet::new(); REGION_LINES as usize];
+    for seed in SEEDS {
+        let img = p.crash_image(CrashImage::TornLines(seed)).unwrap();
+        assert_eq!(img, p.crash_image(CrashImage::TornLines(seed)).unwrap());
+        assert!(img[..lo] == strict[..lo] && img[hi..] == strict[hi..]);
+        for line in 0..REGION_LINES {
+            let v = version_at(&img, c + line * 64);
+            for w in 1..8 {
+                assert_eq!(
+                    version_at(&img, c + line * 64 + w * 8),
+                    v,
+                    "TornLines({seed}) mixed versions in line {line} ({})",
+                    region_of(line).0
+                );
+            }
+            seen[line as usize].insert(v);
+        }
+    }
+    for (line, seen) in seen.iter().enumerate() {
+        let (name, versions) = region_of(line as u64);
+        assert_eq!(
+            seen.iter().copied().collect::<Vec<_>>(),
+            versions,
+            "TornLines: over seeds {SEEDS:?}, line {line} ({name}) held versions {seen:?}: \
+             every version PM could hold must be drawn by some seed, and no other"
+        );
+    }
+}
+
+#[test]
+fn persisting_a_range_that_ends_mid_line_makes_all_of_it_durable() {
+    // check_stores off: a line the write-back misses must show up as missing durable bytes
+    // (what this test checks), not as the checker's panic.
+    let p = sim(false);
+    for misalign in [0u64, 1, 8, 31, 63] {
+        let c = p.allocate_chunk().unwrap();
+        for (i, len) in [1u64, 7, 8, 57, 63, 64, 65, 100, 127, 129, 200]
+            .into_iter()
+            .enumerate()
+        {
+            // Each case in its own 5 lines; the range ends mid-line unless
+            // `misalign + len` is a multiple of 64.
+            let off = c + i as u64 * 320 + misalign;
+            let lines = (off..off + len).map(|b| b / 64).collect::<BTreeSet<_>>();
+            let (data, nt): (Vec<u8>, Vec<u8>) = (0..len as u8)
+                .map(|b| (b | 0x80, b.wrapping_mul(3) | 0x81))
+                .unzip();
+            let written_back = p.stats().lines_written_back;
+            p.write(off, &data).unwrap();
+            p.persist(off, len).unwrap();
+            let strict = p.crash_image(CrashImage::Strict).unwrap();
+            assert_eq!(
+                &strict[off as usize..(off + len) as usize],
+                &data[..],
+                "write + persist of {len} bytes at {misalign} mod 64: not all durable"
+            );
+            assert_eq!(
+                p.stats().lines_written_back - written_back,
+                lines.len() as u64,
+                "persist of {len} bytes at {misalign} mod 64 counts every line it touches"
+            );
+            // Again with non-temporal stores (an unaligned tail is stored and written back).
+            p.write_nt(off, &nt).unwrap();
+            p.fence();
+            let strict = p.crash_image(CrashImage::Strict).unwrap();
+            assert_eq!(
+                &strict[off as usize..(off + len) as usize],
+                &nt[..],
+                "write_nt + fence of {len} bytes at {misalign} mod 64: not all durable"
+            );
+        }
+    }
+}
+
 #[test]
 fn fence_hook_sees_increasing_numbers_and_may_take_images() {
     let p = sim(true);
@@ -911,59 +1158,95 @@ fn zeroed_chunks_read_as_zeros_whether_new_or_reused() {
     }
 }
 
-/// A pool on a file system that fills up: allocation fails with `NoSpace` instead of a later
-/// store dying with `SIGBUS`. Needs a small tmpfs, so it runs only where the test may mount
-/// one (as root); elsewhere it says so and checks nothing.
+/// Options of the full-file-system tests: a 4 MiB sparse pool of 256 KiB chunks, on a file
+/// system with room for 3 chunks and a half (the pool's header page included).
+fn full_fs_opts() -> PoolOptions {
+    PoolOptions {
+        size: 4 << 20,
+        chunk_size: 256 * KB,
+        ..small_opts(DurabilityMode::Emulated)
+    }
+}
+
+/// Allocates chunks of `p` (whose file system fills up) until allocation fails, storing into
+/// each one, and checks that the failure is a clean `NoSpace` that leaves the allocator usable.
+/// Returns the chunks it got.
+fn fill_until_allocation_fails(p: &PmPool) -> Vec<u64> {
+    let chunk_size = p.chunk_size();
+    let mut got = Vec::new();
+    let err = loop {
+        match p.allocate_chunk() {
+            Ok(c) => {
+                // Every store into a handed-out chunk succeeds (no SIGBUS).
+                p.write(c, &vec![7u8; chunk_size as usize]).unwrap();
+                p.persist(c, chunk_size).unwrap();
+                got.push(c);
+            }
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, PmError::NoSpace(_)), "{err}");
+    assert!(err.to_string().contains("no room"), "{err}");
+    assert!(!got.is_empty() && got.len() < 15, "{} chunks", got.len());
+    // The failed chunk went back to the free list, still unbacked: asking again fails again
+    // (it is not handed out as if it were backed).
+    assert_eq!(p.free_chunks(), 15 - got.len() as u64);
+    assert!(matches!(p.allocate_chunk(), Err(PmError::NoSpace(_))));
+    assert!(matches!(
+        p.allocate_zeroed_chunk(0),
+        Err(PmError::NoSpace(_))
+    ));
+    assert_eq!(p.free_chunks(), 15 - got.len() as u64);
+    // Freeing a used chunk makes room again: it is backed already.
+    p.free_chunk(got[0]);
+    assert_eq!(p.allocate_chunk().unwrap(), got[0]);
+    got
+}
+
+/// A pool whose file system fills up: allocation fails with `NoSpace` instead of a later store
+/// dying with `SIGBUS`. The file system is simulated (`PmPool::simulate_fs_room` replaces
+/// `fallocate`), so this runs everywhere; the ignored test below does the same on a real one.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_full_file_system_fails_chunk_allocation_cleanly() {
     let dir = tempfile::tempdir().unwrap();
+    let o = full_fs_opts();
+    let p = PmPool::create(&dir.path().join("p.pm"), &o).unwrap();
+    p.simulate_fs_room(Some(3 * o.chunk_size + o.chunk_size / 2));
+    let got = fill_until_allocation_fails(&p);
+    assert_eq!(got.len(), 3, "3 chunks and a half of room hold 3 chunks");
+    // Once the file system has room again, the chunk that failed is backed and handed out.
+    p.simulate_fs_room(Some(o.chunk_size));
+    let next = p.allocate_chunk().unwrap();
+    assert!(!got.contains(&next));
+    assert!(matches!(p.allocate_chunk(), Err(PmError::NoSpace(_))));
+    // Without the simulation, the real `fallocate` backs chunks again.
+    p.simulate_fs_room(None);
+    p.allocate_chunk().unwrap();
+}
+
+/// [`a_full_file_system_fails_chunk_allocation_cleanly`] on a real full file system: a 1 MiB
+/// tmpfs, which only root may mount.
+#[test]
+#[ignore = "needs root to mount a small tmpfs: run with sudo cargo test -p tierkv-pm -- --ignored"]
+fn a_full_tmpfs_fails_chunk_allocation_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
-    let mounted = std::process::Command::new("mount")
+    let mount = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
         .arg(&mnt)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("skipped: cannot mount a small tmpfs here (needs root)");
-        return;
-    }
+        .status();
+    assert!(
+        mount.as_ref().is_ok_and(|s| s.success()),
+        "cannot mount a 1 MiB tmpfs on {} (this test needs root): {mount:?}",
+        mnt.display()
+    );
     let result = std::panic::catch_unwind(|| {
-        // A 4 MiB sparse pool on a 1 MiB file system: creation succeeds, and chunks can be
-        // allocated until the file system is full.
-        let o = PoolOptions {
-            size: 4 << 20,
-            chunk_size: 256 * KB,
-            ..small_opts(DurabilityMode::Emulated)
-        };
-        let p = PmPool::create(&mnt.join("p.pm"), &o).unwrap();
-        let mut got = Vec::new();
-        let err = loop {
-            match p.allocate_chunk() {
-                Ok(c) => {
-                    // Every store into a handed-out chunk succeeds (no SIGBUS).
-                    p.write(c, &vec![7u8; o.chunk_size as usize]).unwrap();
-                    p.persist(c, o.chunk_size).unwrap();
-                    got.push(c);
-                }
-                Err(e) => break e,
-            }
-        };
-        assert!(matches!(err, PmError::NoSpace(_)), "{err}");
-        assert!(err.to_string().contains("no room"), "{err}");
-        assert!(!got.is_empty() && got.len() < 15, "{} chunks", got.len());
-        // The failed chunk went back to the free list, still unbacked: asking again fails again
-        // (it is not handed out as if it were backed).
-        assert_eq!(p.free_chunks(), 15 - got.len() as u64);
-        assert!(matches!(p.allocate_chunk(), Err(PmError::NoSpace(_))));
-        assert!(matches!(
-            p.allocate_zeroed_chunk(0),
-            Err(PmError::NoSpace(_))
-        ));
-        assert_eq!(p.free_chunks(), 15 - got.len() as u64);
-        // Freeing a used chunk makes room again.
-        p.free_chunk(got[0]);
-        assert_eq!(p.allocate_chunk().unwrap(), got[0]);
+        // Creation succeeds (the pool is sparse), and chunks can be allocated until the file
+        // system is full.
+        let p = PmPool::create(&mnt.join("p.pm"), &full_fs_opts()).unwrap();
+        fill_until_allocation_fails(&p);
     });
     let _ = std::process::Command::new("umount").arg(&mnt).status();
     if let Err(panic) = result {
