@@ -66,28 +66,46 @@ pub struct DbArgs {
     /// The database directory.
     #[arg(long)]
     pub db: PathBuf,
-    /// The design the database was created with.
-    #[arg(long, default_value = "leveled", value_parser = |s: &str| Design::from_str(s).map_err(|e| e.to_string()))]
-    pub design: Design,
+    /// The design: for an existing database, the one it was created with (read from its
+    /// manifest; giving another one is an error); for `put` into a new one, the design to
+    /// create it with (default `leveled`).
+    #[arg(long, value_parser = |s: &str| Design::from_str(s).map_err(|e| e.to_string()))]
+    pub design: Option<Design>,
     /// The PM pool file, for designs that use PM (default: `pm.pool` in the database directory).
     #[arg(long = "pm_path")]
     pub pm_path: Option<PathBuf>,
 }
 
 impl DbArgs {
-    /// Options to open the database; only `put` may create it.
-    pub fn options(&self, create_if_missing: bool) -> Options {
+    /// Options to open the database; only `put` may create it. For an existing database the
+    /// design, level count and WAL tier come from its manifest, so every database opens
+    /// whatever it was created with (a `leveled` one with `--wal_on_pm`, say).
+    pub fn options(&self, create_if_missing: bool) -> EngineResult<Options> {
         let mut o = Options {
-            design: self.design,
+            design: self.design.unwrap_or(Design::Leveled),
             create_if_missing,
             ..Options::default()
         };
         o.pm.path = self.pm_path.clone();
-        o
+        if let Ok(created) = Db::describe(&self.db, &tierkv::fs::PosixFs) {
+            let design = Design::from_str(&created.design)?;
+            if self.design.is_some_and(|d| d != design) {
+                return Err(format!(
+                    "database {} was created with design {design}, not {}",
+                    self.db.display(),
+                    o.design
+                )
+                .into());
+            }
+            o.design = design;
+            o.pm.wal_on_pm = created.wal_on_pm;
+            o.compaction.num_levels = created.num_levels;
+        }
+        Ok(o)
     }
 
     fn open(&self, create_if_missing: bool) -> EngineResult<Db> {
-        Db::open(&self.db, self.options(create_if_missing))
+        Db::open(&self.db, self.options(create_if_missing)?)
             .map_err(|e| format!("opening database {}: {e}", self.db.display()).into())
     }
 }
@@ -163,7 +181,7 @@ pub fn stats(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
 
 /// `tierkv check`: verifies every checksum and invariant; prints the report.
 pub fn check(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
-    let report = Db::check(&args.db, args.options(false))
+    let report = Db::check(&args.db, args.options(false)?)
         .map_err(|e| format!("check of {} failed: {e}", args.db.display()))?;
     writeln!(
         out,
@@ -171,6 +189,29 @@ pub fn check(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
         report.tables_checked, report.entries_checked
     )?;
     writeln!(out, "{report:#?}")?;
+    Ok(())
+}
+
+/// `tierkv repair`: points `CURRENT` at the newest manifest from which the database opens
+/// consistently; prints what it did and the manifests it passed over.
+pub fn repair(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
+    // Each candidate manifest says what the database was created with; the identity check of
+    // each one guards the pool.
+    let options = args.options(false)?;
+    let report = Db::repair(&args.db, options)
+        .map_err(|e| format!("repair of {} failed: {e}", args.db.display()))?;
+    for (name, why) in &report.rejected {
+        writeln!(out, "passed over {name}: {why}")?;
+    }
+    if report.changed {
+        writeln!(out, "CURRENT now names {}", report.manifest)?;
+    } else {
+        writeln!(
+            out,
+            "nothing to repair: CURRENT names {}, which opens consistently",
+            report.manifest
+        )?;
+    }
     Ok(())
 }
 

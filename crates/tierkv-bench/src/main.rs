@@ -77,6 +77,12 @@ enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Points CURRENT at the newest manifest from which the database opens consistently (for a
+    /// lost or damaged CURRENT); writes nothing else.
+    Repair {
+        #[command(flatten)]
+        db: DbArgs,
+    },
 }
 
 fn run(command: Command) -> EngineResult<ExitCode> {
@@ -108,6 +114,7 @@ fn run(command: Command) -> EngineResult<ExitCode> {
         }
         Command::Stats { db } => commands::stats(&db, &mut out)?,
         Command::Check { db } => commands::check(&db, &mut out)?,
+        Command::Repair { db } => commands::repair(&db, &mut out)?,
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -37,7 +37,7 @@ pub mod util;
 pub mod version;
 pub mod write_batch;
 
-pub use db::{CheckReport, Db, DbIterator, Snapshot};
+pub use db::{CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
     CompactionOptions, Design, Options, PmOptions, ReadOptions, TableOptions, WriteOptions,

@@ -338,10 +338,29 @@ impl Options {
             if pm.chunk_bytes < (64 << 10) || !pm.chunk_bytes.is_power_of_two() {
                 return bad("pm.chunk_bytes must be a power of two >= 64 KiB".into());
             }
-            if pm.size_bytes < 4 * pm.chunk_bytes || !pm.size_bytes.is_multiple_of(pm.chunk_bytes) {
-                return bad(
-                    "pm.size_bytes must be a multiple of pm.chunk_bytes, >= 4 chunks".into(),
-                );
+            if !pm.size_bytes.is_multiple_of(pm.chunk_bytes) {
+                return bad(format!(
+                    "pm.size_bytes {} must be a multiple of pm.chunk_bytes {}",
+                    pm.size_bytes, pm.chunk_bytes
+                ));
+            }
+            // The header and directory chunks, a spare, and one chunk per WAL when the WAL is
+            // on PM (otherwise room for one table).
+            let min_chunks = if self.design.wal_tier(self) == Tier::Pm {
+                crate::db::min_pool_chunks(self.max_write_buffer_number)
+            } else {
+                3
+            };
+            let min = min_chunks * pm.chunk_bytes;
+            if pm.size_bytes < min {
+                return bad(format!(
+                    "pm.size_bytes {} is below the minimum of {min} bytes ({} MiB: {min_chunks} \
+                     chunks of {} bytes: the pool header, the file directory, a spare chunk and \
+                     one chunk per WAL of max_write_buffer_number memtables)",
+                    pm.size_bytes,
+                    min >> 20,
+                    pm.chunk_bytes
+                ));
             }
         }
         Ok(())

@@ -72,6 +72,8 @@ impl DbInner {
                     drop(state);
                     self.delete_files(obsolete);
                     state = self.state.lock();
+                    // Writers waiting for PM space freed by the deleted WAL.
+                    self.bg_cv.notify_all();
                 }
                 Err(e) => {
                     state.poison("flush failed", e);

@@ -2,7 +2,7 @@
 
 use super::table_cache::TableCache;
 use crate::format::compare_internal;
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, PmFsOpen};
 use crate::iterator::InternalIterator;
 use crate::log::LogReader;
 use crate::options::Options;
@@ -34,10 +34,21 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
     if !options.fs.exists(&crate::version::current_file_name(dir)) {
         return Err(Error::NotFound(format!("no database in {}", dir.display())));
     }
+    // A database in use changes under the check (files appear and go): refuse it.
+    let _lock = options.fs.lock(&dir.join("LOCK")).map_err(|e| match e {
+        Error::InvalidArgument(_) => Error::InvalidArgument(format!(
+            "database {} is in use (its LOCK is held); check it when it is closed",
+            dir.display()
+        )),
+        other => other,
+    })?;
     let versions = VersionSet::recover(dir, options, Arc::clone(&counters))?;
     let version = versions.current();
     version.check_invariants()?;
-    let pm = super::recovery::open_pm(dir, options, false, false)?;
+    let pm =
+        super::recovery::open_pm(dir, options, PmFsOpen::Existing(versions.identity()), false)?;
+    let present = super::recovery::list_files(&*options.fs, pm.as_ref(), dir)?;
+    super::recovery::verify_files(dir, &versions, &present, &*options.fs, pm.as_ref())?;
     let cache = TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&options.fs),

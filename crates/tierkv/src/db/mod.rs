@@ -28,6 +28,8 @@ mod write;
 
 pub use check::CheckReport;
 pub use iter::{DbIterator, LevelIterator, MergingIterator};
+pub(crate) use recovery::min_pool_chunks;
+pub use recovery::RepairReport;
 pub use snapshot::Snapshot;
 
 use crate::error::{Error, Result};
@@ -116,7 +118,12 @@ pub(crate) struct WalState {
 /// The PM tier of a database whose design uses it.
 pub(crate) struct PmTier {
     pub pool: Arc<tierkv_pm::PmPool>,
+    /// The pool's file system, as the `FileSystem` the engine's files go through.
     pub fs: Arc<dyn FileSystem>,
+    /// The same file system, for its PM-specific calls (space, the spare chunk).
+    pub pmfs: crate::fs::PmFs,
+    /// The most chunks one WAL may hold before its memtable is rotated (0: WAL not on PM).
+    pub wal_chunk_cap: u64,
     /// Lock on the pool file, when the pool was opened from a path.
     pub _lock: Option<Box<dyn FileLock>>,
 }
@@ -325,6 +332,26 @@ impl Db {
     /// an error naming the file.
     pub fn check(path: impl AsRef<Path>, options: Options) -> Result<CheckReport> {
         check::check(path.as_ref(), &options)
+    }
+
+    /// Points `CURRENT` at the newest manifest from which the database at `path` opens
+    /// consistently (every table present with its recorded size, the oldest live WAL present,
+    /// the PM pool bound to it), as LevelDB's `RepairDB` does for a lost or damaged `CURRENT`.
+    /// Writes nothing else and deletes nothing; a database whose `CURRENT` is fine is left as
+    /// it is. Fails with `Corruption` listing every manifest and why it was passed over when
+    /// none qualifies.
+    pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<RepairReport> {
+        recovery::repair(path.as_ref(), &options)
+    }
+
+    /// What the database at `path` was created with (design, format version, level count,
+    /// WAL tier), read from its manifest through `fs` without opening it; tools use it to open
+    /// a database with the options it needs.
+    pub fn describe(
+        path: impl AsRef<Path>,
+        fs: &dyn FileSystem,
+    ) -> Result<crate::version::CreationFields> {
+        crate::version::read_creation_fields(fs, path.as_ref())
     }
 }
 

@@ -100,7 +100,7 @@ impl DbInner {
     pub(crate) fn flush(&self) -> Result<()> {
         {
             let mut wal = self.wal.lock();
-            self.make_room_for_write(&mut wal, true)?;
+            self.make_room_for_write(&mut wal, true, 0)?;
         }
         let mut state = self.state.lock();
         while !state.imm.is_empty() {

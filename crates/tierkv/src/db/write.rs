@@ -15,14 +15,14 @@ use crate::options::WriteOptions;
 use crate::stats::IoPurpose;
 use crate::version::log_file_name;
 use crate::write_batch::BatchOp;
-use crate::{Result, WriteBatch};
+use crate::{Error, Result, WriteBatch};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Bytes a group may grow to (LevelDB's limit).
-const MAX_GROUP_BYTES: usize = 1 << 20;
+pub(crate) const MAX_GROUP_BYTES: usize = 1 << 20;
 
 /// One waiting writer.
 pub(crate) struct Writer {
@@ -101,7 +101,7 @@ impl DbInner {
             batch.append(w.slot.lock().batch.as_ref().expect("batch"));
         }
         let mut wal = self.wal.lock();
-        self.make_room_for_write(&mut wal, false)?;
+        self.make_room_for_write(&mut wal, false, batch.encoded_len())?;
         let first_seq = self.last_sequence.load(Acquire) + 1;
         let count = batch.len() as u64;
         let user_bytes = batch.user_bytes();
@@ -133,13 +133,25 @@ impl DbInner {
         Ok(())
     }
 
-    /// Ensures the active memtable has room, throttling or stopping while L0 or the memtable
-    /// backlog is too large, and rotating a full memtable. With `force`, rotates a non-empty
-    /// memtable regardless of its size (used by `flush`).
-    pub(crate) fn make_room_for_write(&self, wal: &mut WalState, mut force: bool) -> Result<()> {
+    /// Ensures the active memtable and WAL have room for a record of `record_len` bytes,
+    /// throttling or stopping while L0 or the memtable backlog is too large, and rotating a full
+    /// memtable (or one whose PM WAL reached its share of the pool). For a write (`!force`) the
+    /// WAL's space for the record is taken here, so the append cannot run out of it half-way: if
+    /// the PM pool has no room, the write waits for a flush to free a retired WAL, or fails with
+    /// [`Error::NoSpace`] with nothing written when nothing can be freed. With `force`, rotates
+    /// a non-empty memtable regardless of its size (used by `flush`).
+    pub(crate) fn make_room_for_write(
+        &self,
+        wal: &mut WalState,
+        mut force: bool,
+        record_len: usize,
+    ) -> Result<()> {
         let c = &self.options.compaction;
+        let writing = !force;
         let mut allow_delay = !force;
         let mut stalled = false;
+        // Out of PM space with nothing pending to free any: retried once already.
+        let mut retried = false;
         let mut state = self.state.lock();
         loop {
             if let Some(e) = &state.bg_error {
@@ -156,8 +168,36 @@ impl DbInner {
                 state = self.state.lock();
                 continue;
             }
-            if !force && wal.mem.approximate_bytes() < self.options.write_buffer_size as u64 {
-                return Ok(());
+            let full = wal.mem.approximate_bytes() >= self.options.write_buffer_size as u64
+                || self.wal_share_exceeded(wal, record_len);
+            if !force && !full {
+                drop(state);
+                let reserved = wal.writer.reserve_record(record_len);
+                state = self.state.lock();
+                match reserved {
+                    Ok(()) => return Ok(()),
+                    Err(Error::NoSpace(m)) => {
+                        // Nothing was appended. A flush will free a retired WAL; rotating a
+                        // non-empty memtable lets its WAL be retired. (A flush may also have
+                        // finished since the attempt: try once more before giving up.)
+                        if self.wal_space_pending(&state) {
+                            self.wait_for_background(&mut state, &mut stalled);
+                            continue;
+                        }
+                        if wal.mem.is_empty() {
+                            if std::mem::replace(&mut retried, true) {
+                                return Err(Error::NoSpace(format!(
+                                    "{m}; the PM pool has no room for this write's WAL record \
+                                     of {record_len} bytes"
+                                )));
+                            }
+                            continue;
+                        }
+                        force = true;
+                        continue;
+                    }
+                    Err(e) => return Err(state.poison("WAL space reservation failed", e)),
+                }
             }
             if force && wal.mem.is_empty() {
                 return Ok(());
@@ -165,10 +205,7 @@ impl DbInner {
             if state.imm.len() + 1 >= self.options.max_write_buffer_number
                 || l0 >= c.level0_stop_trigger
             {
-                let t = Instant::now();
-                self.bg_cv.notify_all();
-                self.bg_cv.wait_for(&mut state, Duration::from_millis(100));
-                self.add_stall(t, true, &mut stalled);
+                self.wait_for_background(&mut state, &mut stalled);
                 continue;
             }
             // Rotate: sync the old WAL (so no later WAL can hold synced data while an earlier
@@ -179,15 +216,60 @@ impl DbInner {
             drop(state);
             let rotated = self.rotate_wal(wal, number);
             state = self.state.lock();
-            if let Err(e) = rotated {
-                return Err(state.poison("WAL rotation failed", e));
+            match rotated {
+                Ok(()) => {}
+                // The pool has no chunk for the new WAL until a flush frees a retired one
+                // (nothing changed: the old WAL stays active).
+                Err(Error::NoSpace(_)) if self.wal_space_pending(&state) => {
+                    self.wait_for_background(&mut state, &mut stalled);
+                    continue;
+                }
+                // A WAL may have been freed since the attempt: try once more.
+                Err(Error::NoSpace(_)) if !std::mem::replace(&mut retried, true) => continue,
+                Err(e @ Error::NoSpace(_)) => return Err(e),
+                Err(e) => return Err(state.poison("WAL rotation failed", e)),
             }
             let old = std::mem::replace(&mut state.mem, Arc::clone(&wal.mem));
             state.imm.push_back(old);
             state.install_super_version();
             self.bg_cv.notify_all();
             force = false;
+            if !writing {
+                return Ok(());
+            }
         }
+    }
+
+    /// True if PM space for WALs will be freed without this writer doing anything: a memtable
+    /// waits for its flush, or a flushed memtable's WAL is not deleted yet.
+    fn wal_space_pending(&self, state: &super::State) -> bool {
+        !state.imm.is_empty()
+            || self
+                .pm
+                .as_ref()
+                .is_some_and(|p| p.wal_chunk_cap > 0 && p.pmfs.log_file_count() > 1)
+    }
+
+    /// Waits (up to 100 ms) for background work to finish something, counted as a stop stall.
+    fn wait_for_background(
+        &self,
+        state: &mut parking_lot::MutexGuard<'_, super::State>,
+        stalled: &mut bool,
+    ) {
+        let t = Instant::now();
+        self.bg_cv.notify_all();
+        self.bg_cv.wait_for(state, Duration::from_millis(100));
+        self.add_stall(t, true, stalled);
+    }
+
+    /// True if the WAL is on PM, its memtable holds data, and appending `record_len` bytes
+    /// would take it past its share of the pool (`PmTier::wal_chunk_cap`).
+    fn wal_share_exceeded(&self, wal: &WalState, record_len: usize) -> bool {
+        let Some(pm) = self.pm.as_ref().filter(|p| p.wal_chunk_cap > 0) else {
+            return false;
+        };
+        let bytes = wal.writer.size() + wal.writer.physical_len(record_len);
+        !wal.mem.is_empty() && bytes.div_ceil(pm.pmfs.data_per_chunk()) > pm.wal_chunk_cap
     }
 
     /// A new, empty memtable for WAL `log_number`, reusing a flushed memtable's memory when

@@ -18,7 +18,7 @@ mod pm;
 mod posix;
 
 pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
-pub use pm::{PmFs, PMFS_ROOT_SLOT};
+pub use pm::{PmFs, PmFsOpen, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_SLOT};
 pub use posix::PosixFs;
 
 use crate::Result;
@@ -35,6 +35,14 @@ pub trait WritableFile: Send {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far.
     fn size(&self) -> u64;
+    /// Takes the space for `additional` more bytes now, so that appending them cannot run out
+    /// of space half-way (a PM log links its chunks ahead). Out of space is
+    /// [`crate::Error::NoSpace`] with nothing appended. The default (SSD files) does nothing:
+    /// a file system reports a full disk at the append or sync.
+    fn reserve(&mut self, additional: u64) -> Result<()> {
+        let _ = additional;
+        Ok(())
+    }
 }
 
 /// A file opened for positional reads.

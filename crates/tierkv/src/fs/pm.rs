@@ -2,28 +2,43 @@
 //!
 //! The engine reaches PM through the same [`FileSystem`] seam as SSD, so the record log, the
 //! table builder and the table reader run unchanged on either tier. Files are made of pool
-//! chunks (`PmPool::chunk_size`, 4 MiB by default) chained by a next pointer; a directory chunk
-//! (pool root slot [`PMFS_ROOT_SLOT`]) holds one 128-byte entry per file. Layout (little-endian):
+//! chunks (`PmPool::chunk_size`, 4 MiB by default, at least 64 KiB) chained by a next pointer; a
+//! directory chunk (pool root slot [`PMFS_ROOT_SLOT`]) holds the identity of the database that
+//! owns the pool and one 128-byte entry per file. Layout (little-endian, format `TKVPMFS2`):
 //!
 //! ```text
-//! directory chunk: magic u64 "TKVPMFS1" | entry_count u64 | 48 reserved | entries...
-//! entry (128 B):   state u64 (0 free, LIVE) | size u64 | first_chunk u64 |
-//!                  name_len u32 | crc32c(first_chunk, name_len, name) u32 | name (<= 80 B)
-//! chunk:           next_chunk u64 (0 = last) | magic u64 "TKVCHUNK" | 48 reserved | data...
+//! directory chunk: magic u64 "TKVPMFS2" | entry_count u64 | database identity 16 B |
+//!                  crc32c(bytes 0..32) u32 | 28 reserved | entries...
+//! entry (128 B):   state u64 | size word u64 | first_chunk u64 | name_len u32 | flags u32 |
+//!                  name (<= 80 B) | zero padding
+//!   state:         0 = free; live = "LIVE" (0x4556494c) in the low 32 bits and, in the high
+//!                  32 bits, crc32c(entry offset u64, first_chunk u64, name_len u32, flags u32,
+//!                  name); any other value is damage
+//!   size word:     the file's size in the low 48 bits, check16(entry offset, size) above
+//!   flags:         bit 0 = a log file (its chunks are zeroed before use; counted as log space)
+//! chunk:           next u64 (0 = last; else the next chunk's offset, whose low 16 bits are
+//!                  zero, plus check16(this chunk, next chunk)) | magic u64 "TKVCHUNK" |
+//!                  48 reserved | data...
 //! ```
 //!
+//! `check16(a, b)` is the upper and lower halves of `crc32c(a u64 ++ b u64)` XORed: every field
+//! of an entry and every chunk link is covered by a checksum, so a flipped bit is reported as
+//! corruption naming the entry or chunk, never read as another file, a shorter file or a free
+//! entry.
+//!
 //! Persist points and the invariant at each (every store below is followed by flush + fence):
-//! * create: chunk header persisted -> entry fields persisted -> `state = LIVE` (8-byte atomic
+//! * create: chunk header persisted -> entry fields persisted -> `state = live` (8-byte atomic
 //!   publish). Before the publish the entry is free and its chunk unreferenced.
 //! * append: a new chunk's header is persisted and the chunk linked (8-byte atomic `next`,
 //!   persisted) before any data lands in it; the chunks of a log (`create_log`) are first zeroed
-//!   with non-temporal stores, durable with the header.
+//!   with non-temporal stores, durable with the header. [`WritableFile::reserve`] links chunks
+//!   ahead of the appends that will fill them (the file's content is still its `size`).
 //! * `flush`: ONE fence for the data and the size. The data lines are written back (pieces of at
 //!   least 1 KiB were stored non-temporally, smaller ones are stored and written back), the new
-//!   `size` (8-byte atomic) is stored and written back, then one fence. After the fence the file
-//!   is exactly its first `size` bytes. A crash before the fence completes leaves either the old
-//!   size (the file is its old content) or the new size over a possibly torn tail: each line of
-//!   the flushed range holds the new bytes or what the pool held before. For a log that is
+//!   size word (8-byte atomic) is stored and written back, then one fence. After the fence the
+//!   file is exactly its first `size` bytes. A crash before the fence completes leaves either the
+//!   old size (the file is its old content) or the new size over a possibly torn tail: each line
+//!   of the flushed range holds the new bytes or what the pool held before. For a log that is
 //!   the new bytes or zeros (its chunks were zeroed), which the record log reader recovers as a
 //!   torn tail; a table is only referenced (by the manifest) after its final flush returned, so
 //!   a torn table is never read. This saves the second fence per WAL append of a
@@ -35,12 +50,24 @@
 //! directory chunk) is marked allocated and everything else is free, so a crash never leaks a
 //! chunk that was allocated but not yet published.
 //!
+//! **Identity.** A pool belongs to one database: the directory records the database's identity
+//! (also kept in its manifest) when the file system is created, and every open names the
+//! identity it expects ([`PmFsOpen`]). A pool of another database is refused before any of its
+//! files is read or written.
+//!
+//! **Space.** Chunks are taken in three classes ([`PmSpacePolicy`]): a table may only take a
+//! chunk while the free chunks after it still cover the spare chunk plus what the logs may yet
+//! grow into (their quota minus the chunks they hold); a log may take any chunk but the spare;
+//! only a log created with [`PmFs::create_log_using_spare`] (recovery's new WAL, made after the
+//! replayed WALs were freed) may take the spare. So a full pool never leaves a database without
+//! room for its next WAL.
+//!
 //! `flush` makes appended data durable in the pool's mode (a process crash in `emulated`, a power
 //! failure in `dax`/`msync`); `sync` additionally `msync`s the touched pages in every mode, so
 //! `WriteOptions::sync` never means less than it does on SSD.
 //!
-//! Thread-safety: the directory is under a mutex; a file has one writer; readers copy out of the
-//! pool through bounds-checked reads.
+//! Thread-safety: the directory is under a mutex, chunk allocation under another; a file has one
+//! writer; readers copy out of the pool through bounds-checked reads.
 
 use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 use crate::{Error, Result};
@@ -53,16 +80,126 @@ use tierkv_pm::PmPool;
 
 /// The pool root slot that holds the directory chunk's offset.
 pub const PMFS_ROOT_SLOT: usize = 0;
-const DIR_MAGIC: u64 = u64::from_le_bytes(*b"TKVPMFS1");
+const DIR_MAGIC: u64 = u64::from_le_bytes(*b"TKVPMFS2");
+/// The directory magic of the first format, which had no identity and unchecked size fields.
+const DIR_MAGIC_V1: u64 = u64::from_le_bytes(*b"TKVPMFS1");
 const CHUNK_MAGIC: u64 = u64::from_le_bytes(*b"TKVCHUNK");
 const DIR_HEADER_BYTES: u64 = 64;
+const DIR_CRC_OFFSET: usize = 32;
 const ENTRY_BYTES: u64 = 128;
+const ENTRY_NAME_OFFSET: usize = 32;
 const CHUNK_HEADER_BYTES: u64 = 64;
 const NAME_MAX: usize = 80;
-const ENTRY_LIVE: u64 = u64::from_le_bytes(*b"LIVEFILE");
+const LIVE_TAG: u64 = 0x4556_494c;
+const FLAG_LOG: u32 = 1;
+/// Sizes live in the low 48 bits of the size word.
+const SIZE_MAX: u64 = (1 << 48) - 1;
+/// Chunk offsets are multiples of the chunk size, so their low 16 bits hold a link check.
+pub const PMFS_MIN_CHUNK_BYTES: u64 = 1 << 16;
 /// Appended pieces at least this large are copied with non-temporal stores (durable at the next
 /// fence, no write-back loop, no cache pollution); smaller ones are stored and written back.
 const NT_MIN_BYTES: usize = 1024;
+
+/// A 16-bit check of two words (entry sizes, chunk links).
+fn check16(a: u64, b: u64) -> u64 {
+    let mut buf = [0u8; 16];
+    buf[..8].copy_from_slice(&a.to_le_bytes());
+    buf[8..].copy_from_slice(&b.to_le_bytes());
+    let c = crate::util::crc::crc32c(&buf);
+    u64::from((c >> 16) ^ (c & 0xffff))
+}
+
+fn encode_size(entry: u64, size: u64) -> u64 {
+    debug_assert!(size <= SIZE_MAX);
+    size | check16(entry, size) << 48
+}
+
+fn decode_size(entry: u64, word: u64) -> Option<u64> {
+    let size = word & SIZE_MAX;
+    (word >> 48 == check16(entry, size)).then_some(size)
+}
+
+fn encode_link(from: u64, to: u64) -> u64 {
+    if to == 0 {
+        0
+    } else {
+        to | check16(from, to)
+    }
+}
+
+fn decode_link(from: u64, word: u64) -> Option<u64> {
+    if word == 0 {
+        return Some(0);
+    }
+    let to = word & !0xffff;
+    (word & 0xffff == check16(from, to)).then_some(to)
+}
+
+/// The live state word of an entry: the tag and the checksum of its fixed fields.
+fn live_state(entry: u64, first_chunk: u64, flags: u32, name: &[u8]) -> u64 {
+    let mut b = Vec::with_capacity(24 + name.len());
+    b.extend_from_slice(&entry.to_le_bytes());
+    b.extend_from_slice(&first_chunk.to_le_bytes());
+    b.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    b.extend_from_slice(&flags.to_le_bytes());
+    b.extend_from_slice(name);
+    u64::from(crate::util::crc::crc32c(&b)) << 32 | LIVE_TAG
+}
+
+/// How [`PmFs::open`] treats the pool, with the identity of the database opening it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PmFsOpen {
+    /// A database being created: a pool without a file system gets one bound to this identity;
+    /// a file system bound to another database is taken over only if it holds no file (a
+    /// creation that crashed before its manifest existed); otherwise the open is refused.
+    Create(u128),
+    /// An existing database: the pool must hold a file system bound to this identity.
+    Existing(u128),
+}
+
+/// How chunks are shared between logs and tables (see the module docs). Both counts are in
+/// chunks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PmSpacePolicy {
+    /// Chunks kept free in steady state: only a log created with
+    /// [`PmFs::create_log_using_spare`] may take them.
+    pub spare_chunks: u64,
+    /// Chunks the logs together may hold; tables leave the part of it the logs do not hold
+    /// free.
+    pub log_quota_chunks: u64,
+}
+
+/// What a chunk is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChunkClass {
+    Table,
+    Log,
+    LogUsingSpare,
+}
+
+/// A snapshot of the pool's space as `PmFs` accounts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PmSpace {
+    /// Chunks free in the pool.
+    pub free_chunks: u64,
+    /// Chunks held by log files.
+    pub log_chunks: u64,
+    /// The policy in force.
+    pub policy: PmSpacePolicy,
+}
+
+impl PmSpace {
+    /// Chunks a log may still take (all free chunks but the spare).
+    pub fn chunks_for_logs(&self) -> u64 {
+        self.free_chunks.saturating_sub(self.policy.spare_chunks)
+    }
+}
+
+struct SpaceState {
+    policy: PmSpacePolicy,
+    /// Chunks held by log files (live or removed but still read).
+    log_chunks: Arc<AtomicU64>,
+}
 
 struct PmFile {
     pool: Arc<PmPool>,
@@ -71,13 +208,19 @@ struct PmFile {
     /// Persisted size: the file's content.
     size: AtomicU64,
     removed: AtomicBool,
+    /// The log-chunk counter of the file system, for log files.
+    log_chunks: Option<Arc<AtomicU64>>,
 }
 
 impl Drop for PmFile {
     fn drop(&mut self) {
         if self.removed.load(Ordering::Acquire) {
-            for &c in self.chunks.get_mut().iter() {
+            let chunks = self.chunks.get_mut();
+            for &c in chunks.iter() {
                 self.pool.free_chunk(c);
+            }
+            if let Some(l) = &self.log_chunks {
+                l.fetch_sub(chunks.len() as u64, Ordering::AcqRel);
             }
         }
     }
@@ -94,7 +237,9 @@ pub struct PmFs {
     pool: Arc<PmPool>,
     location: String,
     data_per_chunk: u64,
+    identity: u128,
     dir: Arc<Mutex<Directory>>,
+    space: Arc<Mutex<SpaceState>>,
 }
 
 fn name_of(path: &Path) -> Result<String> {
@@ -110,127 +255,280 @@ fn name_of(path: &Path) -> Result<String> {
     Ok(name.to_string())
 }
 
-fn entry_crc(first_chunk: u64, name: &[u8]) -> u32 {
-    let mut b = Vec::with_capacity(12 + name.len());
-    b.extend_from_slice(&first_chunk.to_le_bytes());
-    b.extend_from_slice(&(name.len() as u32).to_le_bytes());
-    b.extend_from_slice(name);
-    crate::util::crc::crc32c(&b)
+fn not_found(op: &'static str, path: &Path) -> Error {
+    Error::io(
+        op,
+        path,
+        std::io::Error::new(std::io::ErrorKind::NotFound, "no such PM file"),
+    )
+}
+
+/// A file found in the directory at open.
+struct FoundFile {
+    name: String,
+    entry: u64,
+    size: u64,
+    chunks: Vec<u64>,
+    log: bool,
 }
 
 impl PmFs {
-    /// Opens the file system in `pool`, creating an empty one if the pool has none (unless
-    /// `create` is false, then a pool without one is an error). Rebuilds the pool's allocator.
+    /// Opens the file system in `pool` for the database whose identity `how` names (see
+    /// [`PmFsOpen`]), and rebuilds the pool's allocator from the chunks of its files.
     /// `location` names the pool in errors.
-    pub fn open(pool: Arc<PmPool>, location: impl Into<String>, create: bool) -> Result<PmFs> {
+    pub fn open(pool: Arc<PmPool>, location: impl Into<String>, how: PmFsOpen) -> Result<PmFs> {
         let location = location.into();
         let chunk = pool.chunk_size();
+        if chunk < PMFS_MIN_CHUNK_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "{location}: chunk size {chunk} is below PmFs's minimum of \
+                 {PMFS_MIN_CHUNK_BYTES} bytes"
+            )));
+        }
+        let identity = match how {
+            PmFsOpen::Create(id) | PmFsOpen::Existing(id) => id,
+        };
         let fs = PmFs {
             data_per_chunk: chunk - CHUNK_HEADER_BYTES,
             pool: Arc::clone(&pool),
             location: location.clone(),
+            identity,
             dir: Arc::new(Mutex::new(Directory {
                 files: HashMap::new(),
                 free_entries: Vec::new(),
             })),
+            space: Arc::new(Mutex::new(SpaceState {
+                policy: PmSpacePolicy::default(),
+                log_chunks: Arc::new(AtomicU64::new(0)),
+            })),
         };
         let root = pool.root(PMFS_ROOT_SLOT);
-        let bad = |why: String| Error::corruption(location.clone(), why);
         if root == 0 {
-            if !create {
-                return Err(bad("the PM pool holds no TierKV file system".into()));
+            return match how {
+                PmFsOpen::Create(_) => fs.format(),
+                PmFsOpen::Existing(_) => Err(Error::corruption(
+                    location,
+                    "the PM pool holds no TierKV file system (this database's pool was \
+                     replaced or never written)",
+                )),
+            };
+        }
+        let found_identity = fs.check_directory_header(root)?;
+        if found_identity != identity {
+            let files = fs.scan_entries(root)?;
+            if matches!(how, PmFsOpen::Create(_)) && files.is_empty() {
+                // A database creation that stopped before its manifest existed: nothing in the
+                // pool belongs to anyone. Start over.
+                pool.set_root(PMFS_ROOT_SLOT, 0)?;
+                return fs.format();
             }
-            pool.rebuild_allocator(&[])?;
-            let dir = pool.allocate_zeroed_chunk(0)?;
-            pool.fence();
-            let entries = (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES;
-            let mut header = Vec::with_capacity(16);
-            header.extend_from_slice(&DIR_MAGIC.to_le_bytes());
-            header.extend_from_slice(&entries.to_le_bytes());
-            pool.write(dir, &header)?;
-            pool.persist(dir, 16)?;
-            pool.set_root(PMFS_ROOT_SLOT, dir)?;
-            fs.dir.lock().free_entries = (0..entries)
-                .rev()
-                .map(|i| fs.entry_offset(dir, i))
-                .collect();
-            return Ok(fs);
+            return Err(Error::InvalidArgument(format!(
+                "{location} belongs to another database (pool identity {found_identity:032x}, \
+                 this database's identity {identity:032x}{}); give the pool this database was \
+                 created with",
+                if files.is_empty() {
+                    String::new()
+                } else {
+                    format!(", the pool holds {} files of it", files.len())
+                }
+            )));
         }
+        let files = fs.scan_entries(root)?;
+        fs.install(root, files)?;
+        Ok(fs)
+    }
+
+    /// Writes an empty directory bound to this file system's identity and publishes it.
+    fn format(self) -> Result<PmFs> {
+        let pool = &self.pool;
+        let chunk = pool.chunk_size();
+        pool.rebuild_allocator(&[])?;
+        let dir = pool.allocate_zeroed_chunk(0)?;
+        pool.fence();
+        let entries = (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES;
+        let mut header = [0u8; DIR_CRC_OFFSET + 4];
+        header[0..8].copy_from_slice(&DIR_MAGIC.to_le_bytes());
+        header[8..16].copy_from_slice(&entries.to_le_bytes());
+        header[16..32].copy_from_slice(&self.identity.to_le_bytes());
+        let crc = crate::util::crc::crc32c(&header[..DIR_CRC_OFFSET]);
+        header[DIR_CRC_OFFSET..].copy_from_slice(&crc.to_le_bytes());
+        pool.write(dir, &header)?;
+        pool.persist(dir, header.len() as u64)?;
+        pool.set_root(PMFS_ROOT_SLOT, dir)?;
+        self.dir.lock().free_entries = (0..entries)
+            .rev()
+            .map(|i| self.entry_offset(dir, i))
+            .collect();
+        Ok(self)
+    }
+
+    fn bad(&self, why: String) -> Error {
+        Error::corruption(self.location.clone(), why)
+    }
+
+    /// Validates the directory header at `root`; returns the identity it records.
+    fn check_directory_header(&self, root: u64) -> Result<u128> {
+        let pool = &self.pool;
+        let chunk = pool.chunk_size();
         if !root.is_multiple_of(chunk) || root >= pool.size() {
-            return Err(bad(format!(
-                "directory root {root} is not a chunk of the pool"
+            return Err(self.bad(format!("directory root {root} is not a chunk of the pool")));
+        }
+        let mut header = [0u8; DIR_CRC_OFFSET + 4];
+        pool.read(root, &mut header)?;
+        let word = |o: usize| u64::from_le_bytes(header[o..o + 8].try_into().expect("8 bytes"));
+        match word(0) {
+            DIR_MAGIC => {}
+            DIR_MAGIC_V1 => {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: the pool holds a file system of an older TierKV format (TKVPMFS1); \
+                     this build reads TKVPMFS2",
+                    self.location
+                )))
+            }
+            other => {
+                return Err(self.bad(format!(
+                    "no PM directory magic at offset {root} (found {other:#018x})"
+                )))
+            }
+        }
+        let stored = u32::from_le_bytes(header[DIR_CRC_OFFSET..].try_into().expect("4 bytes"));
+        if stored != crate::util::crc::crc32c(&header[..DIR_CRC_OFFSET]) {
+            return Err(self.bad(format!(
+                "PM directory header at offset {root} fails its checksum"
             )));
         }
-        if pool.load_u64(root)? != DIR_MAGIC {
-            return Err(bad(format!("no PM directory magic at offset {root}")));
-        }
-        let entries = pool.load_u64(root + 8)?;
-        if entries != (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES {
-            return Err(bad(format!(
-                "directory entry count {entries} does not fit the chunk size"
+        if word(8) != (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES {
+            return Err(self.bad(format!(
+                "directory entry count {} does not fit the chunk size",
+                word(8)
             )));
         }
-        let max_chunks = pool.size() / chunk;
-        let mut live = vec![root];
+        Ok(u128::from_le_bytes(
+            header[16..32].try_into().expect("16 bytes"),
+        ))
+    }
+
+    /// Reads and checks every live entry of the directory at `root` and its chunk chain.
+    fn scan_entries(&self, root: u64) -> Result<Vec<FoundFile>> {
+        let pool = &self.pool;
+        let entries = (pool.chunk_size() - DIR_HEADER_BYTES) / ENTRY_BYTES;
         let mut seen = std::collections::HashSet::new();
         seen.insert(root);
-        let mut dir = fs.dir.lock();
-        for i in (0..entries).rev() {
-            let e = fs.entry_offset(root, i);
-            if pool.load_u64(e)? != ENTRY_LIVE {
-                dir.free_entries.push(e);
+        let mut out = Vec::new();
+        for i in 0..entries {
+            let e = self.entry_offset(root, i);
+            let state = pool.load_u64(e)?;
+            if state == 0 {
                 continue;
             }
             let mut raw = [0u8; ENTRY_BYTES as usize];
             pool.read(e, &mut raw)?;
             let field = |o: usize| u64::from_le_bytes(raw[o..o + 8].try_into().expect("8 bytes"));
-            let size = field(8);
-            let first = field(16);
-            let name_len = u32::from_le_bytes(raw[24..28].try_into().expect("4 bytes")) as usize;
-            let crc = u32::from_le_bytes(raw[28..32].try_into().expect("4 bytes"));
-            if name_len > NAME_MAX || entry_crc(first, &raw[32..32 + name_len]) != crc {
-                return Err(bad(format!(
-                    "PM directory entry at offset {e} fails its checksum"
+            let half = |o: usize| u32::from_le_bytes(raw[o..o + 4].try_into().expect("4 bytes"));
+            let (first, name_len, flags) = (field(16), half(24) as usize, half(28));
+            let damaged = |what: &str| {
+                self.bad(format!(
+                    "PM directory entry {i} (offset {e}): {what} fails its checksum"
+                ))
+            };
+            if name_len > NAME_MAX {
+                return Err(damaged("the name length"));
+            }
+            let name = &raw[ENTRY_NAME_OFFSET..ENTRY_NAME_OFFSET + name_len];
+            if state != live_state(e, first, flags, name) {
+                return Err(damaged("the entry (state, chunk, flags or name)"));
+            }
+            let size = decode_size(e, field(8)).ok_or_else(|| damaged("the size"))?;
+            let name = String::from_utf8(name.to_vec())
+                .map_err(|_| self.bad(format!("PM directory entry {i} has a bad name")))?;
+            let chunks = self.chain(&name, first, &mut seen)?;
+            if size > chunks.len() as u64 * self.data_per_chunk {
+                return Err(self.bad(format!(
+                    "PM file {name}: size {size} exceeds its {} chunks",
+                    chunks.len()
                 )));
             }
-            let name = String::from_utf8(raw[32..32 + name_len].to_vec())
-                .map_err(|_| bad(format!("PM directory entry at offset {e} has a bad name")))?;
-            let mut chunks = Vec::new();
-            let mut c = first;
-            while c != 0 {
-                if !c.is_multiple_of(chunk)
-                    || c >= pool.size()
-                    || !seen.insert(c)
-                    || chunks.len() as u64 > max_chunks
-                {
-                    return Err(bad(format!("PM file {name}: bad chunk pointer {c}")));
-                }
-                if pool.load_u64(c + 8)? != CHUNK_MAGIC {
-                    return Err(bad(format!("PM file {name}: chunk {c} has no chunk magic")));
-                }
-                chunks.push(c);
-                c = pool.load_u64(c)?;
-            }
-            if chunks.is_empty() || size > chunks.len() as u64 * fs.data_per_chunk {
-                return Err(bad(format!(
-                    "PM file {name}: size {size} exceeds its chunks"
-                )));
-            }
-            live.extend_from_slice(&chunks);
-            dir.files.insert(
+            out.push(FoundFile {
                 name,
+                entry: e,
+                size,
+                chunks,
+                log: flags & FLAG_LOG != 0,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The chunk chain of a file starting at `first`; every chunk is checked (alignment, bounds,
+    /// magic, link check) and may belong to one file only.
+    fn chain(
+        &self,
+        name: &str,
+        first: u64,
+        seen: &mut std::collections::HashSet<u64>,
+    ) -> Result<Vec<u64>> {
+        let pool = &self.pool;
+        let chunk = pool.chunk_size();
+        let max_chunks = pool.size() / chunk;
+        let mut chunks = Vec::new();
+        let mut c = first;
+        while c != 0 {
+            if !c.is_multiple_of(chunk)
+                || c >= pool.size()
+                || !seen.insert(c)
+                || chunks.len() as u64 > max_chunks
+            {
+                return Err(self.bad(format!("PM file {name}: bad chunk pointer {c}")));
+            }
+            if pool.load_u64(c + 8)? != CHUNK_MAGIC {
+                return Err(self.bad(format!("PM file {name}: chunk {c} has no chunk magic")));
+            }
+            chunks.push(c);
+            let word = pool.load_u64(c)?;
+            c = decode_link(c, word).ok_or_else(|| {
+                self.bad(format!(
+                    "PM file {name}: the next-chunk link of chunk {c} fails its checksum"
+                ))
+            })?;
+        }
+        if chunks.is_empty() {
+            return Err(self.bad(format!("PM file {name}: no first chunk")));
+        }
+        Ok(chunks)
+    }
+
+    /// Takes the files found at open into the directory and rebuilds the allocator.
+    fn install(&self, root: u64, files: Vec<FoundFile>) -> Result<()> {
+        let entries = (self.pool.chunk_size() - DIR_HEADER_BYTES) / ENTRY_BYTES;
+        let mut live = vec![root];
+        let mut dir = self.dir.lock();
+        let used: std::collections::HashSet<u64> = files.iter().map(|f| f.entry).collect();
+        dir.free_entries = (0..entries)
+            .rev()
+            .map(|i| self.entry_offset(root, i))
+            .filter(|e| !used.contains(e))
+            .collect();
+        let log_chunks = Arc::clone(&self.space.lock().log_chunks);
+        for f in files {
+            live.extend_from_slice(&f.chunks);
+            if f.log {
+                log_chunks.fetch_add(f.chunks.len() as u64, Ordering::AcqRel);
+            }
+            dir.files.insert(
+                f.name,
                 Arc::new(PmFile {
-                    pool: Arc::clone(&pool),
-                    entry: e,
-                    chunks: RwLock::new(chunks),
-                    size: AtomicU64::new(size),
+                    pool: Arc::clone(&self.pool),
+                    entry: f.entry,
+                    chunks: RwLock::new(f.chunks),
+                    size: AtomicU64::new(f.size),
                     removed: AtomicBool::new(false),
+                    log_chunks: f.log.then(|| Arc::clone(&log_chunks)),
                 }),
             );
         }
         drop(dir);
-        pool.rebuild_allocator(&live)?;
-        Ok(fs)
+        self.pool.rebuild_allocator(&live)?;
+        Ok(())
     }
 
     fn entry_offset(&self, dir: u64, i: u64) -> u64 {
@@ -242,6 +540,16 @@ impl PmFs {
         &self.pool
     }
 
+    /// The identity of the database this file system belongs to.
+    pub fn identity(&self) -> u128 {
+        self.identity
+    }
+
+    /// Data bytes a chunk holds (the chunk size less its header).
+    pub fn data_per_chunk(&self) -> u64 {
+        self.data_per_chunk
+    }
+
     /// Names of the files in the pool.
     pub fn file_names(&self) -> Vec<String> {
         let mut v: Vec<String> = self.dir.lock().files.keys().cloned().collect();
@@ -249,34 +557,103 @@ impl PmFs {
         v
     }
 
-    fn get(&self, path: &Path) -> Result<Arc<PmFile>> {
-        let name = name_of(path)?;
-        self.dir.lock().files.get(&name).cloned().ok_or_else(|| {
-            Error::io(
-                "open",
-                path,
-                std::io::Error::new(std::io::ErrorKind::NotFound, "no such PM file"),
-            )
-        })
+    /// Sets how chunks are shared between logs and tables.
+    pub fn set_space_policy(&self, policy: PmSpacePolicy) {
+        self.space.lock().policy = policy;
     }
 
-    /// Allocates a chunk with a persisted, unlinked header; with `zeroed`, its data area is
-    /// zeroed (non-temporal stores) and the zeroes are durable with the header.
-    fn new_chunk(&self, zeroed: bool) -> Result<u64> {
-        let c = if zeroed {
-            self.pool.allocate_zeroed_chunk(CHUNK_HEADER_BYTES)?
-        } else {
-            self.pool.allocate_chunk()?
+    /// The pool's space as this file system accounts it.
+    pub fn space(&self) -> PmSpace {
+        let s = self.space.lock();
+        PmSpace {
+            free_chunks: self.pool.free_chunks(),
+            log_chunks: s.log_chunks.load(Ordering::Acquire),
+            policy: s.policy,
+        }
+    }
+
+    /// Log files in the pool (a database's WALs: the active one and those not yet retired).
+    pub fn log_file_count(&self) -> usize {
+        self.dir
+            .lock()
+            .files
+            .values()
+            .filter(|f| f.log_chunks.is_some())
+            .count()
+    }
+
+    /// Creates a log that may take the spare chunk (see [`PmSpacePolicy`]): recovery's new WAL.
+    pub fn create_log_using_spare(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create_file(path, ChunkClass::LogUsingSpare)
+    }
+
+    fn get(&self, path: &Path) -> Result<Arc<PmFile>> {
+        let name = name_of(path)?;
+        self.dir
+            .lock()
+            .files
+            .get(&name)
+            .cloned()
+            .ok_or_else(|| not_found("open", path))
+    }
+
+    /// Allocates a chunk of `class` with a persisted, unlinked header; a log's chunk has its
+    /// data area zeroed (non-temporal stores), durable with the header.
+    fn new_chunk(&self, class: ChunkClass) -> Result<u64> {
+        let space = self.space.lock();
+        let free = self.pool.free_chunks();
+        let policy = space.policy;
+        let keep = match class {
+            ChunkClass::Table => {
+                let logs = space.log_chunks.load(Ordering::Acquire);
+                policy.spare_chunks + policy.log_quota_chunks.saturating_sub(logs)
+            }
+            ChunkClass::Log => policy.spare_chunks,
+            ChunkClass::LogUsingSpare => 0,
         };
+        if free <= keep {
+            return Err(Error::NoSpace(format!(
+                "{}: no PM chunk for a {} ({free} of {} chunks free, {keep} held back for logs)",
+                self.location,
+                if class == ChunkClass::Table {
+                    "table"
+                } else {
+                    "log"
+                },
+                self.pool.chunk_count() - 1
+            )));
+        }
+        let c = if class == ChunkClass::Table {
+            self.pool.allocate_chunk()?
+        } else {
+            let c = self.pool.allocate_zeroed_chunk(CHUNK_HEADER_BYTES)?;
+            space.log_chunks.fetch_add(1, Ordering::AcqRel);
+            c
+        };
+        drop(space);
         let mut h = [0u8; 16];
         h[8..].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
-        self.pool.write(c, &h)?;
-        self.pool.persist(c, 16)?;
+        let written = self
+            .pool
+            .write(c, &h)
+            .and_then(|()| self.pool.persist(c, 16));
+        if let Err(e) = written {
+            self.release_chunk(c, class);
+            return Err(e.into());
+        }
         Ok(c)
     }
 
-    /// Creates a file; `zeroed`: every chunk of it is zeroed before it is linked (logs).
-    fn create_file(&self, path: &Path, zeroed: bool) -> Result<Box<dyn WritableFile>> {
+    /// Gives back a chunk of `class` that was never linked.
+    fn release_chunk(&self, c: u64, class: ChunkClass) {
+        self.pool.free_chunk(c);
+        if class != ChunkClass::Table {
+            self.space.lock().log_chunks.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Creates a file whose chunks are of `class` (a log's are zeroed before they are linked).
+    fn create_file(&self, path: &Path, class: ChunkClass) -> Result<Box<dyn WritableFile>> {
         let name = name_of(path)?;
         if self.dir.lock().files.contains_key(&name) {
             self.remove_name(&name, path)?;
@@ -285,36 +662,51 @@ impl PmFs {
             self.dir.lock().free_entries.pop().ok_or_else(|| {
                 Error::NoSpace(format!("{}: PM directory is full", self.location))
             })?;
-        let chunk = match self.new_chunk(zeroed) {
+        let chunk = match self.new_chunk(class) {
             Ok(c) => c,
             Err(e) => {
                 self.dir.lock().free_entries.push(entry);
                 return Err(e);
             }
         };
-        let mut raw = vec![0u8; 32 + name.len()];
+        let log = class != ChunkClass::Table;
+        let flags = if log { FLAG_LOG } else { 0 };
+        let mut raw = vec![0u8; ENTRY_NAME_OFFSET + name.len()];
+        raw[8..16].copy_from_slice(&encode_size(entry, 0).to_le_bytes());
         raw[16..24].copy_from_slice(&chunk.to_le_bytes());
         raw[24..28].copy_from_slice(&(name.len() as u32).to_le_bytes());
-        raw[28..32].copy_from_slice(&entry_crc(chunk, name.as_bytes()).to_le_bytes());
-        raw[32..].copy_from_slice(name.as_bytes());
-        self.pool.write(entry + 8, &raw[8..])?;
-        self.pool.persist(entry + 8, raw.len() as u64 - 8)?;
-        self.pool.store_u64_persist(entry, ENTRY_LIVE)?;
+        raw[28..32].copy_from_slice(&flags.to_le_bytes());
+        raw[ENTRY_NAME_OFFSET..].copy_from_slice(name.as_bytes());
+        let published = self
+            .pool
+            .write(entry + 8, &raw[8..])
+            .and_then(|()| self.pool.persist(entry + 8, raw.len() as u64 - 8))
+            .and_then(|()| {
+                self.pool
+                    .store_u64_persist(entry, live_state(entry, chunk, flags, name.as_bytes()))
+            });
+        if let Err(e) = published {
+            self.release_chunk(chunk, class);
+            self.dir.lock().free_entries.push(entry);
+            return Err(with_path(e.into(), "create", path));
+        }
         let file = Arc::new(PmFile {
             pool: Arc::clone(&self.pool),
             entry,
             chunks: RwLock::new(vec![chunk]),
             size: AtomicU64::new(0),
             removed: AtomicBool::new(false),
+            log_chunks: log.then(|| Arc::clone(&self.space.lock().log_chunks)),
         });
         self.dir.lock().files.insert(name, Arc::clone(&file));
         Ok(Box::new(PmWritable {
             fs: self.clone(),
             file,
             path: path.to_path_buf(),
-            zeroed,
+            class: if log { ChunkClass::Log } else { class },
             chunk_count: 1,
             last_chunk: chunk,
+            write_chunk: (0, chunk),
             written: 0,
             persisted: 0,
             msynced: 0,
@@ -325,11 +717,7 @@ impl PmFs {
     fn remove_name(&self, name: &str, path: &Path) -> Result<()> {
         let mut dir = self.dir.lock();
         let Some(f) = dir.files.remove(name) else {
-            return Err(Error::io(
-                "remove",
-                path,
-                std::io::Error::new(std::io::ErrorKind::NotFound, "no such PM file"),
-            ));
+            return Err(not_found("remove", path));
         };
         self.pool.store_u64_persist(f.entry, 0)?;
         dir.free_entries.push(f.entry);
@@ -342,11 +730,13 @@ struct PmWritable {
     fs: PmFs,
     file: Arc<PmFile>,
     path: PathBuf,
-    /// A log: new chunks are zeroed before they are linked.
-    zeroed: bool,
+    /// The class of the file's later chunks (`Log` or `Table`).
+    class: ChunkClass,
     /// Chunks of the file, and the offset of the last one (only this writer adds chunks).
     chunk_count: u64,
     last_chunk: u64,
+    /// The chunk that receives the next appended byte: (index in the file, offset).
+    write_chunk: (u64, u64),
     written: u64,
     persisted: u64,
     msynced: u64,
@@ -386,23 +776,45 @@ impl PmWritable {
         }
         Ok(())
     }
+
+    /// Links one more chunk at the end of the file.
+    fn add_chunk(&mut self) -> Result<()> {
+        let c = self.fs.new_chunk(self.class)?;
+        let linked = self
+            .fs
+            .pool
+            .store_u64_persist(self.last_chunk, encode_link(self.last_chunk, c));
+        if let Err(e) = linked {
+            self.fs.release_chunk(c, self.class);
+            return Err(with_path(e.into(), "append", &self.path));
+        }
+        self.file.chunks.write().push(c);
+        self.chunk_count += 1;
+        self.last_chunk = c;
+        Ok(())
+    }
 }
 
 impl WritableFile for PmWritable {
     fn append(&mut self, mut data: &[u8]) -> Result<()> {
         let dpc = self.fs.data_per_chunk;
+        if self.written + data.len() as u64 > SIZE_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "{}: a PM file is limited to {SIZE_MAX} bytes",
+                self.path.display()
+            )));
+        }
         while !data.is_empty() {
             let (idx, within) = (self.written / dpc, self.written % dpc);
             if idx == self.chunk_count {
-                let c = self.fs.new_chunk(self.zeroed)?;
-                self.fs.pool.store_u64_persist(self.last_chunk, c)?;
-                self.file.chunks.write().push(c);
-                self.chunk_count += 1;
-                self.last_chunk = c;
+                self.add_chunk()?;
             }
-            debug_assert_eq!(idx + 1, self.chunk_count, "appends fill the last chunk");
+            if self.write_chunk.0 != idx {
+                // Chunks linked ahead by `reserve` are looked up once each.
+                self.write_chunk = (idx, self.file.chunks.read()[idx as usize]);
+            }
             let n = (data.len() as u64).min(dpc - within) as usize;
-            let at = self.last_chunk + CHUNK_HEADER_BYTES + within;
+            let at = self.write_chunk.1 + CHUNK_HEADER_BYTES + within;
             if n >= NT_MIN_BYTES {
                 self.fs.pool.write_nt(at, &data[..n])?;
             } else {
@@ -418,6 +830,14 @@ impl WritableFile for PmWritable {
         Ok(())
     }
 
+    fn reserve(&mut self, additional: u64) -> Result<()> {
+        let need = (self.written + additional).div_ceil(self.fs.data_per_chunk);
+        while self.chunk_count < need {
+            self.add_chunk()?;
+        }
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<()> {
         if self.written == self.persisted {
             return Ok(());
@@ -426,8 +846,9 @@ impl WritableFile for PmWritable {
         // One fence covers the data lines and the new size: a crash before it completes may
         // leave the size covering a torn tail (see the module docs). All lines are written back
         // by one call, so no counter update stalls between the write-backs.
-        pool.store_u64(self.file.entry + 8, self.written)?;
-        self.to_write_back.push((self.file.entry + 8, 8));
+        let entry = self.file.entry;
+        pool.store_u64(entry + 8, encode_size(entry, self.written))?;
+        self.to_write_back.push((entry + 8, 8));
         let flushed = pool.flush_ranges(&self.to_write_back);
         self.to_write_back.clear();
         flushed.map_err(|e| with_path(e.into(), "flush", &self.path))?;
@@ -502,11 +923,11 @@ impl FileLock for NoLock {}
 
 impl FileSystem for PmFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.create_file(path, false)
+        self.create_file(path, ChunkClass::Table)
     }
 
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.create_file(path, true)
+        self.create_file(path, ChunkClass::Log)
     }
 
     fn open_readable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -563,6 +984,9 @@ mod tests {
     use super::*;
     use tierkv_pm::{PmPool, PoolOptions};
 
+    /// The identity of the database the test file systems belong to.
+    const ID: u128 = 0x1d;
+
     fn pool() -> Arc<PmPool> {
         let o = PoolOptions {
             size: 1 << 20,
@@ -575,7 +999,7 @@ mod tests {
     #[test]
     fn files_span_chunks_survive_reopen_and_free_their_chunks() {
         let p = pool();
-        let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
         let free0 = p.free_chunks();
         let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7) as u8).collect();
         let mut w = fs.create(Path::new("/db/000001.sst")).unwrap();
@@ -603,7 +1027,7 @@ mod tests {
             },
         )
         .unwrap();
-        let fs2 = PmFs::open(Arc::clone(&p2), "test2", false).unwrap();
+        let fs2 = PmFs::open(Arc::clone(&p2), "test2", PmFsOpen::Existing(ID)).unwrap();
         assert_eq!(fs2.file_names(), vec!["000001.sst".to_string()]);
         let mut buf2 = vec![0u8; data.len()];
         fs2.open_readable(Path::new("/x/000001.sst"))
@@ -629,7 +1053,7 @@ mod tests {
     #[test]
     fn unpublished_files_vanish_and_leak_nothing() {
         let p = pool();
-        let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
         let mut w = fs.create(Path::new("/db/000002.log")).unwrap();
         w.append(&[7u8; 1000]).unwrap();
         // Not flushed: after a crash the file exists (published at create) but holds nothing.
@@ -639,7 +1063,7 @@ mod tests {
             ..PoolOptions::default()
         };
         let p2 = PmPool::open_crash_image(img, &o).unwrap();
-        let fs2 = PmFs::open(Arc::clone(&p2), "t", false).unwrap();
+        let fs2 = PmFs::open(Arc::clone(&p2), "t", PmFsOpen::Existing(ID)).unwrap();
         assert_eq!(fs2.file_size(Path::new("/db/000002.log")).unwrap(), 0);
         // Only the directory chunk and the file's chunk are allocated.
         assert_eq!(p2.chunk_count() - p2.free_chunks(), 2 + 1);
@@ -655,7 +1079,7 @@ mod tests {
         };
         let setup = || {
             let p = PmPool::create_crash_sim(&o, false).unwrap();
-            let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+            let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
             let mut w = fs.create(Path::new("/db/000007.sst")).unwrap();
             w.append(&vec![1u8; 100_000]).unwrap();
             w.sync().unwrap();
@@ -668,7 +1092,9 @@ mod tests {
         let mut b = [0u8; 1];
         p.read(entry + 33, &mut b).unwrap();
         p.write(entry + 33, &[b[0] ^ 0x20]).unwrap();
-        let err = PmFs::open(Arc::clone(&p), "pool.pm", false).err().unwrap();
+        let err = PmFs::open(Arc::clone(&p), "pool.pm", PmFsOpen::Existing(ID))
+            .err()
+            .unwrap();
         assert!(
             err.is_corruption() && err.to_string().contains("checksum"),
             "{err}"
@@ -677,22 +1103,167 @@ mod tests {
         let (p, entry) = setup();
         let first = p.load_u64(entry + 16).unwrap();
         p.store_u64_persist(first, first + 100).unwrap();
-        let err = PmFs::open(Arc::clone(&p), "pool.pm", false).err().unwrap();
+        let err = PmFs::open(Arc::clone(&p), "pool.pm", PmFsOpen::Existing(ID))
+            .err()
+            .unwrap();
         assert!(
             err.is_corruption() && err.to_string().contains("chunk"),
             "{err}"
         );
-        // A size beyond the file's chunks is reported.
+        // A size beyond the file's chunks is reported, and so is a size word that fails its
+        // check.
+        for word in [encode_size(entry_of_first_file(), 10 << 20), 10 << 20] {
+            let (p, entry) = setup();
+            assert_eq!(entry, entry_of_first_file());
+            p.store_u64_persist(entry + 8, word).unwrap();
+            let err = PmFs::open(Arc::clone(&p), "pool.pm", PmFsOpen::Existing(ID))
+                .err()
+                .unwrap();
+            assert!(
+                err.is_corruption() && err.to_string().contains("size"),
+                "{err}"
+            );
+        }
+        // Every single-bit flip of the state, size, chunk, length, flags and name fields is
+        // corruption: never a free entry (a vanished file), a shorter file or another file.
         let (p, entry) = setup();
-        p.store_u64_persist(entry + 8, 10 << 20).unwrap();
-        let err = PmFs::open(Arc::clone(&p), "pool.pm", false).err().unwrap();
-        assert!(
-            err.is_corruption() && err.to_string().contains("size"),
-            "{err}"
-        );
+        let mut raw = [0u8; 40];
+        p.read(entry, &mut raw).unwrap();
+        for bit in 0..40 * 8 {
+            let mut damaged = raw;
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            p.write(entry, &damaged).unwrap();
+            let err = PmFs::open(Arc::clone(&p), "pool.pm", PmFsOpen::Existing(ID))
+                .err()
+                .unwrap_or_else(|| panic!("bit {bit} of the entry flipped unnoticed"));
+            assert!(err.is_corruption(), "bit {bit}: {err}");
+        }
+        p.write(entry, &raw).unwrap();
+        assert!(PmFs::open(Arc::clone(&p), "pool.pm", PmFsOpen::Existing(ID)).is_ok());
         // A pool without a file system is refused when not creating.
         let empty = PmPool::create_crash_sim(&o, false).unwrap();
-        assert!(PmFs::open(empty, "empty.pm", false).is_err());
+        assert!(PmFs::open(empty, "empty.pm", PmFsOpen::Existing(ID)).is_err());
+    }
+
+    /// The offset of the first directory entry of a pool formatted by `setup`-like code: the
+    /// directory is the first chunk handed out.
+    fn entry_of_first_file() -> u64 {
+        (64 << 10) + DIR_HEADER_BYTES
+    }
+
+    /// A pool belongs to the database that formatted it: another identity is refused, unless
+    /// it is creating a database and the pool holds no file (a creation that stopped early);
+    /// a pool of the first format is refused with an error naming it.
+    #[test]
+    fn a_pool_is_bound_to_its_database() {
+        let p = pool();
+        let fs = PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Create(ID)).unwrap();
+        assert_eq!(fs.identity(), ID);
+        let mut w = fs.create_log(Path::new("/db/000003.log")).unwrap();
+        w.append(b"acknowledged").unwrap();
+        w.flush().unwrap();
+        drop((w, fs));
+        for how in [PmFsOpen::Existing(ID + 1), PmFsOpen::Create(ID + 1)] {
+            let err = PmFs::open(Arc::clone(&p), "a.pool", how).err().unwrap();
+            assert!(
+                matches!(err, Error::InvalidArgument(_))
+                    && err.to_string().contains("another database"),
+                "{how:?}: {err}"
+            );
+        }
+        let fs = PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Existing(ID)).unwrap();
+        assert_eq!(
+            fs.read_all(Path::new("/db/000003.log")).unwrap(),
+            b"acknowledged"
+        );
+        // Emptied, the pool may be taken over by a new database, and is then bound to it.
+        fs.remove(Path::new("/db/000003.log")).unwrap();
+        drop(fs);
+        let fs = PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Create(ID + 1)).unwrap();
+        assert_eq!(fs.identity(), ID + 1);
+        drop(fs);
+        assert!(PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Existing(ID)).is_err());
+        // A flipped bit in the directory header (the identity included) is corruption.
+        let root = p.root(PMFS_ROOT_SLOT);
+        let mut b = [0u8; 1];
+        p.read(root + 20, &mut b).unwrap();
+        p.write(root + 20, &[b[0] ^ 4]).unwrap();
+        let err = PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Existing(ID + 1))
+            .err()
+            .unwrap();
+        assert!(err.is_corruption(), "{err}");
+        // The first format is refused by name.
+        p.write(root, &DIR_MAGIC_V1.to_le_bytes()).unwrap();
+        let err = PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Existing(ID + 1))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("TKVPMFS1"), "{err}");
+    }
+
+    /// Tables leave the spare chunk and the part of the log quota the logs do not hold free;
+    /// logs leave the spare; only `create_log_using_spare` takes the spare; `reserve` links a
+    /// log's chunks ahead, and a failed reservation appends nothing.
+    #[test]
+    fn tables_and_logs_share_the_pool_by_the_space_policy() {
+        let p = pool(); // 16 chunks: the header, the directory, 14 free
+        let fs = PmFs::open(Arc::clone(&p), "s.pool", PmFsOpen::Create(ID)).unwrap();
+        fs.set_space_policy(PmSpacePolicy {
+            spare_chunks: 1,
+            log_quota_chunks: 4,
+        });
+        assert_eq!(fs.space().free_chunks, 14);
+        let mut log = fs.create_log(Path::new("/db/000001.log")).unwrap();
+        assert_eq!(fs.space().log_chunks, 1);
+        // Tables may take 14 - 1 (log) - 1 (spare) - 3 (rest of the log quota) = 9 chunks.
+        let dpc = fs.data_per_chunk() as usize;
+        let mut table = fs.create(Path::new("/db/000002.sst")).unwrap();
+        table.append(&vec![7u8; 9 * dpc]).unwrap();
+        let err = table.append(&[7u8]).unwrap_err();
+        assert!(matches!(err, Error::NoSpace(_)), "{err}");
+        assert_eq!(fs.space().free_chunks, 4);
+        // The log may grow into the 3 chunks of the quota, not into the spare.
+        log.reserve(4 * dpc as u64).unwrap();
+        assert_eq!((fs.space().free_chunks, fs.space().log_chunks), (1, 4));
+        let err = log.reserve(4 * dpc as u64 + 1).unwrap_err();
+        assert!(matches!(err, Error::NoSpace(_)), "{err}");
+        assert_eq!(log.size(), 0, "a failed reservation appends nothing");
+        log.append(&vec![1u8; 4 * dpc]).unwrap();
+        log.flush().unwrap();
+        assert_eq!(fs.space().free_chunks, 1, "the reserved chunks were used");
+        let err = fs.create_log(Path::new("/db/000003.log")).err().unwrap();
+        assert!(matches!(err, Error::NoSpace(_)), "{err}");
+        let spare = fs
+            .create_log_using_spare(Path::new("/db/000003.log"))
+            .unwrap();
+        assert_eq!(fs.space().free_chunks, 0);
+        drop((spare, log, table));
+        // Removing files gives their chunks back, and the log count follows.
+        fs.remove(Path::new("/db/000001.log")).unwrap();
+        fs.remove(Path::new("/db/000002.sst")).unwrap();
+        assert_eq!(fs.space().log_chunks, 1);
+        assert_eq!(fs.space().free_chunks, 13);
+        // Log chunks are recognised again after a reopen (the flag is in the entry).
+        let img = p.crash_image(tierkv_pm::CrashImage::Strict).unwrap();
+        let p2 = PmPool::open_crash_image(img, &log_pool_options()).unwrap();
+        let fs2 = PmFs::open(p2, "s2", PmFsOpen::Existing(ID)).unwrap();
+        assert_eq!(fs2.space().log_chunks, 1);
+    }
+
+    /// One fence per flushed PM log append (data and size together), whatever the record
+    /// size and whether its pieces are stored non-temporally: the design's write path depends
+    /// on it.
+    #[test]
+    fn a_flushed_log_append_takes_one_fence() {
+        use crate::log::LogWriter;
+        let p = pool();
+        let fs = PmFs::open(Arc::clone(&p), "f.pool", PmFsOpen::Create(ID)).unwrap();
+        let mut log = LogWriter::new(fs.create_log(Path::new("/db/000001.log")).unwrap());
+        log.reserve_record(0).unwrap();
+        for len in [0usize, 1, 100, 144, 1023, 1024, 5000, 40_000] {
+            let before = p.fence_count();
+            log.add_record(&vec![3u8; len]).unwrap();
+            assert_eq!(p.fence_count() - before, 1, "a {len}-byte record");
+        }
     }
 
     fn log_pool_options() -> PoolOptions {
@@ -745,7 +1316,7 @@ mod tests {
                     let fs2 = PmFs::open(
                         PmPool::open_crash_image(img, &log_pool_options()).unwrap(),
                         "img",
-                        false,
+                        PmFsOpen::Existing(ID),
                     )
                     .unwrap();
                     let path = Path::new("/db/000009.log");
@@ -787,7 +1358,7 @@ mod tests {
     #[test]
     fn pm_log_recovers_every_acknowledged_record_at_every_fence() {
         let p = PmPool::create_crash_sim(&log_pool_options(), true).unwrap();
-        let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
         let records = Arc::new(log_records(120, 0));
         let n = check_in_flight_log_images(&p, &fs, |fs, p| fs.create_log(p), records);
         assert!(n >= 120 * 13, "only {n} images checked");
@@ -799,7 +1370,7 @@ mod tests {
     fn reused_log_chunks_never_expose_stale_records() {
         use crate::log::LogWriter;
         let p = PmPool::create_crash_sim(&log_pool_options(), true).unwrap();
-        let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
         // Fixed-size records (a fillrandom WAL), 300 of which fit in one chunk: the old log's
         // only chunk is the next one handed out, and its records sit at the offsets where the
         // new log's records go.
@@ -830,7 +1401,7 @@ mod tests {
             ..PoolOptions::default()
         };
         let p = PmPool::create(&dir.path().join("m.pool"), &o).unwrap();
-        let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
         let mut w = fs.create_log(Path::new("/db/000001.log")).unwrap();
         let data = vec![7u8; 3000];
         for _ in 0..10 {
@@ -853,7 +1424,7 @@ mod tests {
             },
         )
         .unwrap();
-        let fs = PmFs::open(Arc::clone(&p), "test", true).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
         let mut w = fs.create_log(Path::new("/db/000001.log")).unwrap();
         w.append(&data).unwrap();
         w.flush().unwrap();
@@ -880,7 +1451,7 @@ mod tests {
             ..PoolOptions::default()
         };
         let p = PmPool::create(&dir.path().join("bench.pool"), &o).unwrap();
-        let fs = PmFs::open(Arc::clone(&p), "bench", true).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "bench", PmFsOpen::Create(ID)).unwrap();
         let rec = [0x5au8; 144];
         let n = 1_000_000u64;
         for pass in 0..3 {

@@ -130,3 +130,30 @@ fn damage_in_the_last_record_is_torn_even_with_its_later_fragments_intact() {
     d[first_at..BLOCK_SIZE].fill(0);
     assert!(read_all(d).unwrap_err().is_corruption());
 }
+
+/// `physical_len` predicts exactly what `add_record` appends, from every block position a
+/// record can start at (including the padded last bytes of a block).
+#[test]
+fn physical_len_is_what_add_record_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = LogWriter::new(PosixFs.create(&dir.path().join("x.log")).unwrap());
+    let sizes = [
+        0usize,
+        1,
+        5,
+        100,
+        BLOCK_SIZE - HEADER_SIZE,
+        BLOCK_SIZE,
+        3 * BLOCK_SIZE + 17,
+    ];
+    for i in 0..2000usize {
+        let len = if i % 7 == 0 {
+            sizes[i / 7 % sizes.len()]
+        } else {
+            (i * 37) % 700
+        };
+        let predicted = w.physical_len(len);
+        let appended = w.add_record(&vec![0x5a; len]).unwrap();
+        assert_eq!(predicted, appended, "record {i} of {len} bytes");
+    }
+}

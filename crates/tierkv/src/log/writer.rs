@@ -66,6 +66,33 @@ impl LogWriter {
         self.block_offset += HEADER_SIZE + fragment.len();
     }
 
+    /// Bytes a record of `payload_len` bytes takes in the file when appended next (fragment
+    /// headers and block padding included).
+    pub fn physical_len(&self, payload_len: usize) -> u64 {
+        let (mut offset, mut left, mut total) = (self.block_offset, payload_len, 0);
+        loop {
+            let leftover = BLOCK_SIZE - offset;
+            if leftover < HEADER_SIZE {
+                total += leftover;
+                offset = 0;
+            }
+            let n = left.min(BLOCK_SIZE - offset - HEADER_SIZE);
+            total += HEADER_SIZE + n;
+            offset += HEADER_SIZE + n;
+            left -= n;
+            if left == 0 {
+                return total as u64;
+            }
+        }
+    }
+
+    /// Takes the file space for the next record of `payload_len` bytes now (see
+    /// [`WritableFile::reserve`]): out of space is reported here, before anything is appended.
+    pub fn reserve_record(&mut self, payload_len: usize) -> Result<()> {
+        let n = self.physical_len(payload_len);
+        self.file.reserve(n)
+    }
+
     /// Makes everything appended durable (fdatasync).
     pub fn sync(&mut self) -> Result<()> {
         self.file.sync()

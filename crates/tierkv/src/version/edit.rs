@@ -19,6 +19,8 @@ const TAG_DESIGN: u32 = 20;
 const TAG_FORMAT_VERSION: u32 = 21;
 const TAG_NUM_LEVELS: u32 = 22;
 const TAG_WAL_TIER: u32 = 23;
+const TAG_IDENTITY: u32 = 24;
+const TAG_LOG_CREATED: u32 = 25;
 
 /// Changes to apply to a version, plus database-wide counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,6 +45,12 @@ pub struct VersionEdit {
     pub num_levels: Option<u32>,
     /// Where the database keeps its WAL (0 SSD, 1 PM), fixed at creation.
     pub wal_tier: Option<u32>,
+    /// The database's identity, fixed at creation (also recorded in its PM pool).
+    pub identity: Option<u128>,
+    /// Whether the WAL numbered `log_number` exists: `Some(false)` when recovery logs a new
+    /// log number before it creates that WAL (it then logs `Some(true)`). An edit that sets
+    /// `log_number` without this field names a WAL that exists.
+    pub log_created: Option<bool>,
 }
 
 impl VersionEdit {
@@ -64,6 +72,14 @@ impl VersionEdit {
         if let Some(v) = self.wal_tier {
             put_varint32(&mut b, TAG_WAL_TIER);
             put_varint32(&mut b, v);
+        }
+        if let Some(id) = self.identity {
+            put_varint32(&mut b, TAG_IDENTITY);
+            b.extend_from_slice(&id.to_le_bytes());
+        }
+        if let Some(created) = self.log_created {
+            put_varint32(&mut b, TAG_LOG_CREATED);
+            put_varint32(&mut b, u32::from(created));
         }
         for (tag, v) in [
             (TAG_LOG_NUMBER, self.log_number),
@@ -163,6 +179,17 @@ impl VersionEdit {
                 TAG_NUM_LEVELS => {
                     e.num_levels = Some(d.varint32().ok_or_else(|| bad("level count"))?)
                 }
+                TAG_IDENTITY => {
+                    let id = d.bytes(16).ok_or_else(|| bad("identity"))?;
+                    e.identity = Some(u128::from_le_bytes(id.try_into().expect("16 bytes")));
+                }
+                TAG_LOG_CREATED => {
+                    e.log_created = match d.varint32() {
+                        Some(0) => Some(false),
+                        Some(1) => Some(true),
+                        _ => return Err(bad("log state")),
+                    }
+                }
                 _ => return Err(bad(&format!("tag {tag}"))),
             }
         }
@@ -208,9 +235,11 @@ mod tests {
                 ),
             ],
             design: Some("leveled".into()),
-            format_version: Some(1),
+            format_version: Some(2),
             num_levels: Some(7),
             wal_tier: Some(1),
+            identity: Some(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210),
+            log_created: Some(false),
         };
         let enc = e.encode();
         assert_eq!(VersionEdit::decode(&enc, "m").unwrap(), e);

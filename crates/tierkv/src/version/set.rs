@@ -19,7 +19,10 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// The on-disk format version written by this build.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build opens. Format 1 databases carry no identity (their PM
+/// pools cannot be bound to them) and are refused with an error saying so.
+pub const MIN_FORMAT_VERSION: u32 = 2;
 
 /// Kinds of files in a database directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -75,6 +78,12 @@ pub struct VersionSet {
     design: String,
     num_levels: usize,
     wal_tier: u32,
+    identity: u128,
+    /// Whether the WAL numbered `log_number` exists (false between recovery's manifest record
+    /// of a new log number and its creation of that WAL).
+    pub log_created: bool,
+    /// Bytes of a damaged or incomplete last record dropped from the manifest when it was read.
+    pub manifest_torn_bytes: u64,
     /// Next file number to hand out.
     pub next_file_number: u64,
     /// Last sequence number persisted in the manifest (set by the caller before each edit).
@@ -84,11 +93,19 @@ pub struct VersionSet {
     /// Per level: the largest key of the last size-triggered compaction (round-robin start).
     pub compact_pointers: Vec<Vec<u8>>,
     manifest: Option<(LogWriter, u64)>,
+    /// The number of the manifest this set was recovered from.
+    recovered: Option<u64>,
 }
 
 impl VersionSet {
     /// Creates the manifest and `CURRENT` of a new, empty database.
-    pub fn create(dir: &Path, options: &Options, counters: Arc<Counters>) -> Result<VersionSet> {
+    /// `identity` is the new database's identity (see [`new_identity`]).
+    pub fn create(
+        dir: &Path,
+        options: &Options,
+        identity: u128,
+        counters: Arc<Counters>,
+    ) -> Result<VersionSet> {
         let mut vs = VersionSet {
             dir: dir.to_path_buf(),
             fs: options.fs.clone(),
@@ -97,11 +114,15 @@ impl VersionSet {
             design: options.design.name().to_string(),
             num_levels: options.compaction.num_levels,
             wal_tier: wal_tier_code(options),
+            identity,
+            log_created: true,
+            manifest_torn_bytes: 0,
             next_file_number: 1,
             last_sequence: 0,
             log_number: 0,
             compact_pointers: vec![Vec::new(); options.compaction.num_levels],
             manifest: None,
+            recovered: None,
         };
         vs.log_and_apply(VersionEdit::default())?;
         Ok(vs)
@@ -121,75 +142,39 @@ impl VersionSet {
             .ok_or_else(|| {
                 Error::corruption(current_path.display().to_string(), "not a manifest name")
             })?;
+        Self::recover_manifest(dir, name, options, counters).map_err(|e| match e {
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::corruption(
+                    current_path.display().to_string(),
+                    format!("CURRENT names {name}, which is missing"),
+                )
+            }
+            other => other,
+        })
+    }
+
+    /// Reads the manifest `name` of `dir` (whatever `CURRENT` says); writes nothing.
+    pub fn recover_manifest(
+        dir: &Path,
+        name: &str,
+        options: &Options,
+        counters: Arc<Counters>,
+    ) -> Result<VersionSet> {
+        let fs = options.fs.clone();
         let manifest_path = dir.join(name);
         let data = fs.read_all(&manifest_path)?;
         counters.add_read(IoPurpose::Recovery, data.len() as u64);
         let location = manifest_path.display().to_string();
         let mut reader = LogReader::new(data, location.clone());
-        let mut version: Option<Version> = None;
-        let (mut next_file, mut last_seq, mut log_number) = (None, None, None);
-        let mut compact_pointers: Vec<(usize, Vec<u8>)> = Vec::new();
-        let mut created_design: Option<String> = None;
+        let mut r = Replayed::default();
         while let Some(record) = reader.next_record()? {
             let edit = VersionEdit::decode(&record, &location)?;
-            if let Some(d) = &edit.design {
-                // The design is the first thing to agree on: its mismatch explains any other.
-                if d != options.design.name() {
-                    return Err(Error::InvalidArgument(format!(
-                        "database {} was created with design {d:?}, opened with {:?}",
-                        dir.display(),
-                        options.design.name()
-                    )));
-                }
-                created_design = Some(d.clone());
-            }
-            if let Some(fv) = edit.format_version {
-                if fv > FORMAT_VERSION {
-                    return Err(Error::InvalidArgument(format!(
-                        "{location} has format version {fv}; this build reads up to {FORMAT_VERSION}"
-                    )));
-                }
-            }
-            if let Some(t) = edit.wal_tier {
-                if t != wal_tier_code(options) {
-                    return Err(Error::InvalidArgument(format!(
-                        "database keeps its WAL on {}, but the options put it on {} \
-                         (pm.wal_on_pm must stay as it was at creation)",
-                        if t == 1 { "PM" } else { "SSD" },
-                        options.design.wal_tier(options).name()
-                    )));
-                }
-            }
-            if let Some(n) = edit.num_levels {
-                let n = n as usize;
-                if n != options.compaction.num_levels {
-                    return Err(Error::InvalidArgument(format!(
-                        "database was created with num_levels {n}, opened with {}",
-                        options.compaction.num_levels
-                    )));
-                }
-            }
-            let base = version.unwrap_or_else(|| Version::new(options.compaction.num_levels));
-            version = Some(base.apply(&edit).map_err(|e| match e {
-                Error::Corruption { reason, .. } => Error::corruption(location.clone(), reason),
-                other => other,
-            })?);
-            next_file = edit.next_file_number.or(next_file);
-            last_seq = edit.last_sequence.or(last_seq);
-            log_number = edit.log_number.or(log_number);
-            compact_pointers.extend(edit.compact_pointers);
+            r.apply(edit, dir, options, &location)?;
         }
         let missing = |what: &str| Error::corruption(location.clone(), format!("no {what} record"));
-        let design = created_design.ok_or_else(|| missing("design"))?;
-        if design != options.design.name() {
-            return Err(Error::InvalidArgument(format!(
-                "database {} was created with design {design:?}, opened with {:?}",
-                dir.display(),
-                options.design.name()
-            )));
-        }
+        let design = r.design.ok_or_else(|| missing("design"))?;
         let mut cps = vec![Vec::new(); options.compaction.num_levels];
-        for (level, key) in compact_pointers {
+        for (level, key) in r.compact_pointers {
             if let Some(slot) = cps.get_mut(level) {
                 *slot = key;
             }
@@ -198,16 +183,30 @@ impl VersionSet {
             dir: dir.to_path_buf(),
             fs,
             counters,
-            current: Arc::new(version.ok_or_else(|| missing("version"))?),
+            current: Arc::new(r.version.ok_or_else(|| missing("version"))?),
             design,
             num_levels: options.compaction.num_levels,
             wal_tier: wal_tier_code(options),
-            next_file_number: next_file.ok_or_else(|| missing("next file number"))?,
-            last_sequence: last_seq.ok_or_else(|| missing("last sequence"))?,
-            log_number: log_number.ok_or_else(|| missing("log number"))?,
+            identity: r.identity.ok_or_else(|| missing("identity"))?,
+            log_created: r.log_created,
+            manifest_torn_bytes: reader.tail().dropped_bytes,
+            next_file_number: r.next_file.ok_or_else(|| missing("next file number"))?,
+            last_sequence: r.last_seq.ok_or_else(|| missing("last sequence"))?,
+            log_number: r.log_number.ok_or_else(|| missing("log number"))?,
             compact_pointers: cps,
             manifest: None,
+            recovered: parse_file_name(name).map(|(_, n)| n),
         })
+    }
+
+    /// The number of the manifest this set was recovered from (`None` for a new database).
+    pub fn recovered_manifest(&self) -> Option<u64> {
+        self.recovered
+    }
+
+    /// The database's identity.
+    pub fn identity(&self) -> u128 {
+        self.identity
     }
 
     /// The installed version.
@@ -259,6 +258,7 @@ impl VersionSet {
                 self.start_manifest(number, &new_version, &edit)?;
             }
         }
+        self.log_created = next_log_created(&edit, self.log_number, self.log_created);
         self.log_number = edit.log_number.expect("set above");
         self.current = Arc::new(new_version);
         Ok(self.current())
@@ -273,6 +273,8 @@ impl VersionSet {
             format_version: Some(FORMAT_VERSION),
             num_levels: Some(self.num_levels as u32),
             wal_tier: Some(self.wal_tier),
+            identity: Some(self.identity),
+            log_created: Some(next_log_created(edit, self.log_number, self.log_created)),
             log_number: edit.log_number,
             next_file_number: edit.next_file_number,
             last_sequence: edit.last_sequence,
@@ -299,6 +301,176 @@ impl VersionSet {
     }
 }
 
+/// Whether the WAL named by the log number after `edit` exists (see
+/// [`VersionEdit::log_created`]).
+fn next_log_created(edit: &VersionEdit, log_number: u64, log_created: bool) -> bool {
+    edit.log_created.unwrap_or(match edit.log_number {
+        Some(n) if n != log_number => true,
+        _ => log_created,
+    })
+}
+
+/// What a database fixed at creation, as its manifest's first record says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreationFields {
+    /// The design's name.
+    pub design: String,
+    /// The format version it was created with.
+    pub format_version: u32,
+    /// The number of levels.
+    pub num_levels: usize,
+    /// Whether the WAL lives on PM.
+    pub wal_on_pm: bool,
+}
+
+/// Reads what the database in `dir` was created with from the first record of the manifest
+/// `CURRENT` names; writes nothing and needs no options.
+pub fn read_creation_fields(fs: &dyn FileSystem, dir: &Path) -> Result<CreationFields> {
+    let current_path = current_file_name(dir);
+    let current = fs.read_all(&current_path)?;
+    let name = std::str::from_utf8(&current)
+        .ok()
+        .and_then(|s| s.strip_suffix('\n'))
+        .filter(|s| matches!(parse_file_name(s), Some((FileKind::Manifest, _))))
+        .ok_or_else(|| {
+            Error::corruption(current_path.display().to_string(), "not a manifest name")
+        })?;
+    read_manifest_creation_fields(fs, &dir.join(name))
+}
+
+/// Reads what a database was created with from the first record of the manifest at `path`.
+pub fn read_manifest_creation_fields(fs: &dyn FileSystem, path: &Path) -> Result<CreationFields> {
+    let location = path.display().to_string();
+    let mut reader = LogReader::new(fs.read_all(path)?, location.clone());
+    let missing = |what: &str| Error::corruption(location.clone(), format!("no {what} record"));
+    let first = reader.next_record()?.ok_or_else(|| missing("snapshot"))?;
+    let e = VersionEdit::decode(&first, &location)?;
+    Ok(CreationFields {
+        design: e.design.ok_or_else(|| missing("design"))?,
+        format_version: e.format_version.ok_or_else(|| missing("format version"))?,
+        num_levels: e.num_levels.ok_or_else(|| missing("level count"))? as usize,
+        wal_on_pm: e.wal_tier.ok_or_else(|| missing("WAL tier"))? == 1,
+    })
+}
+
+/// A new database identity: 128 bits from the standard library's randomly keyed hasher (seeded
+/// from the operating system), the time and the process id; never 0.
+pub fn new_identity() -> u128 {
+    use std::hash::{BuildHasher, Hasher};
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut id = 0u128;
+    for half in 0u8..2 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(nanos);
+        h.write_u32(std::process::id());
+        h.write_u8(half);
+        id = id << 64 | u128::from(h.finish());
+    }
+    id.max(1)
+}
+
+/// The state accumulated while replaying a manifest.
+#[derive(Default)]
+struct Replayed {
+    version: Option<Version>,
+    next_file: Option<u64>,
+    last_seq: Option<u64>,
+    log_number: Option<u64>,
+    log_created: bool,
+    compact_pointers: Vec<(usize, Vec<u8>)>,
+    design: Option<String>,
+    identity: Option<u128>,
+}
+
+impl Replayed {
+    /// Checks the creation-time fields of `edit` against `options`, then applies it.
+    fn apply(
+        &mut self,
+        edit: VersionEdit,
+        dir: &Path,
+        options: &Options,
+        location: &str,
+    ) -> Result<()> {
+        check_creation_fields(&edit, dir, options, location)?;
+        if edit.design.is_some() {
+            self.design = edit.design.clone();
+        }
+        let base = self
+            .version
+            .take()
+            .unwrap_or_else(|| Version::new(options.compaction.num_levels));
+        self.version = Some(base.apply(&edit).map_err(|e| match e {
+            Error::Corruption { reason, .. } => Error::corruption(location, reason),
+            other => other,
+        })?);
+        self.log_created = next_log_created(
+            &edit,
+            self.log_number.unwrap_or(0),
+            self.log_created || self.log_number.is_none(),
+        );
+        self.identity = edit.identity.or(self.identity);
+        self.next_file = edit.next_file_number.or(self.next_file);
+        self.last_seq = edit.last_sequence.or(self.last_seq);
+        self.log_number = edit.log_number.or(self.log_number);
+        self.compact_pointers.extend(edit.compact_pointers);
+        Ok(())
+    }
+}
+
+/// Checks the fields a database fixes at creation (design, format, WAL tier, level count).
+fn check_creation_fields(
+    edit: &VersionEdit,
+    dir: &Path,
+    options: &Options,
+    location: &str,
+) -> Result<()> {
+    if let Some(d) = &edit.design {
+        // The design is the first thing to agree on: its mismatch explains any other.
+        if d != options.design.name() {
+            return Err(Error::InvalidArgument(format!(
+                "database {} was created with design {d:?}, opened with {:?}",
+                dir.display(),
+                options.design.name()
+            )));
+        }
+    }
+    if let Some(fv) = edit.format_version {
+        if fv > FORMAT_VERSION {
+            return Err(Error::InvalidArgument(format!(
+                "{location} has format version {fv}; this build reads up to {FORMAT_VERSION}"
+            )));
+        }
+        if fv < MIN_FORMAT_VERSION {
+            return Err(Error::InvalidArgument(format!(
+                "{location} has format version {fv}, written by an older TierKV; this build \
+                 reads format {MIN_FORMAT_VERSION} and later"
+            )));
+        }
+    }
+    if let Some(t) = edit.wal_tier {
+        if t != wal_tier_code(options) {
+            return Err(Error::InvalidArgument(format!(
+                "database keeps its WAL on {}, but the options put it on {} \
+                 (pm.wal_on_pm must stay as it was at creation)",
+                if t == 1 { "PM" } else { "SSD" },
+                options.design.wal_tier(options).name()
+            )));
+        }
+    }
+    if let Some(n) = edit.num_levels {
+        let n = n as usize;
+        if n != options.compaction.num_levels {
+            return Err(Error::InvalidArgument(format!(
+                "database was created with num_levels {n}, opened with {}",
+                options.compaction.num_levels
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn wal_tier_code(options: &Options) -> u32 {
     match options.design.wal_tier(options) {
         crate::stats::Tier::Ssd => 0,
@@ -307,7 +479,12 @@ fn wal_tier_code(options: &Options) -> u32 {
 }
 
 /// Points `CURRENT` at manifest `number`: write a temp file, sync, rename, sync the directory.
-fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64, counters: &Counters) -> Result<()> {
+pub(crate) fn set_current(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    number: u64,
+    counters: &Counters,
+) -> Result<()> {
     let contents = format!("MANIFEST-{number:06}\n");
     let tmp = dir.join(format!("{number:06}.dbtmp"));
     let mut f = fs.create(&tmp)?;
@@ -347,7 +524,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let opts = Options::default();
         let counters = Arc::new(Counters::default());
-        let mut vs = VersionSet::create(dir.path(), &opts, counters.clone()).unwrap();
+        let mut vs = VersionSet::create(dir.path(), &opts, 7, counters.clone()).unwrap();
         let n = vs.new_file_number();
         vs.last_sequence = 42;
         let mut e = VersionEdit::default();
