@@ -156,6 +156,98 @@ fn wal_damage_followed_by_valid_records_is_corruption() {
     }
 }
 
+/// Damage in any record but the last, at its header, its payload or its checksum, is
+/// corruption; damage in the last record is a torn tail that drops exactly that record.
+#[test]
+fn damage_in_every_record_of_a_wal() {
+    let n = 30;
+    let (fs, wal, sizes) = db_with_wal_records(n);
+    let end = fs.file_data(&wal).unwrap().len() as u64;
+    for r in 0..n {
+        let next = sizes.get(r + 1).copied().unwrap_or(end);
+        for offset in [
+            sizes[r],
+            sizes[r] + 4,
+            sizes[r] + 6,
+            (sizes[r] + next) / 2,
+            next - 1,
+        ] {
+            let img = fs.crash(CrashMode::ProcessCrash);
+            img.corrupt_byte(&wal, offset, 0x81);
+            let opened = Db::open(DB, options(&img));
+            if r + 1 < n {
+                let e = opened
+                    .err()
+                    .unwrap_or_else(|| panic!("record {r} at {offset}"));
+                assert_corruption_in(&e, &file_name(&wal));
+            } else {
+                let db = opened.unwrap_or_else(|e| panic!("last record at {offset}: {e}"));
+                assert_present(&db, 0..n - 1);
+                assert_eq!(db.get(&key(n - 1)).unwrap(), None);
+            }
+        }
+    }
+}
+
+/// The same on a PM WAL (`leveled-pm`): a damaged byte in the pool image in any record but the
+/// last is corruption naming the WAL; in the last it is a dropped torn tail.
+#[test]
+fn damage_in_every_record_of_a_pm_wal() {
+    use tierkv::pm::{CrashImage, PmPool, PoolOptions};
+    let pool_options = PoolOptions {
+        size: 2 << 20,
+        chunk_size: 64 << 10,
+        ..PoolOptions::default()
+    };
+    let ssd = MemFs::new();
+    let pm_options = |ssd: &MemFs, pool: Arc<PmPool>| {
+        let mut o = options(ssd);
+        o.design = tierkv::Design::LeveledPm;
+        o.pm.pool = Some(pool);
+        o
+    };
+    let pool = PmPool::create_crash_sim(&pool_options, false).unwrap();
+    let n = 20;
+    {
+        let db = Db::open(DB, pm_options(&ssd, Arc::clone(&pool))).unwrap();
+        for i in 0..n {
+            db.put(&key(i), &value(i)).unwrap();
+        }
+    }
+    let image = pool.crash_image(CrashImage::Strict).unwrap();
+    // The WAL is the only live file: its data starts 64 bytes into its first chunk, and each
+    // record is a 7-byte header plus a 12-byte batch header plus the put.
+    let word = |at: usize| u64::from_le_bytes(image[at..at + 8].try_into().unwrap()) as usize;
+    let dir = word(64 + 8 * tierkv::fs::PMFS_ROOT_SLOT);
+    let entry = (0..1023)
+        .map(|i| dir + 64 + i * 128)
+        .find(|&e| word(e) != 0)
+        .unwrap();
+    let data = word(entry + 16) + 64;
+    let record = 7 + 12 + 1 + 1 + key(0).len() + 1 + value(0).len();
+    for r in 0..n {
+        for within in [0, 5, 7, 20, record - 1] {
+            let mut img = image.clone();
+            img[data + r * record + within] ^= 0x22;
+            let p = PmPool::open_crash_image(img, &pool_options).unwrap();
+            let opened = Db::open(DB, pm_options(&ssd.crash(CrashMode::ProcessCrash), p));
+            if r + 1 < n {
+                let e = opened
+                    .err()
+                    .unwrap_or_else(|| panic!("record {r} byte {within}"));
+                assert!(
+                    e.is_corruption() && e.to_string().contains(".log"),
+                    "record {r} byte {within}: {e}"
+                );
+            } else {
+                let db = opened.unwrap_or_else(|e| panic!("last record byte {within}: {e}"));
+                assert_present(&db, 0..n - 1);
+                assert_eq!(db.get(&key(n - 1)).unwrap(), None);
+            }
+        }
+    }
+}
+
 #[test]
 fn damaged_tail_of_an_older_wal_is_corruption() {
     // A failing table create makes the first flush fail, so the rotated (synced) WAL stays.

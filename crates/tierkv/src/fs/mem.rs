@@ -1321,6 +1321,8 @@ mod tests {
         let full_of = |name: &Path| full.iter().find(|(n, _)| n == name).map(|(_, d)| d);
         let mut distinct = HashSet::new();
         let mut current_versions = HashSet::new();
+        // Per table: the lengths its images had (each written 100 bytes, then 50 unsynced).
+        let mut lengths: BTreeMap<PathBuf, std::collections::BTreeSet<usize>> = BTreeMap::new();
         for seed in 0..200u64 {
             let a = snapshot(&fs.crash(CrashMode::Random(seed)));
             let b = snapshot(&fs.crash_random(seed));
@@ -1346,6 +1348,10 @@ mod tests {
                     if i % 2 == 0 {
                         assert!(data.len() >= 100, "seed {seed}: {name:?} lost synced data");
                     }
+                    lengths
+                        .entry(name.file_name().unwrap().into())
+                        .or_default()
+                        .insert(data.len());
                 }
                 if name == &p("/db/CURRENT") {
                     // Synced before its rename: whole.
@@ -1406,6 +1412,25 @@ mod tests {
             distinct.len()
         );
         assert!(current_versions.len() >= 3, "{current_versions:?}");
+        // An unsynced tail is cut anywhere, not only kept whole or dropped whole: every table
+        // shows many lengths between its synced and its full length.
+        for (name, seen) in &lengths {
+            let synced = if name.to_string_lossy().starts_with("00000") {
+                let i: u8 = name.to_string_lossy()[..6].parse().unwrap();
+                if i % 2 == 0 {
+                    100
+                } else {
+                    0
+                }
+            } else {
+                continue;
+            };
+            let between = seen.iter().filter(|&&l| l > synced && l < 150).count();
+            assert!(
+                between >= 5,
+                "{name:?}: only {between} cut points in {seen:?}"
+            );
+        }
     }
 
     #[test]
