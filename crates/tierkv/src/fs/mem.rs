@@ -1415,16 +1415,10 @@ mod tests {
         // An unsynced tail is cut anywhere, not only kept whole or dropped whole: every table
         // shows many lengths between its synced and its full length.
         for (name, seen) in &lengths {
-            let synced = if name.to_string_lossy().starts_with("00000") {
-                let i: u8 = name.to_string_lossy()[..6].parse().unwrap();
-                if i % 2 == 0 {
-                    100
-                } else {
-                    0
-                }
-            } else {
+            let Ok(i) = name.to_string_lossy()[..6].parse::<u8>() else {
                 continue;
             };
+            let synced = if i.is_multiple_of(2) { 100 } else { 0 };
             let between = seen.iter().filter(|&&l| l > synced && l < 150).count();
             assert!(
                 between >= 5,
