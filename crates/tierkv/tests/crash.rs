@@ -9,6 +9,11 @@
 //! (c) the recovered state is exactly the model state after some prefix of the write sequence,
 //!     at most one write past the acknowledged ones (the write in flight when the crash hit);
 //! (d) the recovered database takes new writes, and reopening it gives the same state.
+//!
+//! Crashes during recovery: the recovery of a first crash image is itself stopped at each of its
+//! crash points (and, for a sample, the recovery of that image too); every image of such a crash
+//! must pass (a)-(d) with the bounds of the FIRST crash, and (e) recover the same state as an
+//! uninterrupted recovery of the first image.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -135,7 +140,7 @@ fn expected(steps: &[Step]) -> Expected {
 }
 
 /// What the workload saw before it stopped.
-#[derive(Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Outcome {
     /// Writes acknowledged (a prefix of the workload's writes).
     acked: usize,
@@ -200,15 +205,21 @@ fn check_image(img: &MemFs, mode: CrashMode, out: &Outcome, exp: &Expected, ctx:
             "{ctx}: the database vanished"
         );
     }
-    // (a)
-    let db = Db::open(DB, options(img)).unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
-    let state = scan_all(&db, &ctx);
-    // (b) + (c)
     let lower = if mode == CrashMode::ProcessCrash {
         out.acked
     } else {
         out.synced
     };
+    check_recovered(img, lower, out, exp, &ctx);
+}
+
+/// Checks (a)-(d) on the crash image `img`, of which the first `lower` writes must survive;
+/// returns the fingerprint of the state recovered (before the new writes of (d)).
+fn check_recovered(img: &MemFs, lower: usize, out: &Outcome, exp: &Expected, ctx: &str) -> u64 {
+    // (a)
+    let db = Db::open(DB, options(img)).unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
+    let state = scan_all(&db, ctx);
+    // (b) + (c)
     let upper = (out.acked + 1).min(exp.writes.len());
     let fp = fingerprint(&state);
     let prefix = (lower..=upper).find(|&p| exp.prefix[p] == fp);
@@ -222,6 +233,7 @@ fn check_image(img: &MemFs, mode: CrashMode, out: &Outcome, exp: &Expected, ctx:
         }
     );
     // (d)
+    let recovered = fp;
     let mut state = state;
     let mut b = WriteBatch::new();
     b.put(b"after-crash", b"1");
@@ -232,13 +244,14 @@ fn check_image(img: &MemFs, mode: CrashMode, out: &Outcome, exp: &Expected, ctx:
     state.insert(b"after-crash".to_vec(), b"1".to_vec());
     state.remove(&b"k001"[..]);
     state.insert(b"k002".to_vec(), b"after".to_vec());
-    assert!(scan_all(&db, &ctx) == state, "{ctx}: after new writes");
+    assert!(scan_all(&db, ctx) == state, "{ctx}: after new writes");
     db.close()
         .unwrap_or_else(|e| panic!("{ctx}: close after recovery: {e}"));
     let db = Db::open(DB, options(img)).unwrap_or_else(|e| panic!("{ctx}: second open: {e}"));
-    assert!(scan_all(&db, &ctx) == state, "{ctx}: after second reopen");
+    assert!(scan_all(&db, ctx) == state, "{ctx}: after second reopen");
     db.close().unwrap();
     Db::check(DB, options(img)).unwrap_or_else(|e| panic!("{ctx}: check: {e}"));
+    recovered
 }
 
 trait ExistsDb {
@@ -310,6 +323,287 @@ fn crash_long_workload() {
     let (count, checked) = crash_points(3, 800, false, 5);
     eprintln!(
         "{count} mutating ops, {checked} crash points x 5 modes in {:?}",
+        t.elapsed()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crashes during recovery.
+//
+// Recovery of a given crash image is deterministic (it runs on one thread until `Db::open`
+// returns), so "the k-th mutating operation of recovery" is a well-defined crash point. The
+// tests below recover an image of a first crash with the file system frozen at each such point,
+// then recover each image of that second crash (and, for a sample, crash that recovery too).
+
+/// An image left by a crash of the first run, with what the workload saw before that crash.
+struct FirstCrash {
+    img: MemFs,
+    out: Outcome,
+    /// Writes that must survive every later crash: those acknowledged before the first crash
+    /// for a process crash, those synced before it otherwise.
+    lower: usize,
+    /// Fingerprint of the state an uninterrupted recovery of `img` gives.
+    reference: u64,
+    /// Mutating operations counted when that recovery's `Db::open` returned: recovery's own,
+    /// plus any the background threads had made by then.
+    recovery_ops: u64,
+    ctx: String,
+}
+
+/// Crash points past the end of recovery that are tried too (they hit the first operations of
+/// the background threads, or nothing).
+const RECOVERY_EXTRA_POINTS: u64 = 4;
+
+/// An independent copy of `img` (every file of an image is durable, so a process-crash image of
+/// it is the same tree).
+fn copy(img: &MemFs) -> MemFs {
+    img.crash(CrashMode::ProcessCrash)
+}
+
+/// Recovers a copy of `img` without a crash: the fingerprint of the state and the number of
+/// mutating operations counted when `Db::open` returned.
+fn recover_uninterrupted(img: &MemFs, ctx: &str) -> (u64, u64) {
+    let fs = copy(img);
+    let db = Db::open(DB, options(&fs)).unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
+    let ops = fs.mutating_op_count();
+    let state = scan_all(&db, ctx);
+    db.close()
+        .unwrap_or_else(|e| panic!("{ctx}: close after recovery: {e}"));
+    (fingerprint(&state), ops)
+}
+
+/// Recovers a copy of `img` with the file system frozen after `k` mutating operations; returns
+/// the frozen file system (its crash images are those of a crash at that point) and whether
+/// `Db::open` succeeded (the crash point lies past recovery: the background threads hit it, or
+/// nothing does).
+fn crash_recovery(img: &MemFs, k: u64) -> (MemFs, bool) {
+    let fs = copy(img);
+    fs.freeze_after(k);
+    let opened = Db::open(DB, options(&fs)).is_ok();
+    (fs, opened)
+}
+
+/// The modes of the images taken of a crash during recovery at point `k`.
+fn recovery_crash_modes(k: u64) -> Vec<CrashMode> {
+    let mut modes = vec![CrashMode::SyncedOnly, CrashMode::ProcessCrash];
+    modes.extend([1, 2].map(|r| CrashMode::Random(k * 10 + r)));
+    modes
+}
+
+/// Checks an image of a crash during the recovery of `first.img`: (a)-(d) with the lower bound
+/// of the FIRST crash (recovery started from durable files holding those writes, so no crash
+/// during it may lose them), and (e) the state is the one an uninterrupted recovery of the
+/// first image gives: a crash during recovery loses nothing and adds nothing.
+fn check_after_recovery_crash(img: &MemFs, first: &FirstCrash, exp: &Expected, ctx: &str) {
+    assert!(img.exists_db(), "{ctx}: the database vanished");
+    let got = check_recovered(img, first.lower, &first.out, exp, ctx);
+    let writes = |fp: u64| exp.prefix.iter().position(|&p| p == fp);
+    assert!(
+        got == first.reference,
+        "{ctx}: recovered state differs from the uninterrupted recovery of the first image \
+         (state after {:?} writes, expected {:?})",
+        writes(got),
+        writes(first.reference),
+    );
+}
+
+/// Number of `.log` files of the database holding data, and number of `.sst` files.
+fn wal_and_table_count(fs: &MemFs) -> (usize, usize) {
+    let names = fs.file_names();
+    let ext = |p: &Path, e: &str| p.extension().is_some_and(|x| x == e);
+    let wals = names
+        .iter()
+        .filter(|p| ext(p, "log") && fs.file_data(p).is_some_and(|d| !d.is_empty()))
+        .count();
+    let tables = names.iter().filter(|p| ext(p, "sst")).count();
+    (wals, tables)
+}
+
+/// True if the newest WAL of `img` ends in a torn record (which recovery drops).
+fn has_torn_wal_tail(img: &MemFs) -> bool {
+    let report = Db::check(DB, options(&copy(img)))
+        .unwrap_or_else(|e| panic!("check of a first crash image: {e}"));
+    report.wal_torn_tail_bytes > 0
+}
+
+/// Images of first crashes after which recovery has work to do: `points` crash points of
+/// `steps` (tried in order from a quarter of the way in) whose process-crash image holds at
+/// least two non-empty WALs and a table, each imaged in `modes` (with `torn_tail`, only the
+/// images whose newest WAL ends in a torn record, and only points with one).
+fn first_crashes(
+    seed: u64,
+    steps: &[Step],
+    points: usize,
+    modes: &[CrashMode],
+    torn_tail: bool,
+) -> Vec<FirstCrash> {
+    let probe = MemFs::new();
+    run(&probe, steps);
+    let count = probe.mutating_op_count();
+    let mut found = Vec::new();
+    let mut accepted = 0;
+    // Candidates from a quarter of the way in; after a match the search jumps ahead, so the
+    // points spread over the rest of the workload.
+    let mut k = count / 4;
+    while accepted < points && k < count {
+        let fs = MemFs::new();
+        fs.freeze_after(k);
+        let out = run(&fs, steps);
+        let (wals, tables) = wal_and_table_count(&fs.crash(CrashMode::ProcessCrash));
+        let before = found.len();
+        for &mode in modes.iter().filter(|_| wals >= 2 && tables >= 1) {
+            let img = fs.crash(mode);
+            if torn_tail && !has_torn_wal_tail(&img) {
+                continue;
+            }
+            let ctx = format!("seed {seed} first crash at {k} {mode:?} ({wals} WALs)");
+            let lower = if mode == CrashMode::ProcessCrash {
+                out.acked
+            } else {
+                out.synced
+            };
+            let (reference, recovery_ops) = recover_uninterrupted(&img, &ctx);
+            found.push(FirstCrash {
+                img,
+                out,
+                lower,
+                reference,
+                recovery_ops,
+                ctx,
+            });
+        }
+        if found.len() > before {
+            accepted += 1;
+            k += count / (points as u64 * 3);
+        } else {
+            k += 7;
+        }
+    }
+    assert_eq!(
+        accepted, points,
+        "seed {seed}: not enough crash points leave several WALs"
+    );
+    found
+}
+
+/// Recovers each first crash image with a crash at EVERY crash point of recovery plus a few past
+/// its end, and checks every image of that second crash (synced-only, process-crash, two
+/// random); returns the number of images checked.
+fn crash_every_recovery_point(firsts: &[FirstCrash], exp: &Expected) -> usize {
+    let mut checked = 0;
+    for first in firsts {
+        // The first crash point at which recovery completed: every earlier one interrupted it.
+        let mut end = None;
+        for k in 0..=first.recovery_ops + RECOVERY_EXTRA_POINTS {
+            let (frozen, opened) = crash_recovery(&first.img, k);
+            if opened {
+                end.get_or_insert(k);
+            }
+            assert_eq!(
+                opened,
+                end.is_some(),
+                "{}: recovery is deterministic, yet completed with crash point {:?} and \
+                 failed with {k}",
+                first.ctx,
+                end
+            );
+            for mode in recovery_crash_modes(k) {
+                let ctx = format!("{}, recovery crash at {k} {mode:?}", first.ctx);
+                check_after_recovery_crash(&frozen.crash(mode), first, exp, &ctx);
+                checked += 1;
+            }
+        }
+        assert!(end.is_some(), "{}: no crash point past recovery", first.ctx);
+    }
+    checked
+}
+
+/// Crashes during the recovery of synced-only and process-crash images of first crashes that
+/// leave several WALs with unflushed data (five crash points of each of two workloads, one with
+/// values larger than a log block), at every crash point of recovery. Catches recovery deleting
+/// the replayed WALs before the manifest records their tables, and `CURRENT` rewritten in place.
+#[test]
+fn crash_during_recovery_at_every_point() {
+    let t = std::time::Instant::now();
+    let mut checked = 0;
+    for (seed, big_values) in [(4, false), (6, true)] {
+        let steps = workload(seed, 300, big_values);
+        let exp = expected(&steps);
+        let modes = [CrashMode::SyncedOnly, CrashMode::ProcessCrash];
+        let firsts = first_crashes(seed, &steps, 5, &modes, false);
+        checked += crash_every_recovery_point(&firsts, &exp);
+    }
+    eprintln!(
+        "{checked} images of crashes during recovery in {:?}",
+        t.elapsed()
+    );
+}
+
+/// The same with random first-crash images whose newest WAL ends in a torn record (a power
+/// failure kept part of an unsynced append).
+///
+/// KNOWN FAILURE (a recovery bug, not a test bug): recovery creates the new WAL, and makes its
+/// directory entry durable, before the manifest that moves `log_number` past the replayed WALs
+/// is written. A crash in between leaves the torn WAL followed by the new, empty one, and the
+/// next open fails with "damaged tail in a WAL that a newer WAL follows": the database no longer
+/// opens although nothing acknowledged was lost. Ignored until recovery is fixed; run it with
+/// `cargo test -p tierkv --test crash -- --ignored`.
+#[test]
+#[ignore = "known recovery bug: a crash during recovery after a torn WAL tail makes the next open fail"]
+fn crash_during_recovery_torn_wal_tail() {
+    let t = std::time::Instant::now();
+    let seed = 4;
+    let steps = workload(seed, 300, false);
+    let exp = expected(&steps);
+    let modes: Vec<_> = (0..4).map(|r| CrashMode::Random(seed * 100 + r)).collect();
+    let firsts = first_crashes(seed, &steps, 3, &modes, true);
+    let checked = crash_every_recovery_point(&firsts, &exp);
+    eprintln!(
+        "{checked} images of crashes during recovery in {:?}",
+        t.elapsed()
+    );
+}
+
+/// A crash during recovery, then another during the recovery of that image: every second crash
+/// point of the first recovery x 3 images x every third crash point of the second recovery x 3
+/// images (sampled: the full product takes minutes), for one synced-only and one process-crash
+/// first image. The checks are those of the first crash's writes, as above.
+#[test]
+fn crash_during_recovery_twice() {
+    let t = std::time::Instant::now();
+    let seed = 5;
+    let steps = workload(seed, 300, false);
+    let exp = expected(&steps);
+    let modes = [CrashMode::SyncedOnly, CrashMode::ProcessCrash];
+    let mut checked = 0;
+    for first in first_crashes(seed, &steps, 1, &modes, false) {
+        for k1 in (0..=first.recovery_ops + RECOVERY_EXTRA_POINTS).step_by(2) {
+            let (frozen1, _) = crash_recovery(&first.img, k1);
+            for m1 in [
+                CrashMode::SyncedOnly,
+                CrashMode::ProcessCrash,
+                CrashMode::Random(k1),
+            ] {
+                let img = frozen1.crash(m1);
+                let ctx1 = format!("{}, recovery crash at {k1} {m1:?}", first.ctx);
+                let (_, ops) = recover_uninterrupted(&img, &ctx1);
+                for k2 in (0..=ops + RECOVERY_EXTRA_POINTS).step_by(3) {
+                    let (frozen2, _) = crash_recovery(&img, k2);
+                    for m2 in [
+                        CrashMode::SyncedOnly,
+                        CrashMode::ProcessCrash,
+                        CrashMode::Random(k1 * 1000 + k2),
+                    ] {
+                        let ctx = format!("{ctx1}, second recovery crash at {k2} {m2:?}");
+                        check_after_recovery_crash(&frozen2.crash(m2), &first, &exp, &ctx);
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{checked} images of crashes during a second recovery in {:?}",
         t.elapsed()
     );
 }
