@@ -11,6 +11,14 @@
 //! open, and hold exactly the state after some prefix of the workload's writes that includes
 //! every write acknowledged before the fence (no acknowledged write lost, no hole, no deleted key
 //! back), then accept new writes.
+//!
+//! The workload pushes data into L2 and L3 and then deletes keys living there while only the
+//! upper levels are compacted, so a compaction that drops a tombstone too early shows.
+//!
+//! Crashes during recovery: images of a first crash are recovered with the same hook crashing at
+//! every fence of recovery, and each image of that second crash must recover to the same state
+//! as an uninterrupted recovery of the first images (which holds every write acknowledged before
+//! the first crash).
 
 use parking_lot::Mutex;
 use rand::rngs::SmallRng;
@@ -19,6 +27,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tierkv::compaction::max_bytes_for_level;
 use tierkv::fs::{CrashMode, MemFs};
 use tierkv::pm::{CrashImage, DurabilityMode, LatencyModel, PmPool, PoolOptions};
 use tierkv::{Db, Design, Options, WriteBatch, WriteOptions};
@@ -32,6 +42,13 @@ enum Op {
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Flush,
     Compact,
+    /// Waits until the background compactions leave no level over its target.
+    Settle,
+}
+
+/// True for the operations that are writes (flush, compact and settle are not).
+fn is_write(op: &Op) -> bool {
+    !matches!(op, Op::Flush | Op::Compact | Op::Settle)
 }
 
 fn pool_options() -> PoolOptions {
@@ -58,26 +75,28 @@ fn options(fs: &MemFs, pool: Arc<PmPool>) -> Options {
     o.table.block_size = 1024;
     o.compaction.level0_compaction_trigger = 2;
     o.compaction.target_file_size = 4096;
-    o.compaction.max_bytes_for_level_base = 16 << 10;
+    o.compaction.max_bytes_for_level_base = 4 << 10;
+    o.compaction.level_size_multiplier = 2;
     o.compaction.num_levels = 4;
     o
 }
 
-fn workload(seed: u64) -> Vec<Op> {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let key = |rng: &mut SmallRng| format!("k{:02}", rng.gen_range(0..16)).into_bytes();
+fn key(i: usize) -> Vec<u8> {
+    format!("k{i:02}").into_bytes()
+}
+
+/// `n` random writes over 16 keys: puts, deletes and batches of both.
+fn random_writes(rng: &mut SmallRng, n: usize) -> Vec<Op> {
     let val = |rng: &mut SmallRng| vec![rng.gen::<u8>(); rng.gen_range(0..400)];
-    (0..48)
-        .map(|i| match (i, rng.gen_range(0..100)) {
-            (20, _) => Op::Flush,
-            (40, _) => Op::Compact,
-            (_, 0..=59) => Op::Put(key(&mut rng), val(&mut rng)),
-            (_, 60..=79) => Op::Delete(key(&mut rng)),
+    (0..n)
+        .map(|_| match rng.gen_range(0..100) {
+            0..=59 => Op::Put(key(rng.gen_range(0..16)), val(rng)),
+            60..=79 => Op::Delete(key(rng.gen_range(0..16))),
             _ => Op::Batch(
                 (0..rng.gen_range(1..5))
                     .map(|_| {
-                        let k = key(&mut rng);
-                        (k, rng.gen_bool(0.7).then(|| val(&mut rng)))
+                        let k = key(rng.gen_range(0..16));
+                        (k, rng.gen_bool(0.7).then(|| val(rng)))
                     })
                     .collect(),
             ),
@@ -85,14 +104,66 @@ fn workload(seed: u64) -> Vec<Op> {
         .collect()
 }
 
+/// Random writes around a fixed sequence of flushes and compactions that puts data into L2 and
+/// L3 and then deletes keys living there while only the upper levels are compacted: a
+/// compaction that dropped a tombstone while a deeper level still holds its key would bring
+/// the key back.
+fn workload(seed: u64) -> Vec<Op> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let deletes = |keys: &[usize]| keys.iter().map(|&k| Op::Delete(key(k))).collect::<Vec<_>>();
+    let mut ops = Vec::new();
+    // Every key with a 500..700-byte value: ~10 KiB, more than L1's target (4 KiB).
+    for b in 0..4 {
+        let batch = (4 * b..4 * b + 4)
+            .map(|k| (key(k), Some(vec![rng.gen::<u8>(); rng.gen_range(500..700)])))
+            .collect();
+        ops.push(Op::Batch(batch));
+    }
+    ops.extend(random_writes(&mut rng, 8));
+    // Everything into L1, which outgrows its target: part of it moves on into L2.
+    ops.push(Op::Compact);
+    ops.push(Op::Settle);
+    ops.extend(random_writes(&mut rng, 6));
+    ops.push(Op::Flush);
+    // Keys spread over the key space, so some live in L2; the second flush makes two L0 tables,
+    // compacted into L1 only while L2 still holds those keys.
+    ops.extend(deletes(&[0, 5, 10, 15]));
+    ops.push(Op::Flush);
+    ops.push(Op::Settle);
+    ops.extend(random_writes(&mut rng, 6));
+    // Everything into L2, which outgrows its target (8 KiB) if little was deleted: L3.
+    ops.push(Op::Compact);
+    ops.push(Op::Settle);
+    ops.extend(deletes(&[2, 7, 12, 13]));
+    ops.push(Op::Flush);
+    ops.extend(deletes(&[1, 8]));
+    ops.push(Op::Flush);
+    ops.push(Op::Settle);
+    ops
+}
+
+/// Waits (up to 10 s) until no level needs a compaction, or the SSD froze (a crash stopped the
+/// background work). Returns true if the levels settled.
+fn settle(db: &Db, ssd: &MemFs) -> bool {
+    let c = &db.options().compaction;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && !ssd.is_frozen() {
+        let levels = db.stats().levels;
+        let last = levels.len() - 1;
+        let over = levels[0].files >= c.level0_compaction_trigger
+            || (1..last).any(|l| levels[l].bytes >= max_bytes_for_level(c, l));
+        if !over {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    false
+}
+
 /// The model after the first `n` writes (flush/compact are not writes).
 fn model_after(ops: &[Op], n: usize) -> Model {
     let mut m = Model::new();
-    for op in ops
-        .iter()
-        .filter(|o| !matches!(o, Op::Flush | Op::Compact))
-        .take(n)
-    {
+    for op in ops.iter().filter(|o| is_write(o)).take(n) {
         match op {
             Op::Put(k, v) => {
                 m.insert(k.clone(), v.clone());
@@ -108,7 +179,7 @@ fn model_after(ops: &[Op], n: usize) -> Model {
                     };
                 }
             }
-            Op::Flush | Op::Compact => unreachable!(),
+            Op::Flush | Op::Compact | Op::Settle => unreachable!(),
         }
     }
     m
@@ -121,7 +192,8 @@ fn contents(db: &Db) -> Model {
         .collect::<BTreeMap<_, _>>()
 }
 
-/// Opens a database on one crash image and checks it against the models.
+/// Opens a database on one crash image and checks it against the models; returns the state it
+/// recovered.
 fn verify_image(
     ops: &[Op],
     ssd: MemFs,
@@ -129,17 +201,14 @@ fn verify_image(
     acked_lo: usize,
     acked_hi: usize,
     what: &str,
-) {
+) -> Model {
     let pool = PmPool::open_crash_image(image, &pool_options())
         .unwrap_or_else(|e| panic!("{what}: pool image does not open: {e}"));
     let opts = options(&ssd, Arc::clone(&pool));
     let db = Db::open(Path::new("/db"), opts.clone())
         .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     let got = contents(&db);
-    let writes = ops
-        .iter()
-        .filter(|o| !matches!(o, Op::Flush | Op::Compact))
-        .count();
+    let writes = ops.iter().filter(|o| is_write(o)).count();
     let ok = (acked_lo..=(acked_hi + 1).min(writes)).any(|n| model_after(ops, n) == got);
     assert!(
         ok,
@@ -154,6 +223,7 @@ fn verify_image(
         Some(b"x".to_vec()),
         "{what}"
     );
+    got
 }
 
 /// Crash images taken atomically at one fence.
@@ -165,48 +235,68 @@ struct Captured {
     acked_hi: usize,
 }
 
-/// Runs the workload once and captures the crash state at fence `target`: the SSD file system
-/// is frozen first (every later SSD operation fails, as if the process had died there), then the
-/// pool images are taken, so PM and SSD show the same instant. Returns the capture (if the run
+/// The torn images taken at each fence: `torn` of `Torn` and `lines` of `TornLines`, seeded from
+/// `seed`.
+fn torn_kinds(seed: u64, torn: u64, lines: u64) -> Vec<CrashImage> {
+    (0..torn)
+        .map(|t| CrashImage::Torn(seed * 1000 + t))
+        .chain((0..lines).map(|t| CrashImage::TornLines(seed * 1000 + t)))
+        .collect()
+}
+
+/// Sets a fence hook on `pool` that, at fence `target`, freezes `ssd` first (every later SSD
+/// operation fails, as if the process had died there), then takes the pool's images (strict,
+/// all-pending, then one per kind in `torn`), so PM and SSD show the same instant. `acked` is
+/// read before and after as the bounds on the acknowledged writes.
+fn capture_at_fence(
+    pool: &Arc<PmPool>,
+    ssd: &MemFs,
+    target: u64,
+    torn: Vec<CrashImage>,
+    acked: &Arc<AtomicUsize>,
+) -> Arc<Mutex<Option<Captured>>> {
+    let captured: Arc<Mutex<Option<Captured>>> = Arc::new(Mutex::new(None));
+    let (ssd2, acked, captured2) = (ssd.clone(), Arc::clone(acked), Arc::clone(&captured));
+    let weak = Arc::downgrade(pool);
+    pool.set_fence_hook(Some(Box::new(move |fence| {
+        if fence != target {
+            return;
+        }
+        let Some(pool) = weak.upgrade() else { return };
+        ssd2.freeze_after(0);
+        let acked_lo = acked.load(Ordering::SeqCst);
+        let strict = pool
+            .crash_image(CrashImage::Strict)
+            .expect("crash-sim pool");
+        let pending = pool
+            .crash_image(CrashImage::AllPending)
+            .expect("crash-sim pool");
+        // Each image is taken at one instant by the pool itself: images taken at different
+        // instants must never be mixed (another thread may have progressed in between).
+        let torn = torn
+            .iter()
+            .map(|&kind| pool.crash_image(kind).expect("crash-sim pool"))
+            .collect();
+        let acked_hi = acked.load(Ordering::SeqCst);
+        *captured2.lock() = Some(Captured {
+            strict,
+            pending,
+            torn,
+            acked_lo,
+            acked_hi,
+        });
+    })));
+    captured
+}
+
+/// Runs the workload once and captures the crash state at fence `target` (see
+/// [`capture_at_fence`]; 32 torn and 16 torn-lines images). Returns the capture (if the run
 /// reached that fence), the SSD, and the number of fences the run made.
 fn run_once(seed: u64, ops: &Arc<Vec<Op>>, target: u64) -> (Option<Captured>, MemFs, u64) {
     let ssd = MemFs::new();
     let pool = PmPool::create_crash_sim(&pool_options(), true).unwrap();
     let acked = Arc::new(AtomicUsize::new(0));
-    let captured: Arc<Mutex<Option<Captured>>> = Arc::new(Mutex::new(None));
-    {
-        let (ssd2, acked, captured) = (ssd.clone(), Arc::clone(&acked), Arc::clone(&captured));
-        let weak = Arc::downgrade(&pool);
-        pool.set_fence_hook(Some(Box::new(move |fence| {
-            if fence != target {
-                return;
-            }
-            let Some(pool) = weak.upgrade() else { return };
-            ssd2.freeze_after(0);
-            let acked_lo = acked.load(Ordering::SeqCst);
-            let strict = pool
-                .crash_image(CrashImage::Strict)
-                .expect("crash-sim pool");
-            let pending = pool
-                .crash_image(CrashImage::AllPending)
-                .expect("crash-sim pool");
-            // Each image is taken at one instant by the pool itself: images taken at different
-            // instants must never be mixed (another thread may have progressed in between).
-            let torn = (0..32)
-                .map(|t| CrashImage::Torn(seed * 1000 + t))
-                .chain((0..16).map(|t| CrashImage::TornLines(seed * 1000 + t)))
-                .map(|kind| pool.crash_image(kind).expect("crash-sim pool"))
-                .collect();
-            let acked_hi = acked.load(Ordering::SeqCst);
-            *captured.lock() = Some(Captured {
-                strict,
-                pending,
-                torn,
-                acked_lo,
-                acked_hi,
-            });
-        })));
-    }
+    let captured = capture_at_fence(&pool, &ssd, target, torn_kinds(seed, 32, 16), &acked);
     if let Ok(db) = Db::open(Path::new("/db"), options(&ssd, Arc::clone(&pool))) {
         for op in ops.iter() {
             let r = match op {
@@ -224,6 +314,14 @@ fn run_once(seed: u64, ops: &Arc<Vec<Op>>, target: u64) -> (Option<Captured>, Me
                 }
                 Op::Flush => db.flush(),
                 Op::Compact => db.compact_range(None, None),
+                Op::Settle => {
+                    let settled = settle(&db, &ssd);
+                    assert!(
+                        settled || ssd.is_frozen(),
+                        "seed {seed}: the background compactions did not settle"
+                    );
+                    Ok(())
+                }
             };
             if r.is_err() {
                 assert!(
@@ -232,19 +330,21 @@ fn run_once(seed: u64, ops: &Arc<Vec<Op>>, target: u64) -> (Option<Captured>, Me
                 );
                 break;
             }
-            if !matches!(op, Op::Flush | Op::Compact) {
+            if is_write(op) {
                 acked.fetch_add(1, Ordering::SeqCst);
             }
         }
         if target == u64::MAX {
-            let writes = ops
-                .iter()
-                .filter(|o| !matches!(o, Op::Flush | Op::Compact))
-                .count();
+            let writes = ops.iter().filter(|o| is_write(o)).count();
             assert_eq!(
                 contents(&db),
                 model_after(ops, writes),
                 "seed {seed}: final state"
+            );
+            let levels = db.stats().levels;
+            assert!(
+                levels[2..].iter().any(|l| l.files > 0),
+                "seed {seed}: the workload leaves data below L1: {levels:?}"
             );
         }
     }
@@ -252,6 +352,46 @@ fn run_once(seed: u64, ops: &Arc<Vec<Op>>, target: u64) -> (Option<Captured>, Me
     let fences = pool.fence_count();
     let c = captured.lock().take();
     (c, ssd, fences)
+}
+
+/// Verifies each image of a capture: the strict and the all-pending pool images with the SSD's
+/// synced state, the all-pending one with its process-crash state, and each torn one with the
+/// synced state; each must hold the state after a prefix of the writes in `lo..=hi + 1` and,
+/// if `reference` is given, exactly that state.
+fn verify_captured(
+    ops: &[Op],
+    c: Captured,
+    ssd: &MemFs,
+    lo: usize,
+    hi: usize,
+    what: &str,
+    reference: Option<&Model>,
+) {
+    let synced = ssd.crash(CrashMode::SyncedOnly);
+    let process = ssd.crash(CrashMode::ProcessCrash);
+    let images = [
+        ("strict".to_string(), &synced, c.strict),
+        ("all-pending".to_string(), &synced, c.pending.clone()),
+        ("all-pending+process".to_string(), &process, c.pending),
+    ]
+    .into_iter()
+    .chain(
+        c.torn
+            .into_iter()
+            .enumerate()
+            .map(|(t, img)| (format!("torn {t}"), &synced, img)),
+    );
+    for (kind, ssd, img) in images {
+        let what = format!("{what} {kind}");
+        let got = verify_image(ops, ssd.crash(CrashMode::ProcessCrash), img, lo, hi, &what);
+        if let Some(reference) = reference {
+            assert!(
+                got == *reference,
+                "{what}: recovered state differs from the uninterrupted recovery of the first \
+                 crash image: {got:?}"
+            );
+        }
+    }
 }
 
 /// Crashes at every fence of the workload of `seed`; returns (fences, writes).
@@ -262,50 +402,12 @@ fn run(seed: u64) -> (u64, usize) {
     for target in 1..=total + 5 {
         let (captured, ssd, _) = run_once(seed, &ops, target);
         let Some(c) = captured else { continue };
-        let synced = ssd.crash(CrashMode::SyncedOnly);
-        let process = ssd.crash(CrashMode::ProcessCrash);
-        let what = |k: &str| format!("seed {seed} fence {target} {k}");
         let (lo, hi) = (c.acked_lo, c.acked_hi);
-        verify_image(
-            &ops,
-            synced.crash(CrashMode::ProcessCrash),
-            c.strict.clone(),
-            lo,
-            hi,
-            &what("strict"),
-        );
-        verify_image(
-            &ops,
-            synced.crash(CrashMode::ProcessCrash),
-            c.pending.clone(),
-            lo,
-            hi,
-            &what("all-pending"),
-        );
-        verify_image(
-            &ops,
-            process.crash(CrashMode::ProcessCrash),
-            c.pending.clone(),
-            lo,
-            hi,
-            &what("all-pending+process"),
-        );
-        for (t, img) in c.torn.into_iter().enumerate() {
-            verify_image(
-                &ops,
-                synced.crash(CrashMode::ProcessCrash),
-                img,
-                lo,
-                hi,
-                &what(&format!("torn {t}")),
-            );
-        }
+        let what = format!("seed {seed} fence {target}");
+        verify_captured(&ops, c, &ssd, lo, hi, &what, None);
         checked += 1;
     }
-    let writes = ops
-        .iter()
-        .filter(|o| !matches!(o, Op::Flush | Op::Compact))
-        .count();
+    let writes = ops.iter().filter(|o| is_write(o)).count();
     (checked, writes)
 }
 
@@ -320,4 +422,208 @@ fn crash_at_every_pm_fence_leveled_pm() {
         );
         eprintln!("seed {seed}: {fences} fences checked, 51 images each");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crashes during recovery.
+//
+// Recovery of a given pair of crash images (pool + SSD) is deterministic (it runs on one thread
+// until `Db::open` returns), so "the k-th fence of recovery" is a well-defined crash point.
+
+/// Images of a crash of the first run: the pool image and the SSD image of one instant.
+struct FirstCrash {
+    pool: Vec<u8>,
+    ssd: MemFs,
+    /// Bounds on the writes acknowledged before the first crash.
+    lo: usize,
+    hi: usize,
+    /// The state an uninterrupted recovery of these images gives.
+    reference: Model,
+    /// Fences counted when that recovery's `Db::open` returned (recovery's own, plus any the
+    /// background threads had made by then).
+    fences: u64,
+    what: String,
+}
+
+/// Fences past the end of recovery that are tried too.
+const RECOVERY_EXTRA_FENCES: u64 = 3;
+
+/// Opens copies of `pool` and `ssd` and recovers them without a crash: the state, the fences
+/// counted when `Db::open` returned, and whether recovery replayed WAL data into an L0 table.
+fn recover_uninterrupted(pool: &[u8], ssd: &MemFs, what: &str) -> (Model, u64, bool) {
+    let pool = PmPool::open_crash_image_checked(pool.to_vec(), &pool_options(), true)
+        .unwrap_or_else(|e| panic!("{what}: pool image does not open: {e}"));
+    let ssd = ssd.crash(CrashMode::ProcessCrash);
+    let db = Db::open(Path::new("/db"), options(&ssd, Arc::clone(&pool)))
+        .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
+    let fences = pool.fence_count();
+    let replayed = db.stats().pm_written_flush > 0;
+    (contents(&db), fences, replayed)
+}
+
+/// Which images of a first crash recovery starts from.
+#[derive(Clone, Copy, Debug)]
+enum FirstImage {
+    /// The strict pool image with the SSD's synced state.
+    Strict,
+    /// The all-pending pool image with the SSD's process-crash state.
+    AllPendingProcess,
+    /// Torn pool image `i` of [`run_once`] (32 torn, then 16 torn-lines) with the SSD's synced
+    /// state.
+    Torn(usize),
+}
+
+impl FirstImage {
+    /// The pool image and the SSD image of this kind.
+    fn take(self, c: &Captured, ssd: &MemFs) -> (Vec<u8>, MemFs) {
+        match self {
+            FirstImage::Strict => (c.strict.clone(), ssd.crash(CrashMode::SyncedOnly)),
+            FirstImage::AllPendingProcess => {
+                (c.pending.clone(), ssd.crash(CrashMode::ProcessCrash))
+            }
+            FirstImage::Torn(i) => (c.torn[i].clone(), ssd.crash(CrashMode::SyncedOnly)),
+        }
+    }
+}
+
+/// True if the WAL of these images ends in a torn record (which recovery drops).
+fn has_torn_wal_tail(pool: &[u8], ssd: &MemFs) -> bool {
+    let pool = PmPool::open_crash_image(pool.to_vec(), &pool_options()).expect("opened before");
+    let ssd = ssd.crash(CrashMode::ProcessCrash);
+    let report = Db::check(Path::new("/db"), options(&ssd, pool))
+        .unwrap_or_else(|e| panic!("check of a first crash image: {e}"));
+    report.wal_torn_tail_bytes > 0
+}
+
+/// Crash images of the first run at `points` fences (from a quarter of the way in) after which
+/// recovery replays WAL data into L0 tables: at each fence, the images of the kinds in `kinds`
+/// (with `torn_tail`, only those whose WAL ends in a torn record, and only fences with one).
+fn first_crashes(
+    seed: u64,
+    ops: &Arc<Vec<Op>>,
+    points: usize,
+    kinds: &[FirstImage],
+    torn_tail: bool,
+) -> Vec<FirstCrash> {
+    let (_, _, total) = run_once(seed, ops, u64::MAX);
+    let mut found = Vec::new();
+    let mut accepted = 0;
+    let mut target = total / 4;
+    while accepted < points && target <= total {
+        let (c, ssd, _) = run_once(seed, ops, target);
+        let mut replayed = false;
+        let mut firsts = Vec::new();
+        for &kind in kinds {
+            let Some(c) = &c else { break };
+            let (pool, ssd) = kind.take(c, &ssd);
+            if torn_tail && !has_torn_wal_tail(&pool, &ssd) {
+                continue;
+            }
+            let what = format!("seed {seed} first crash at fence {target} {kind:?}");
+            let (reference, fences, r) = recover_uninterrupted(&pool, &ssd, &what);
+            replayed |= r;
+            firsts.push(FirstCrash {
+                pool,
+                ssd,
+                lo: c.acked_lo,
+                hi: c.acked_hi,
+                reference,
+                fences,
+                what,
+            });
+        }
+        if replayed {
+            found.extend(firsts);
+            accepted += 1;
+            target += total / (2 * points as u64);
+        } else {
+            target += 1;
+        }
+    }
+    assert_eq!(
+        accepted, points,
+        "seed {seed}: not enough fences leave WAL data to replay"
+    );
+    found
+}
+
+/// Recovers copies of `first`'s images with a crash at fence `target` of recovery (see
+/// [`capture_at_fence`]; 8 torn and 8 torn-lines images). Returns the capture (if recovery, or
+/// the background work after it, reached that fence) and the SSD.
+fn crash_recovery_at(first: &FirstCrash, target: u64) -> (Option<Captured>, MemFs) {
+    let pool = PmPool::open_crash_image_checked(first.pool.clone(), &pool_options(), true)
+        .expect("the first image opened before");
+    let ssd = first.ssd.crash(CrashMode::ProcessCrash);
+    let acked = Arc::new(AtomicUsize::new(0));
+    let captured = capture_at_fence(&pool, &ssd, target, torn_kinds(target, 8, 8), &acked);
+    if let Ok(db) = Db::open(Path::new("/db"), options(&ssd, Arc::clone(&pool))) {
+        // The crash point lies past recovery; the background threads hit it, or nothing does.
+        drop(db);
+    }
+    pool.set_fence_hook(None);
+    let c = captured.lock().take();
+    (c, ssd)
+}
+
+/// Crashes the recovery of each first-crash image at EVERY fence of recovery plus a few past
+/// its end; each image of that second crash (strict, all-pending with the synced and with the
+/// process-crash SSD, 8 torn, 8 torn-lines) must recover to a state holding every write
+/// acknowledged before the FIRST crash, and to exactly the state an uninterrupted recovery of
+/// the first images gives. Returns the number of recovery fences crashed at.
+fn crash_every_recovery_fence(ops: &[Op], firsts: &[FirstCrash]) -> usize {
+    let mut checked = 0;
+    for first in firsts {
+        for target in 1..=first.fences + RECOVERY_EXTRA_FENCES {
+            let (captured, ssd) = crash_recovery_at(first, target);
+            let Some(c) = captured else { continue };
+            let what = format!("{}, recovery crash at fence {target}", first.what);
+            verify_captured(
+                ops,
+                c,
+                &ssd,
+                first.lo,
+                first.hi,
+                &what,
+                Some(&first.reference),
+            );
+            checked += 1;
+        }
+    }
+    checked
+}
+
+/// Crashes during the recovery of the strict and the all-pending (+ process-crash SSD) images
+/// of first crashes that leave WAL data on PM (three fences of each workload), at every fence
+/// of recovery. Catches recovery deleting the replayed WALs before the manifest records their
+/// tables, and `CURRENT` switched without a synced rename before old files are deleted.
+#[test]
+fn crash_during_recovery_at_every_pm_fence_leveled_pm() {
+    let t = Instant::now();
+    let mut checked = 0;
+    for seed in [1u64, 2] {
+        let ops = Arc::new(workload(seed));
+        let kinds = [FirstImage::Strict, FirstImage::AllPendingProcess];
+        let firsts = first_crashes(seed, &ops, 3, &kinds, false);
+        checked += crash_every_recovery_fence(&ops, &firsts);
+    }
+    eprintln!("{checked} recovery fences x 19 images in {:?}", t.elapsed());
+}
+
+/// The same from torn first-crash images whose WAL on PM ends in a torn record.
+///
+/// KNOWN FAILURE (a recovery bug, not a test bug): recovery creates the new WAL before the
+/// manifest that moves `log_number` past the replayed WALs is written. A crash in between
+/// leaves the torn WAL followed by the new, empty one, and the next open fails with "damaged
+/// tail in a WAL that a newer WAL follows", although nothing acknowledged was lost. Ignored
+/// until recovery is fixed; run it with `cargo test -p tierkv --test pm_crash -- --ignored`.
+#[test]
+#[ignore = "known recovery bug: a crash during recovery after a torn WAL tail makes the next open fail"]
+fn crash_during_recovery_torn_wal_tail_leveled_pm() {
+    let t = Instant::now();
+    let seed = 2;
+    let ops = Arc::new(workload(seed));
+    let kinds: Vec<_> = (0..48).step_by(4).map(FirstImage::Torn).collect();
+    let firsts = first_crashes(seed, &ops, 2, &kinds, true);
+    let checked = crash_every_recovery_fence(&ops, &firsts);
+    eprintln!("{checked} recovery fences x 19 images in {:?}", t.elapsed());
 }
