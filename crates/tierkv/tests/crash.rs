@@ -542,14 +542,13 @@ fn crash_during_recovery_at_every_point() {
 /// The same with random first-crash images whose newest WAL ends in a torn record (a power
 /// failure kept part of an unsynced append).
 ///
-/// KNOWN FAILURE (a recovery bug, not a test bug): recovery creates the new WAL, and makes its
-/// directory entry durable, before the manifest that moves `log_number` past the replayed WALs
-/// is written. A crash in between leaves the torn WAL followed by the new, empty one, and the
-/// next open fails with "damaged tail in a WAL that a newer WAL follows": the database no longer
-/// opens although nothing acknowledged was lost. Ignored until recovery is fixed; run it with
-/// `cargo test -p tierkv --test crash -- --ignored`.
+///
+/// A recovery that made its new WAL durable before the manifest record moving `log_number`
+/// past the replayed WALs failed this test: a crash in between left the torn WAL followed by a
+/// newer one, which the next open rightly refuses ("damaged tail in a WAL that a newer WAL
+/// follows") although nothing acknowledged was lost. Recovery now logs the new log number
+/// before it creates that WAL.
 #[test]
-#[ignore = "known recovery bug: a crash during recovery after a torn WAL tail makes the next open fail"]
 fn crash_during_recovery_torn_wal_tail() {
     let t = std::time::Instant::now();
     let seed = 4;

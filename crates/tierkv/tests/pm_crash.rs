@@ -611,13 +611,10 @@ fn crash_during_recovery_at_every_pm_fence_leveled_pm() {
 
 /// The same from torn first-crash images whose WAL on PM ends in a torn record.
 ///
-/// KNOWN FAILURE (a recovery bug, not a test bug): recovery creates the new WAL before the
-/// manifest that moves `log_number` past the replayed WALs is written. A crash in between
-/// leaves the torn WAL followed by the new, empty one, and the next open fails with "damaged
-/// tail in a WAL that a newer WAL follows", although nothing acknowledged was lost. Ignored
-/// until recovery is fixed; run it with `cargo test -p tierkv --test pm_crash -- --ignored`.
+///
+/// This failed while recovery created its new WAL before the manifest record moving
+/// `log_number` past the replayed WALs (see the SSD test of the same name).
 #[test]
-#[ignore = "known recovery bug: a crash during recovery after a torn WAL tail makes the next open fail"]
 fn crash_during_recovery_torn_wal_tail_leveled_pm() {
     let t = Instant::now();
     let seed = 2;
