@@ -163,3 +163,65 @@ fn errors_are_reported_not_panics() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: hex argument"));
 }
+
+/// The tools open a database with what it was created with (a `leveled-pm` database needs no
+/// `--design`), refuse a design that disagrees, refuse a foreign pool, and `repair` brings back
+/// a database whose CURRENT was deleted (which every other tool refuses to recreate).
+#[test]
+fn tools_read_the_design_from_the_manifest_and_repair_restores_current() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let pool = dir.path().join("db.pool");
+    let (db, pool) = (db.to_str().unwrap(), pool.to_str().unwrap());
+    let ok = |args: &[&str]| {
+        let out = tierkv(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let fails = |args: &[&str], why: &str| {
+        let out = tierkv(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(why),
+            "{args:?}: {stderr}"
+        );
+    };
+    let pm = format!("--pm_path={pool}");
+    ok(&["put", "--db", db, "--design", "leveled-pm", &pm, "a", "1"]);
+    ok(&["put", "--db", db, &pm, "b", "2"]);
+    assert_eq!(ok(&["get", "--db", db, &pm, "a"]), "1\n");
+    assert!(ok(&["check", "--db", db, &pm]).starts_with("OK"));
+    fails(
+        &["get", "--db", db, "--design", "leveled", &pm, "a"],
+        "created with design leveled-pm",
+    );
+    let other = dir.path().join("other.pool");
+    ok(&[
+        "put",
+        "--db",
+        dir.path().join("db2").to_str().unwrap(),
+        "--design",
+        "leveled-pm",
+        &format!("--pm_path={}", other.display()),
+        "x",
+        "y",
+    ]);
+    fails(
+        &[
+            "get",
+            "--db",
+            db,
+            &format!("--pm_path={}", other.display()),
+            "a",
+        ],
+        "another database",
+    );
+    std::fs::remove_file(dir.path().join("db/CURRENT")).unwrap();
+    fails(&["put", "--db", db, &pm, "z", "z"], "no CURRENT");
+    assert!(ok(&["repair", "--db", db, &pm]).contains("CURRENT now names MANIFEST-"));
+    assert_eq!(ok(&["scan", "--db", db, &pm]), "a\t1\nb\t2\n");
+}
