@@ -172,13 +172,9 @@ fn parse_pm_mode(s: &str) -> Result<tierkv::pm::DurabilityMode, String> {
     s.parse().map_err(|e: tierkv::pm::PmError| e.to_string())
 }
 
-fn parse_pm_latency(s: &str) -> Result<String, String> {
-    match tierkv::pm::LatencyModel::from_name(s) {
-        Some(_) => Ok(s.to_string()),
-        None => Err(format!(
-            "unknown PM latency preset {s:?}; known: dram, nvdimm, pcm, slmdb"
-        )),
-    }
+fn parse_pm_latency(s: &str) -> Result<tierkv::pm::LatencyModel, String> {
+    tierkv::pm::LatencyModel::from_name(s)
+        .ok_or_else(|| format!("unknown PM latency preset {s:?}; known: dram, nvdimm, pcm, slmdb"))
 }
 
 /// Parses a comma-separated benchmark list (`"fillseq,readrandom"`); an unknown or empty name is
@@ -380,7 +376,7 @@ pub struct BenchConfig {
     /// Emulated PM latency preset: dram (none), nvdimm, pcm (100 ns read, 400 ns write per
     /// line), slmdb (500 ns write per line).
     #[arg(long = "pm_latency", default_value = "dram", value_parser = parse_pm_latency)]
-    pub pm_latency: String,
+    pub pm_latency: tierkv::pm::LatencyModel,
 
     /// For the leveled design: put its WAL on PM (isolates the log's effect).
     #[arg(long = "wal_on_pm", num_args = 0..=1, require_equals = true,
@@ -495,8 +491,7 @@ impl BenchConfig {
         o.pm.path = self.pm_path_for(design);
         o.pm.size_bytes = self.pm_size;
         o.pm.mode = self.pm_mode;
-        o.pm.latency =
-            tierkv::pm::LatencyModel::from_name(&self.pm_latency).expect("validated by the parser");
+        o.pm.latency = self.pm_latency;
         o.pm.wal_on_pm = self.wal_on_pm;
         // Benchmark keys and values must be accepted whatever their configured sizes.
         o.max_key_size = o.max_key_size.max(self.key_size);

@@ -5,7 +5,49 @@
 //! design the engine does not have yet: running it then fails with an error naming the missing
 //! design, and `tierkv reproduce --list` still lists it.
 
-use crate::reproduce::{Check, Experiment, Metric};
+/// Which figure a [`Check`] compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Operations per second (higher is better).
+    OpsPerSec,
+    /// 99th percentile latency (lower is better).
+    P99,
+}
+
+/// The paper's claim as a measurable comparison: `better` beats `than` on `metric` of
+/// `benchmark`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Check {
+    /// The benchmark compared.
+    pub benchmark: &'static str,
+    /// The figure compared.
+    pub metric: Metric,
+    /// The design the paper says is better.
+    pub better: &'static str,
+    /// The design it is better than.
+    pub than: &'static str,
+}
+
+/// One experiment of the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Experiment {
+    /// The name on the command line.
+    pub name: &'static str,
+    /// The paper (or papers).
+    pub paper: &'static str,
+    /// The paper's figure or table.
+    pub figure: &'static str,
+    /// The designs compared, by CLI name (resolved at run time).
+    pub designs: &'static [&'static str],
+    /// The `tierkv bench` flags of the scaled workload (without `--design`).
+    pub bench_args: &'static [&'static str],
+    /// How the paper's workload was scaled to fit this machine.
+    pub scaling: &'static str,
+    /// The paper's claim.
+    pub claim: &'static str,
+    /// The claim as a measurable comparison, when it is one.
+    pub check: Option<Check>,
+}
 
 /// Every experiment, in `--list` order.
 pub const EXPERIMENTS: &[Experiment] = &[Experiment {

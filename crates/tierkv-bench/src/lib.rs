@@ -12,8 +12,10 @@
 //! * [`plot`]: `--plot`, SVG charts.
 //! * [`rocks`]: RocksDB behind the same seam (cargo feature `rocksdb`).
 //! * [`reproduce`] and [`experiments`]: `tierkv reproduce`, scaled-down paper experiments.
+//! * [`text`]: keys and values as command-line text (hex with `0x`).
 //! * [`commands`]: the subcommands (`bench`, `reproduce`, `put`, `get`, `delete`, `scan`,
 //!   `stats`, `check`).
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod commands;
@@ -25,6 +27,7 @@ pub mod report;
 pub mod reproduce;
 pub mod rocks;
 pub mod runner;
+pub mod text;
 pub mod verify;
 pub mod workload;
 pub mod ycsb;

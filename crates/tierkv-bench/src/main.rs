@@ -2,6 +2,7 @@
 //! [`tierkv_bench::commands`]. Errors print `error: ...` to stderr and exit with status 1
 //! (clap's own usage errors exit with status 2).
 
+#![forbid(unsafe_code)]
 use clap::{Parser, Subcommand};
 
 /// mimalloc instead of glibc's allocator: the memtable allocates one node and one key/value

@@ -37,7 +37,7 @@ fn hash(bytes: &[u8]) -> u64 {
 }
 
 fn show(b: &[u8]) -> String {
-    crate::commands::display_bytes(b)
+    crate::text::display_bytes(b)
 }
 
 /// An engine wrapper that fails any read that does not return the last value written.

@@ -8,9 +8,10 @@
 //! (`dax`, `msync`, `emulated`), emulated PM latency, a coarse chunk allocator and the
 //! crash-simulation backend used by the engine's crash tests.
 //!
-//! Because it is the workspace's only crate allowed `unsafe`, it also holds one DRAM primitive:
-//! [`AtomicWords`], zeroed anonymous memory viewed as `&[AtomicU64]`, the arena of the engine's
-//! memtable skiplist.
+//! Because it is the workspace's only crate allowed `unsafe`, it also holds the engine's DRAM
+//! primitives, kept apart from the PM modules in [`dram`]: [`dram::AtomicWords`], zeroed
+//! anonymous memory viewed as `&[AtomicU64]` (the arena of the memtable skiplist), and
+//! [`dram::prefetch`]. Nothing in `dram` is persistent; it shares only the unsafe audit.
 //!
 //! **Thread safety.** `PmPool` is `Send + Sync`; every method takes `&self`. The pool never hands
 //! out references into PM: data is copied in ([`PmPool::write`]) and out ([`PmPool::read`]).
@@ -33,13 +34,13 @@
 
 mod alloc;
 mod crash;
+pub mod dram;
 mod header;
 mod latency;
 mod mapping;
 mod options;
 mod persist;
 mod pool;
-mod words;
 
 #[cfg(test)]
 mod tests;
@@ -50,7 +51,6 @@ pub use options::{
 };
 pub use persist::{flush_instruction, CACHE_LINE};
 pub use pool::PmPool;
-pub use words::{prefetch, AtomicWords};
 
 /// Number of 8-byte root slots in the pool header.
 pub const ROOT_SLOTS: usize = 16;

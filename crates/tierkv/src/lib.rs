@@ -19,29 +19,37 @@
 //! ```
 //!
 //! Thread-safety: [`Db`] is `Send + Sync`; share it with an `Arc` and call it from any thread.
-#![deny(unsafe_code)]
+//!
+//! The public API is what this page re-exports, plus [`fs`] (the file-system seam, to run the
+//! engine over another file system) and [`stats`] (the figures [`Db::stats`] returns). With the
+//! `test-util` feature, `fs::MemFs` simulates crashes and I/O faults for tests.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod compaction;
-pub mod db;
-pub mod error;
-pub mod format;
+pub(crate) mod compaction;
+pub(crate) mod db;
+pub(crate) mod error;
+pub(crate) mod format;
 pub mod fs;
-pub mod iterator;
-pub mod log;
-pub mod memtable;
-pub mod options;
-pub mod sst;
+pub(crate) mod iterator;
+pub(crate) mod log;
+pub(crate) mod memtable;
+pub(crate) mod options;
+pub(crate) mod sst;
 pub mod stats;
-pub mod util;
-pub mod version;
-pub mod write_batch;
+pub(crate) mod tier;
+pub(crate) mod util;
+pub(crate) mod version;
+pub(crate) mod write_batch;
 
+pub use compaction::max_bytes_for_level;
 pub use db::{CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
     CompactionOptions, Design, Options, PmOptions, ReadOptions, TableOptions, WriteOptions,
 };
 pub use stats::DbStats;
+pub use tier::Tier;
 pub use tierkv_pm as pm;
+pub use version::CreationFields;
 pub use write_batch::WriteBatch;

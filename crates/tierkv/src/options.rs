@@ -2,7 +2,7 @@
 //! at open ([`Options::validate`]) and printed with every benchmark result.
 
 use crate::fs::{FileSystem, PosixFs};
-use crate::stats::Tier;
+use crate::tier::Tier;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

@@ -4,27 +4,9 @@
 //! synchronisation). [`DbStats`] is a consistent-enough copy taken by [`crate::Db::stats`], from
 //! which the amplification figures are derived.
 
+use crate::tier::Tier;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
-/// A storage tier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Tier {
-    /// Block storage through the file-system seam.
-    Ssd,
-    /// Persistent memory through the PM pool.
-    Pm,
-}
-
-impl Tier {
-    /// The tier's name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Tier::Ssd => "ssd",
-            Tier::Pm => "pm",
-        }
-    }
-}
 
 /// Why bytes were read from or written to a tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

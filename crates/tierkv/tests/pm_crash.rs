@@ -28,8 +28,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tierkv::compaction::max_bytes_for_level;
 use tierkv::fs::{CrashMode, MemFs};
+use tierkv::max_bytes_for_level;
 use tierkv::pm::{CrashImage, DurabilityMode, LatencyModel, PmPool, PoolOptions};
 use tierkv::{Db, Design, Options, WriteBatch, WriteOptions};
 

@@ -50,12 +50,8 @@ impl CompactionPlan {
         self.level + 1
     }
 
-    /// Every input file.
-    pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMetaData>> {
-        self.inputs.iter().chain(self.next_inputs.iter())
-    }
-
-    /// A one-line summary used by golden tests and logs: `L0->L1 [1,2]+[3] merge`.
+    /// A one-line summary used by golden tests: `L0->L1 [1,2]+[3] merge`.
+    #[cfg(test)]
     pub fn summary(&self) -> String {
         let nums = |v: &[Arc<FileMetaData>]| {
             v.iter()
@@ -191,7 +187,7 @@ mod tests {
                         num_entries: 1,
                         smallest: make_internal_key(a.as_bytes(), 9, ValueType::Value),
                         largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
-                        tier: crate::stats::Tier::Ssd,
+                        tier: crate::tier::Tier::Ssd,
                     },
                 ));
             }

@@ -27,7 +27,7 @@ mod table_cache;
 mod write;
 
 pub use check::CheckReport;
-pub use iter::{DbIterator, LevelIterator, MergingIterator};
+pub use iter::{DbIterator, MergingIterator};
 pub(crate) use recovery::min_pool_chunks;
 pub use recovery::RepairReport;
 pub use snapshot::Snapshot;
@@ -37,7 +37,8 @@ use crate::fs::{FileLock, FileSystem};
 use crate::log::LogWriter;
 use crate::memtable::{MemTable, RegionCache};
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::stats::{Counters, DbStats, DramFootprint, LevelStats, PmDeviceStats, Tier};
+use crate::stats::{Counters, DbStats, DramFootprint, LevelStats, PmDeviceStats};
+use crate::tier::Tier;
 use crate::version::{parse_file_name, FileKind, Version, VersionSet};
 use crate::WriteBatch;
 use parking_lot::{Condvar, Mutex};

@@ -35,8 +35,8 @@ use crate::log::{LogReader, LogWriter};
 use crate::memtable::{MemTable, RegionCache};
 use crate::options::Options;
 use crate::sst::BlockCache;
-use crate::stats::Tier;
 use crate::stats::{Counters, IoPurpose};
+use crate::tier::Tier;
 use crate::version::{
     current_file_name, log_file_name, new_identity, parse_file_name, set_current, table_file_name,
     FileKind, VersionEdit, VersionSet,

@@ -5,7 +5,8 @@
 
 use crate::fs::FileSystem;
 use crate::sst::{BlockCache, Table};
-use crate::stats::{Counters, Tier};
+use crate::stats::Counters;
+use crate::tier::Tier;
 use crate::version::{table_file_name, FileMetaData};
 use crate::{Error, Result};
 use parking_lot::Mutex;

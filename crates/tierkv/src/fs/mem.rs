@@ -667,11 +667,6 @@ impl MemFs {
         self.crash(CrashMode::SyncedOnly)
     }
 
-    /// Shorthand for `crash(CrashMode::ProcessCrash)`.
-    pub fn crash_process(&self) -> MemFs {
-        self.crash(CrashMode::ProcessCrash)
-    }
-
     /// Shorthand for `crash(CrashMode::Random(seed))`.
     pub fn crash_random(&self, seed: u64) -> MemFs {
         self.crash(CrashMode::Random(seed))

@@ -1,8 +1,9 @@
 //! The file-system seam: the narrow set of file and directory operations the engine uses.
 //!
 //! Every byte the engine writes to or reads from SSD goes through a [`FileSystem`], so tests can
-//! swap the POSIX implementation ([`PosixFs`]) for an in-memory one ([`MemFs`]) that simulates
-//! crashes (keeping only synced data and synced directory entries) and injects I/O errors.
+//! swap the POSIX implementation ([`PosixFs`]) for an in-memory one (`MemFs`, with the
+//! `test-util` feature) that simulates crashes (keeping only synced data and synced directory
+//! entries) and injects I/O errors.
 //!
 //! Durability contract the engine relies on, which both implementations honour:
 //! * data appended to a [`WritableFile`] survives a *process* crash once `flush` returns, and a
@@ -13,10 +14,12 @@
 //! Thread-safety: a `FileSystem` and a [`RandomAccessFile`] are shared across threads; a
 //! `WritableFile` has one owner.
 
+#[cfg(any(test, feature = "test-util"))]
 mod mem;
 mod pm;
 mod posix;
 
+#[cfg(any(test, feature = "test-util"))]
 pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
 pub use pm::{PmFs, PmFsOpen, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_SLOT};
 pub use posix::PosixFs;

@@ -17,7 +17,9 @@
 mod reader;
 mod writer;
 
-pub use reader::{LogReader, TailStatus};
+pub use reader::LogReader;
+#[cfg(test)]
+pub use reader::TailStatus;
 pub use writer::LogWriter;
 
 /// Size of a log block.

@@ -4,7 +4,7 @@
 //! This is the structure of LevelDB's `SkipList` and RocksDB's `InlineSkipList`, in safe Rust:
 //!
 //! * **Arenas.** Memory is carved out of regions of `AtomicU64`, each its own anonymous
-//!   mapping ([`tierkv_pm::AtomicWords`]: zeroed by the kernel on first touch, advised for
+//!   mapping ([`tierkv_pm::dram::AtomicWords`]: zeroed by the kernel on first touch, advised for
 //!   transparent huge pages), or a region 0 a dropped list left in a [`RegionCache`]; no word is
 //!   ever read before this list's writer stored it, so reused words need no zeroing. Region 0
 //!   is reserved at creation with the
@@ -40,7 +40,7 @@ use std::cmp::Ordering;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::{Arc, Mutex, OnceLock};
-use tierkv_pm::AtomicWords;
+use tierkv_pm::dram::AtomicWords;
 
 /// The most levels a node can have.
 pub(crate) const MAX_HEIGHT: usize = 20;
@@ -534,10 +534,10 @@ impl SkipList {
     /// and the node after `c`. REQUIRES: `c` valid.
     pub(crate) fn prefetch_around(&self, c: Cursor) {
         let n = self.node(c.0);
-        tierkv_pm::prefetch(&self.record(n)[VALUE_LEN]);
+        tierkv_pm::dram::prefetch(&self.record(n)[VALUE_LEN]);
         let next = n[NEXT].load(Acquire);
         if next != NULL {
-            tierkv_pm::prefetch(&self.node(next)[K0]);
+            tierkv_pm::dram::prefetch(&self.node(next)[K0]);
         }
     }
 

@@ -50,11 +50,6 @@ impl Block {
         self.data.len()
     }
 
-    /// Number of restart points.
-    pub fn num_restarts(&self) -> usize {
-        self.num_restarts
-    }
-
     fn restart(&self, i: usize) -> Result<usize, &'static str> {
         let off = decode_fixed32(&self.data[self.restarts_offset + 4 * i..])
             .ok_or("restart array truncated")? as usize;
@@ -135,11 +130,6 @@ impl BlockIter {
     /// Gives back the key buffer for reuse.
     pub fn into_key_buffer(self) -> Vec<u8> {
         self.key
-    }
-
-    /// The block iterated.
-    pub fn block(&self) -> &Arc<Block> {
-        &self.block
     }
 
     /// True when positioned on an entry.

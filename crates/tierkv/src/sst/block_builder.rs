@@ -70,16 +70,6 @@ impl BlockBuilder {
         self.entries == 0
     }
 
-    /// Number of entries added since the last reset.
-    pub fn len(&self) -> usize {
-        self.entries
-    }
-
-    /// The last key added (empty if none).
-    pub fn last_key(&self) -> &[u8] {
-        &self.last_key
-    }
-
     /// Appends the restart array and returns the finished contents. Call [`reset`] before
     /// reusing the builder.
     ///

@@ -52,11 +52,6 @@ impl BlockCache {
         self.cache.weight()
     }
 
-    /// The configured capacity in bytes.
-    pub fn capacity_bytes(&self) -> u64 {
-        self.capacity
-    }
-
     /// The cached block at `offset` of table `file_number`, if any.
     #[inline]
     pub fn get(&self, file_number: u64, offset: u64) -> Option<Arc<Block>> {

@@ -28,4 +28,4 @@ mod tests;
 
 pub use cache::BlockCache;
 pub use table::{Table, TableIterator};
-pub use table_builder::{TableBuilder, TableSummary};
+pub use table_builder::TableBuilder;

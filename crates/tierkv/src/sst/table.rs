@@ -21,7 +21,8 @@ use super::format::{block_location, read_block, BlockHandle, Footer, FOOTER_LEN}
 use crate::format::{compare_internal, parse_internal_key, user_key, TRAILER_LEN};
 use crate::fs::RandomAccessFile;
 use crate::iterator::InternalIterator;
-use crate::stats::{Counters, IoPurpose, Tier};
+use crate::stats::{Counters, IoPurpose};
+use crate::tier::Tier;
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
@@ -291,11 +292,13 @@ impl Table {
     }
 
     /// The table's file number.
+    #[cfg(test)]
     pub fn file_number(&self) -> u64 {
         self.file_number
     }
 
     /// The file's size in bytes.
+    #[cfg(test)]
     pub fn file_size(&self) -> u64 {
         self.file_size
     }
@@ -306,6 +309,7 @@ impl Table {
     }
 
     /// Number of data blocks.
+    #[cfg(test)]
     pub fn num_data_blocks(&self) -> usize {
         self.index.entries.len()
     }

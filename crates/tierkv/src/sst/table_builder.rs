@@ -176,6 +176,7 @@ impl TableBuilder {
     }
 
     /// Entries added so far.
+    #[cfg(test)]
     pub fn num_entries(&self) -> u64 {
         self.num_entries
     }

@@ -1,6 +1,7 @@
 //! Table-level tests: round trips, seek semantics, filters, the cache, and corruption handling.
 
 use super::format::{Footer, FOOTER_LEN};
+use super::table_builder::TableSummary;
 use super::*;
 use crate::format::{
     compare_internal, lookup_key, make_internal_key, user_key, ValueType, MAX_SEQUENCE,
@@ -66,7 +67,7 @@ fn open(path: &Path, cache: &Arc<BlockCache>, c: &Arc<Counters>) -> Result<Arc<T
         path.to_path_buf(),
         cache.clone(),
         c.clone(),
-        crate::stats::Tier::Ssd,
+        crate::tier::Tier::Ssd,
     )
 }
 
@@ -478,7 +479,7 @@ fn every_byte_flip_is_detected_never_panics_never_lies() {
                 path.clone(),
                 cache,
                 c.clone(),
-                crate::stats::Tier::Ssd,
+                crate::tier::Tier::Ssd,
             ) {
                 Ok(t) => {
                     opened += 1;

@@ -78,10 +78,6 @@ impl<'a> Decoder<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
         Decoder { buf }
     }
-    /// The bytes not consumed yet.
-    pub fn remaining(&self) -> &'a [u8] {
-        self.buf
-    }
     /// True when every byte was consumed.
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()

@@ -3,7 +3,7 @@
 //! Encoding (see `docs/FORMATS.md`): a sequence of `tag: varint32` + fields. Unknown tags are
 //! corruption (an older binary must not silently drop fields of a newer one).
 
-use crate::stats::Tier;
+use crate::tier::Tier;
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 use crate::version::FileMetaData;
 use crate::{Error, Result};

@@ -14,13 +14,12 @@ mod set;
 pub use edit::VersionEdit;
 pub(crate) use set::set_current;
 pub use set::{
-    current_file_name, log_file_name, manifest_file_name, new_identity, parse_file_name,
-    read_creation_fields, read_manifest_creation_fields, table_file_name, CreationFields, FileKind,
-    VersionSet, FORMAT_VERSION, MIN_FORMAT_VERSION,
+    current_file_name, log_file_name, new_identity, parse_file_name, read_creation_fields,
+    read_manifest_creation_fields, table_file_name, CreationFields, FileKind, VersionSet,
 };
 
 use crate::format::{compare_internal, user_key};
-use crate::stats::Tier;
+use crate::tier::Tier;
 use crate::{Error, Result};
 use std::sync::Arc;
 

@@ -473,8 +473,8 @@ fn check_creation_fields(
 
 fn wal_tier_code(options: &Options) -> u32 {
     match options.design.wal_tier(options) {
-        crate::stats::Tier::Ssd => 0,
-        crate::stats::Tier::Pm => 1,
+        crate::tier::Tier::Ssd => 0,
+        crate::tier::Tier::Pm => 1,
     }
 }
 
@@ -540,7 +540,7 @@ mod tests {
                     crate::format::ValueType::Value,
                 ),
                 largest: crate::format::make_internal_key(b"b", 2, crate::format::ValueType::Value),
-                tier: crate::stats::Tier::Ssd,
+                tier: crate::tier::Tier::Ssd,
             },
         ));
         vs.log_and_apply(e).unwrap();

@@ -1,5 +1,8 @@
-//! Zeroed anonymous memory viewed as a slice of atomic words: the DRAM arena of the engine's
-//! memtable.
+//! DRAM primitives of the engine that need `unsafe`, kept in this crate (the workspace's only
+//! one allowed `unsafe`) but apart from its PM modules: nothing here is persistent.
+//!
+//! [`AtomicWords`]: zeroed anonymous memory viewed as a slice of atomic words, the DRAM arena of
+//! the engine's memtable. [`prefetch`]: a cache-line prefetch hint.
 //!
 //! The engine cannot build such a slice itself without `unsafe` (a zeroed heap allocation of
 //! `AtomicU64` through the global allocator works, but allocators such as mimalloc then zero
