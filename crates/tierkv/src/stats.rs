@@ -1,8 +1,11 @@
-//! Measurement: byte counters per tier and purpose, stall time, and the DRAM footprint.
+//! Measurement: byte counters per tier, pipeline part and purpose, stall time, and the DRAM
+//! footprint.
 //!
 //! [`Counters`] are atomics updated on the hot paths (relaxed ordering: they are statistics, not
-//! synchronisation). [`DbStats`] is a consistent-enough copy taken by [`crate::Db::stats`], from
-//! which the amplification figures are derived.
+//! synchronisation). Bytes are counted in one matrix keyed by (tier, [`Part`], [`IoPurpose`],
+//! read or written), so a design's stages report their write, read and space figures without a
+//! field of their own. [`DbStats`] is a consistent-enough copy taken by [`crate::Db::stats`],
+//! from which the amplification figures are derived.
 
 use crate::tier::Tier;
 use serde::{Deserialize, Serialize};
@@ -15,7 +18,7 @@ pub enum IoPurpose {
     Wal,
     /// Manifest records and `CURRENT`.
     Manifest,
-    /// Memtable flushes to L0 tables.
+    /// Write-buffer flushes into the first stage.
     Flush,
     /// Compaction inputs (reads) and outputs (writes).
     Compaction,
@@ -25,9 +28,101 @@ pub enum IoPurpose {
     Recovery,
 }
 
+impl IoPurpose {
+    /// Every purpose, in report order.
+    pub const ALL: [IoPurpose; 6] = [
+        IoPurpose::Wal,
+        IoPurpose::Manifest,
+        IoPurpose::Flush,
+        IoPurpose::Compaction,
+        IoPurpose::UserRead,
+        IoPurpose::Recovery,
+    ];
+
+    /// The purpose's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoPurpose::Wal => "wal",
+            IoPurpose::Manifest => "manifest",
+            IoPurpose::Flush => "flush",
+            IoPurpose::Compaction => "compaction",
+            IoPurpose::UserRead => "user_read",
+            IoPurpose::Recovery => "recovery",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The most stages a design may have (the matrix of byte counters is sized for them).
+pub const MAX_STAGES: usize = 6;
+
+/// The part of the pipeline an I/O is made for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Part {
+    /// The database as a whole: the manifest and `CURRENT`.
+    Db,
+    /// The front end: its log and write buffers.
+    FrontEnd,
+    /// Stage `i` of the design (0 = the first, which flushes go to).
+    Stage(usize),
+}
+
+impl Part {
+    const SLOTS: usize = 2 + MAX_STAGES;
+
+    fn slot(self) -> usize {
+        match self {
+            Part::Db => 0,
+            Part::FrontEnd => 1,
+            Part::Stage(i) => {
+                debug_assert!(i < MAX_STAGES, "stage {i} beyond MAX_STAGES");
+                2 + i.min(MAX_STAGES - 1)
+            }
+        }
+    }
+
+    fn from_slot(slot: usize) -> Part {
+        match slot {
+            0 => Part::Db,
+            1 => Part::FrontEnd,
+            s => Part::Stage(s - 2),
+        }
+    }
+
+    /// The part's name in reports: `db`, `front_end`, `stage0`, ...
+    pub fn name(self) -> String {
+        match self {
+            Part::Db => "db".into(),
+            Part::FrontEnd => "front_end".into(),
+            Part::Stage(i) => format!("stage{i}"),
+        }
+    }
+}
+
+const TIERS: [Tier; 2] = [Tier::Ssd, Tier::Pm];
+
+fn tier_index(tier: Tier) -> usize {
+    match tier {
+        Tier::Ssd => 0,
+        Tier::Pm => 1,
+    }
+}
+
+const MATRIX: usize = TIERS.len() * Part::SLOTS * IoPurpose::ALL.len() * 2;
+
+fn cell(tier: Tier, part: Part, purpose: IoPurpose, written: bool) -> usize {
+    ((tier_index(tier) * Part::SLOTS + part.slot()) * IoPurpose::ALL.len() + purpose.index()) * 2
+        + usize::from(written)
+}
+
 /// Live counters, shared by every component of one database.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Counters {
+    /// Bytes read and written, by (tier, part, purpose); see [`Counters::add_written`].
+    io: Box<[AtomicU64]>,
     /// Key + value bytes of user puts and key bytes of deletes.
     pub user_bytes_written: AtomicU64,
     /// Key + value bytes returned to the user by gets, iterators and scans.
@@ -36,20 +131,6 @@ pub struct Counters {
     pub user_writes: AtomicU64,
     /// Number of get operations.
     pub user_gets: AtomicU64,
-    /// SSD bytes written to the WAL.
-    pub ssd_written_wal: AtomicU64,
-    /// SSD bytes written to the manifest and `CURRENT`.
-    pub ssd_written_manifest: AtomicU64,
-    /// SSD bytes written by flushes.
-    pub ssd_written_flush: AtomicU64,
-    /// SSD bytes written by compactions.
-    pub ssd_written_compaction: AtomicU64,
-    /// SSD bytes read by compactions.
-    pub ssd_read_compaction: AtomicU64,
-    /// SSD bytes read to answer user reads (block cache misses).
-    pub ssd_read_user: AtomicU64,
-    /// SSD bytes read by recovery and checks.
-    pub ssd_read_recovery: AtomicU64,
     /// Block cache hits.
     pub block_cache_hits: AtomicU64,
     /// Block cache misses.
@@ -58,93 +139,104 @@ pub struct Counters {
     pub bloom_useful: AtomicU64,
     /// Microseconds writers spent delayed by the slowdown trigger.
     pub stall_slowdown_micros: AtomicU64,
-    /// Microseconds writers spent stopped (too many L0 files or memtables).
+    /// Microseconds writers spent stopped (too many L0 files or memtables, no PM for the log).
     pub stall_stop_micros: AtomicU64,
     /// Write groups (one WAL append each) that were delayed or stopped, each counted once.
     pub stall_count: AtomicU64,
-    /// Completed memtable flushes.
+    /// Completed write-buffer flushes.
     pub flushes: AtomicU64,
     /// Completed compactions (trivial moves included).
     pub compactions: AtomicU64,
     /// WAL appends (one per group commit).
     pub wal_appends: AtomicU64,
-    /// PM bytes appended to the WAL (payload bytes handed to the PM file layer).
-    pub pm_written_wal: AtomicU64,
-    /// PM bytes written by flushes.
-    pub pm_written_flush: AtomicU64,
-    /// PM bytes written by compactions.
-    pub pm_written_compaction: AtomicU64,
-    /// PM bytes read to answer user reads.
-    pub pm_read_user: AtomicU64,
-    /// PM bytes read by compactions.
-    pub pm_read_compaction: AtomicU64,
-    /// PM bytes read by recovery and checks.
-    pub pm_read_recovery: AtomicU64,
-    /// Flushes that went to SSD because the PM pool was full.
-    pub pm_flush_fallbacks: AtomicU64,
     /// WAL syncs.
     pub wal_syncs: AtomicU64,
+    /// Flushes that went to SSD because the PM pool was full.
+    pub pm_flush_fallbacks: AtomicU64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            io: (0..MATRIX).map(|_| AtomicU64::new(0)).collect(),
+            user_bytes_written: AtomicU64::new(0),
+            user_bytes_read: AtomicU64::new(0),
+            user_writes: AtomicU64::new(0),
+            user_gets: AtomicU64::new(0),
+            block_cache_hits: AtomicU64::new(0),
+            block_cache_misses: AtomicU64::new(0),
+            bloom_useful: AtomicU64::new(0),
+            stall_slowdown_micros: AtomicU64::new(0),
+            stall_stop_micros: AtomicU64::new(0),
+            stall_count: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+            compactions: AtomicU64::new(0),
+            wal_appends: AtomicU64::new(0),
+            wal_syncs: AtomicU64::new(0),
+            pm_flush_fallbacks: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Counters {
-    /// Adds `n` bytes written to `tier` for `purpose`.
-    pub fn add_written_to(&self, tier: Tier, purpose: IoPurpose, n: u64) {
-        match tier {
-            Tier::Ssd => self.add_written(purpose, n),
-            Tier::Pm => {
-                let c = match purpose {
-                    IoPurpose::Wal => &self.pm_written_wal,
-                    IoPurpose::Flush => &self.pm_written_flush,
-                    IoPurpose::Compaction => &self.pm_written_compaction,
-                    _ => {
-                        debug_assert!(false, "no PM counter for {purpose:?} writes");
-                        return;
+    /// Adds `n` bytes written to `tier` by `part` for `purpose`.
+    pub fn add_written(&self, tier: Tier, part: Part, purpose: IoPurpose, n: u64) {
+        debug_assert!(
+            !matches!(purpose, IoPurpose::UserRead | IoPurpose::Recovery),
+            "reads are not written"
+        );
+        self.io[cell(tier, part, purpose, true)].fetch_add(n, Relaxed);
+    }
+
+    /// Adds `n` bytes read from `tier` by `part` for `purpose`.
+    pub fn add_read(&self, tier: Tier, part: Part, purpose: IoPurpose, n: u64) {
+        self.io[cell(tier, part, purpose, false)].fetch_add(n, Relaxed);
+    }
+
+    /// Every non-zero byte counter.
+    pub fn io_counts(&self) -> Vec<IoCount> {
+        let mut out = Vec::new();
+        for tier in TIERS {
+            for slot in 0..Part::SLOTS {
+                let part = Part::from_slot(slot);
+                for purpose in IoPurpose::ALL {
+                    let read = self.io[cell(tier, part, purpose, false)].load(Relaxed);
+                    let written = self.io[cell(tier, part, purpose, true)].load(Relaxed);
+                    if read + written > 0 {
+                        out.push(IoCount {
+                            tier,
+                            part: part.name(),
+                            stage: match part {
+                                Part::Stage(i) => Some(i),
+                                _ => None,
+                            },
+                            purpose: purpose.name().to_string(),
+                            read,
+                            written,
+                        });
                     }
-                };
-                c.fetch_add(n, Relaxed);
+                }
             }
         }
+        out
     }
+}
 
-    /// Adds `n` bytes read from `tier` for `purpose`.
-    pub fn add_read_from(&self, tier: Tier, purpose: IoPurpose, n: u64) {
-        match tier {
-            Tier::Ssd => self.add_read(purpose, n),
-            Tier::Pm => {
-                let c = match purpose {
-                    IoPurpose::Compaction => &self.pm_read_compaction,
-                    IoPurpose::UserRead => &self.pm_read_user,
-                    _ => &self.pm_read_recovery,
-                };
-                c.fetch_add(n, Relaxed);
-            }
-        }
-    }
-
-    /// Adds `n` bytes written to SSD for `purpose`.
-    pub fn add_written(&self, purpose: IoPurpose, n: u64) {
-        let c = match purpose {
-            IoPurpose::Wal => &self.ssd_written_wal,
-            IoPurpose::Manifest => &self.ssd_written_manifest,
-            IoPurpose::Flush => &self.ssd_written_flush,
-            IoPurpose::Compaction => &self.ssd_written_compaction,
-            IoPurpose::UserRead | IoPurpose::Recovery => {
-                debug_assert!(false, "reads are not written");
-                return;
-            }
-        };
-        c.fetch_add(n, Relaxed);
-    }
-
-    /// Adds `n` bytes read from SSD for `purpose`.
-    pub fn add_read(&self, purpose: IoPurpose, n: u64) {
-        let c = match purpose {
-            IoPurpose::Compaction => &self.ssd_read_compaction,
-            IoPurpose::UserRead => &self.ssd_read_user,
-            _ => &self.ssd_read_recovery,
-        };
-        c.fetch_add(n, Relaxed);
-    }
+/// Bytes one (tier, part, purpose) read and wrote.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoCount {
+    /// The tier.
+    pub tier: Tier,
+    /// The pipeline part: `db`, `front_end` or `stageN`.
+    pub part: String,
+    /// The stage's index for a stage's bytes.
+    pub stage: Option<usize>,
+    /// The purpose: `wal`, `manifest`, `flush`, `compaction`, `user_read`, `recovery`.
+    pub purpose: String,
+    /// Bytes read.
+    pub read: u64,
+    /// Bytes written.
+    pub written: u64,
 }
 
 /// Files and bytes in one level.
@@ -267,9 +359,10 @@ pub struct DbStats {
     /// The PM pool's own counters (device level: cache lines written back, fences, bytes read,
     /// bytes allocated), when the design uses PM.
     pub pm: Option<PmDeviceStats>,
-    /// Files and bytes per level, L0 first.
+    /// Files and bytes per level, L0 first: the groups of every stage, in pipeline order (for
+    /// the leveled designs, their levels).
     pub levels: Vec<LevelStats>,
-    /// Files and bytes per level that live on PM, L0 first.
+    /// Files and bytes per level that live on PM, L0 first (as `levels`).
     pub pm_levels: Vec<LevelStats>,
     /// Bytes of live WAL files on SSD.
     pub wal_bytes: u64,
@@ -277,24 +370,52 @@ pub struct DbStats {
     pub pm_wal_bytes: u64,
     /// DRAM held, by use.
     pub dram: DramFootprint,
+    /// Every non-zero byte counter by (tier, pipeline part, purpose).
+    #[serde(default)]
+    pub io: Vec<IoCount>,
+    /// The design's stages, in pipeline order: their runs and bytes per group.
+    #[serde(default)]
+    pub stages: Vec<StageStats>,
+}
+
+/// One stage of the design as it stands.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageStats {
+    /// The stage's name (e.g. `levels`).
+    pub name: String,
+    /// Runs and bytes per group of the stage (e.g. per level), every tier.
+    pub groups: Vec<LevelStats>,
+    /// The same for the runs on PM.
+    pub pm_groups: Vec<LevelStats>,
 }
 
 impl DbStats {
     /// Copies the counters.
     pub fn from_counters(c: &Counters) -> DbStats {
         let g = |a: &AtomicU64| a.load(Relaxed);
+        let io = c.io_counts();
+        let sum = |tier: Tier, purpose: IoPurpose, written: bool| -> u64 {
+            io.iter()
+                .filter(|x| x.tier == tier && x.purpose == purpose.name())
+                .map(|x| if written { x.written } else { x.read })
+                .sum()
+        };
+        use IoPurpose as P;
         DbStats {
             user_bytes_written: g(&c.user_bytes_written),
             user_bytes_read: g(&c.user_bytes_read),
             user_writes: g(&c.user_writes),
             user_gets: g(&c.user_gets),
-            ssd_written_wal: g(&c.ssd_written_wal),
-            ssd_written_manifest: g(&c.ssd_written_manifest),
-            ssd_written_flush: g(&c.ssd_written_flush),
-            ssd_written_compaction: g(&c.ssd_written_compaction),
-            ssd_read_compaction: g(&c.ssd_read_compaction),
-            ssd_read_user: g(&c.ssd_read_user),
-            ssd_read_recovery: g(&c.ssd_read_recovery),
+            ssd_written_wal: sum(Tier::Ssd, P::Wal, true),
+            ssd_written_manifest: sum(Tier::Ssd, P::Manifest, true),
+            ssd_written_flush: sum(Tier::Ssd, P::Flush, true),
+            ssd_written_compaction: sum(Tier::Ssd, P::Compaction, true),
+            ssd_read_compaction: sum(Tier::Ssd, P::Compaction, false),
+            ssd_read_user: sum(Tier::Ssd, P::UserRead, false),
+            ssd_read_recovery: sum(Tier::Ssd, P::Recovery, false)
+                + sum(Tier::Ssd, P::Manifest, false)
+                + sum(Tier::Ssd, P::Wal, false)
+                + sum(Tier::Ssd, P::Flush, false),
             block_cache_hits: g(&c.block_cache_hits),
             block_cache_misses: g(&c.block_cache_misses),
             bloom_useful: g(&c.bloom_useful),
@@ -305,15 +426,36 @@ impl DbStats {
             compactions: g(&c.compactions),
             wal_appends: g(&c.wal_appends),
             wal_syncs: g(&c.wal_syncs),
-            pm_written_wal: g(&c.pm_written_wal),
-            pm_written_flush: g(&c.pm_written_flush),
-            pm_written_compaction: g(&c.pm_written_compaction),
-            pm_read_user: g(&c.pm_read_user),
-            pm_read_compaction: g(&c.pm_read_compaction),
-            pm_read_recovery: g(&c.pm_read_recovery),
+            pm_written_wal: sum(Tier::Pm, P::Wal, true),
+            pm_written_flush: sum(Tier::Pm, P::Flush, true),
+            pm_written_compaction: sum(Tier::Pm, P::Compaction, true),
+            pm_read_user: sum(Tier::Pm, P::UserRead, false),
+            pm_read_compaction: sum(Tier::Pm, P::Compaction, false),
+            pm_read_recovery: sum(Tier::Pm, P::Recovery, false)
+                + sum(Tier::Pm, P::Wal, false)
+                + sum(Tier::Pm, P::Flush, false),
             pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
+            io,
             ..DbStats::default()
         }
+    }
+
+    /// Bytes `stage` wrote to `tier` (flushes into it and compactions writing into it).
+    pub fn stage_bytes_written(&self, stage: usize, tier: Tier) -> u64 {
+        self.io
+            .iter()
+            .filter(|x| x.stage == Some(stage) && x.tier == tier)
+            .map(|x| x.written)
+            .sum()
+    }
+
+    /// Bytes `stage` read from `tier` for `purpose` (e.g. `user_read`).
+    pub fn stage_bytes_read(&self, stage: usize, tier: Tier, purpose: IoPurpose) -> u64 {
+        self.io
+            .iter()
+            .filter(|x| x.stage == Some(stage) && x.tier == tier && x.purpose == purpose.name())
+            .map(|x| x.read)
+            .sum()
     }
 
     /// All SSD bytes written.

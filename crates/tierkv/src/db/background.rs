@@ -12,7 +12,7 @@ use crate::compaction::{self, CompactionPlan, Reason};
 use crate::fs::FileSystem;
 use crate::memtable::MemTable;
 use crate::sst::TableBuilder;
-use crate::stats::IoPurpose;
+use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{parse_file_name, table_file_name, FileKind, FileMetaData, VersionEdit};
 use crate::{Error, Result};
@@ -107,7 +107,7 @@ impl DbInner {
             other => other?,
         };
         self.counters
-            .add_written_to(meta.tier, IoPurpose::Flush, meta.file_size);
+            .add_written(meta.tier, Part::Stage(0), IoPurpose::Flush, meta.file_size);
         Ok(Some(meta))
     }
 
@@ -209,8 +209,12 @@ impl DbInner {
                 return Err(e);
             }
             for meta in &outputs {
-                self.counters
-                    .add_written_to(meta.tier, IoPurpose::Compaction, meta.file_size);
+                self.counters.add_written(
+                    meta.tier,
+                    Part::Stage(0),
+                    IoPurpose::Compaction,
+                    meta.file_size,
+                );
                 edit.new_files.push((plan.output_level(), meta.clone()));
             }
         }

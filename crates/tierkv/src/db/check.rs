@@ -60,7 +60,7 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
     let mut report = CheckReport::default();
     for files in &version.levels {
         for f in files {
-            let table = cache.get(f)?;
+            let table = cache.get(f, crate::stats::Part::Stage(0))?;
             let entries = table.verify()?;
             let location = table.path().display().to_string();
             let bad = |why: String| Err(Error::corruption(location.clone(), why));

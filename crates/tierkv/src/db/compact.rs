@@ -29,7 +29,7 @@ impl DbInner {
         let smallest_snapshot = self.smallest_snapshot();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in plan.inputs.iter().chain(plan.next_inputs.iter()) {
-            let t = self.table_cache.get(f)?;
+            let t = self.table_cache.get(f, crate::stats::Part::Stage(0))?;
             children.push(Box::new(t.iter(IoPurpose::Compaction, false)));
         }
         let mut input = super::MergingIterator::new(children);

@@ -130,7 +130,7 @@ impl LevelIterator {
         self.index = index;
         self.current = None;
         if let Some(f) = self.files.get(index) {
-            match self.db.table_cache.get(f) {
+            match self.db.table_cache.get(f, crate::stats::Part::Stage(0)) {
                 Ok(t) => self.current = Some(t.iter(self.purpose, self.fill_cache)),
                 Err(e) => self.error = Some(e),
             }
@@ -208,7 +208,7 @@ pub(crate) fn merged_sources(
         children.push(Box::new(m.iter()));
     }
     for f in sv.version.levels[0].iter().rev() {
-        let t = db.table_cache.get(f)?;
+        let t = db.table_cache.get(f, crate::stats::Part::Stage(0))?;
         children.push(Box::new(t.iter(purpose, fill_cache)));
     }
     for files in sv.version.levels.iter().skip(1) {

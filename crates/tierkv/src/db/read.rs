@@ -60,7 +60,7 @@ impl DbInner {
             .filter(|f| f.smallest_user_key() <= key && key <= f.largest_user_key());
         let deeper = (1..version.levels.len()).filter_map(|l| version.file_for_key(l, key));
         for f in level0.chain(deeper) {
-            let table = self.table_cache.get(f)?;
+            let table = self.table_cache.get(f, crate::stats::Part::Stage(0))?;
             if let Some((ikey, value)) = table.get(&lookup, IoPurpose::UserRead, fill)? {
                 let p = parse_internal_key(&ikey).ok_or_else(|| {
                     Error::corruption(format!("table {}", f.number), "malformed internal key")

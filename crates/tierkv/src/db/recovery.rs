@@ -35,7 +35,7 @@ use crate::log::{LogReader, LogWriter};
 use crate::memtable::{MemTable, RegionCache};
 use crate::options::Options;
 use crate::sst::BlockCache;
-use crate::stats::{Counters, IoPurpose};
+use crate::stats::{Counters, IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{
     current_file_name, log_file_name, new_identity, parse_file_name, set_current, table_file_name,
@@ -393,7 +393,7 @@ fn replay(
         let path = log_file_name(&db.dir, number);
         let data = db.fs_for(tier).read_all(&path)?;
         db.counters
-            .add_read_from(tier, IoPurpose::Recovery, data.len() as u64);
+            .add_read(tier, Part::FrontEnd, IoPurpose::Recovery, data.len() as u64);
         let location = path.display().to_string();
         let mut reader = LogReader::new(data, location.clone());
         while let Some(record) = reader.next_record()? {

@@ -5,7 +5,7 @@
 
 use crate::fs::FileSystem;
 use crate::sst::{BlockCache, Table};
-use crate::stats::Counters;
+use crate::stats::{Counters, Part};
 use crate::tier::Tier;
 use crate::version::{table_file_name, FileMetaData};
 use crate::{Error, Result};
@@ -62,9 +62,10 @@ impl TableCache {
         }
     }
 
-    /// The reader of `meta`'s table, opening it on a miss. A file whose size differs from what
-    /// the manifest recorded is reported as corruption.
-    pub fn get(&self, meta: &FileMetaData) -> Result<Arc<Table>> {
+    /// The reader of `meta`'s table, opening it on a miss; its reads count as `part`'s (the
+    /// stage holding the file when it was opened). A file whose size differs from what the
+    /// manifest recorded is reported as corruption.
+    pub fn get(&self, meta: &FileMetaData, part: Part) -> Result<Arc<Table>> {
         let shard = &self.shards[meta.number as usize % SHARDS];
         let now = self.tick.fetch_add(1, Relaxed);
         if let Some(entry) = shard.lock().tables.get_mut(&meta.number) {
@@ -100,6 +101,7 @@ impl TableCache {
             Arc::clone(&self.block_cache),
             Arc::clone(&self.counters),
             meta.tier,
+            part,
         )?;
         let mut s = shard.lock();
         if s.tables.len() >= self.per_shard {

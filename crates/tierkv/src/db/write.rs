@@ -12,7 +12,7 @@ use crate::format::ValueType;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
-use crate::stats::IoPurpose;
+use crate::stats::{IoPurpose, Part};
 use crate::version::log_file_name;
 use crate::write_batch::BatchOp;
 use crate::{Error, Result, WriteBatch};
@@ -108,7 +108,7 @@ impl DbInner {
         let record = batch.encode(first_seq);
         let appended = wal.writer.add_record(record).and_then(|n| {
             self.counters
-                .add_written_to(self.wal_tier, IoPurpose::Wal, n);
+                .add_written(self.wal_tier, Part::FrontEnd, IoPurpose::Wal, n);
             self.counters.wal_appends.fetch_add(1, Relaxed);
             if sync {
                 self.counters.wal_syncs.fetch_add(1, Relaxed);

@@ -21,7 +21,7 @@ use super::format::{block_location, read_block, BlockHandle, Footer, FOOTER_LEN}
 use crate::format::{compare_internal, parse_internal_key, user_key, TRAILER_LEN};
 use crate::fs::RandomAccessFile;
 use crate::iterator::InternalIterator;
-use crate::stats::{Counters, IoPurpose};
+use crate::stats::{Counters, IoPurpose, Part};
 use crate::tier::Tier;
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -80,6 +80,8 @@ pub struct Table {
     /// The tier the file lives on: reads are counted against it, and PM-resident tables are
     /// read in place (no block cache: a DRAM copy would only duplicate byte-addressable data).
     tier: Tier,
+    /// The pipeline part whose reads this table's bytes count as.
+    part: Part,
     file_size: u64,
     /// Blocks must end at or before this offset (the footer's start).
     data_end: u64,
@@ -155,6 +157,7 @@ impl Table {
         cache: Arc<BlockCache>,
         counters: Arc<Counters>,
         tier: Tier,
+        part: Part,
     ) -> Result<Arc<Table>> {
         let file_size = file.size();
         if file_size < FOOTER_LEN as u64 {
@@ -166,7 +169,7 @@ impl Table {
         let data_end = file_size - FOOTER_LEN as u64;
         let mut fbuf = [0u8; FOOTER_LEN];
         file.read_exact_at(data_end, &mut fbuf)?;
-        counters.add_read_from(tier, IoPurpose::UserRead, FOOTER_LEN as u64);
+        counters.add_read(tier, part, IoPurpose::UserRead, FOOTER_LEN as u64);
         let footer = Footer::decode(&fbuf).map_err(|r| {
             Error::corruption(format!("{} footer at {data_end}", path.display()), r)
         })?;
@@ -176,7 +179,7 @@ impl Table {
             if footer.filter.size > 0 {
                 meta_start = meta_start.min(footer.filter.offset);
                 let (data, n) = read_block(&*file, &path, footer.filter, data_end)?;
-                counters.add_read_from(tier, IoPurpose::UserRead, n);
+                counters.add_read(tier, part, IoPurpose::UserRead, n);
                 Some(BloomFilter::new(data).map_err(|r| {
                     Error::corruption(block_location(&path, footer.filter.offset), r)
                 })?)
@@ -184,7 +187,7 @@ impl Table {
                 None
             };
         let (data, n) = read_block(&*file, &path, footer.index, data_end)?;
-        counters.add_read_from(tier, IoPurpose::UserRead, n);
+        counters.add_read(tier, part, IoPurpose::UserRead, n);
         let block = Block::new(data)
             .map_err(|r| Error::corruption(block_location(&path, footer.index.offset), r))?;
         let index = parse_index(block, &path, footer.index, meta_start)?;
@@ -196,6 +199,7 @@ impl Table {
             cache,
             counters,
             tier,
+            part,
             file_size,
             data_end,
             index,
@@ -228,7 +232,7 @@ impl Table {
 
     fn read_data_block_uncached(&self, h: BlockHandle, purpose: IoPurpose) -> Result<Arc<Block>> {
         let (data, n) = read_block(&*self.file, &self.path, h, self.data_end)?;
-        self.counters.add_read_from(self.tier, purpose, n);
+        self.counters.add_read(self.tier, self.part, purpose, n);
         Ok(Arc::new(
             Block::new(data).map_err(|r| self.corruption_at(h.offset, r))?,
         ))

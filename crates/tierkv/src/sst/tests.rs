@@ -9,7 +9,7 @@ use crate::format::{
 use crate::fs::{FileSystem, PosixFs, RandomAccessFile};
 use crate::iterator::InternalIterator;
 use crate::options::TableOptions;
-use crate::stats::{Counters, IoPurpose};
+use crate::stats::{Counters, IoPurpose, Part};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
@@ -68,6 +68,7 @@ fn open(path: &Path, cache: &Arc<BlockCache>, c: &Arc<Counters>) -> Result<Arc<T
         cache.clone(),
         c.clone(),
         crate::tier::Tier::Ssd,
+        Part::Stage(0),
     )
 }
 
@@ -299,25 +300,28 @@ fn cache_hits_misses_and_fill_cache() {
     let cache = BlockCache::new(8 << 20);
     let c = Arc::new(Counters::default());
     let t = open(&path, &cache, &c).unwrap();
-    let opened = c.ssd_read_user.load(Relaxed);
+    let opened = crate::stats::DbStats::from_counters(&c).ssd_read_user;
     assert!(opened > 0);
     let k = &e[100].0;
     t.get(k, IoPurpose::UserRead, false).unwrap().unwrap();
     assert_eq!(cache.usage_bytes(), 0);
     assert_eq!(c.block_cache_misses.load(Relaxed), 1);
-    let after_one = c.ssd_read_user.load(Relaxed);
+    let after_one = crate::stats::DbStats::from_counters(&c).ssd_read_user;
     assert!(after_one > opened);
     t.get(k, IoPurpose::Compaction, true).unwrap().unwrap();
     assert_eq!(c.block_cache_misses.load(Relaxed), 2);
-    assert!(c.ssd_read_compaction.load(Relaxed) > 0);
+    assert!(crate::stats::DbStats::from_counters(&c).ssd_read_compaction > 0);
     assert!(cache.usage_bytes() > 0);
     t.get(k, IoPurpose::UserRead, true).unwrap().unwrap();
     assert_eq!(c.block_cache_hits.load(Relaxed), 1);
-    assert_eq!(c.ssd_read_user.load(Relaxed), after_one);
+    assert_eq!(
+        crate::stats::DbStats::from_counters(&c).ssd_read_user,
+        after_one
+    );
     // verify bypasses the cache and counts as recovery.
     t.verify().unwrap();
     assert_eq!(c.block_cache_hits.load(Relaxed), 1);
-    assert!(c.ssd_read_recovery.load(Relaxed) >= t.file_size() - 4096);
+    assert!(crate::stats::DbStats::from_counters(&c).ssd_read_recovery >= t.file_size() - 4096);
     // Shared across threads.
     let handles: Vec<_> = (0..2)
         .map(|n| {
@@ -480,6 +484,7 @@ fn every_byte_flip_is_detected_never_panics_never_lies() {
                 cache,
                 c.clone(),
                 crate::tier::Tier::Ssd,
+                Part::Stage(0),
             ) {
                 Ok(t) => {
                     opened += 1;

@@ -12,10 +12,10 @@ use super::{Version, VersionEdit};
 use crate::fs::FileSystem;
 use crate::log::{LogReader, LogWriter};
 use crate::options::Options;
-use crate::stats::{Counters, IoPurpose};
+use crate::stats::{Counters, IoPurpose, Part};
+use crate::tier::Tier;
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// The on-disk format version written by this build.
@@ -134,7 +134,12 @@ impl VersionSet {
         let fs = options.fs.clone();
         let current_path = current_file_name(dir);
         let current = fs.read_all(&current_path)?;
-        counters.add_read(IoPurpose::Recovery, current.len() as u64);
+        counters.add_read(
+            Tier::Ssd,
+            Part::Db,
+            IoPurpose::Recovery,
+            current.len() as u64,
+        );
         let name = std::str::from_utf8(&current)
             .ok()
             .and_then(|s| s.strip_suffix('\n'))
@@ -163,7 +168,7 @@ impl VersionSet {
         let fs = options.fs.clone();
         let manifest_path = dir.join(name);
         let data = fs.read_all(&manifest_path)?;
-        counters.add_read(IoPurpose::Recovery, data.len() as u64);
+        counters.add_read(Tier::Ssd, Part::Db, IoPurpose::Recovery, data.len() as u64);
         let location = manifest_path.display().to_string();
         let mut reader = LogReader::new(data, location.clone());
         let mut r = Replayed::default();
@@ -248,7 +253,8 @@ impl VersionSet {
                 edit.last_sequence = Some(self.last_sequence);
                 let n = writer.add_record(&edit.encode())?;
                 writer.sync()?;
-                self.counters.add_written(IoPurpose::Manifest, n);
+                self.counters
+                    .add_written(Tier::Ssd, Part::Db, IoPurpose::Manifest, n);
             }
             None => {
                 // Allocate the manifest's number before recording next_file_number in it.
@@ -293,7 +299,8 @@ impl VersionSet {
         let mut writer = LogWriter::new(self.fs.create_log(&path)?);
         let n = writer.add_record(&snapshot.encode())?;
         writer.sync()?;
-        self.counters.add_written(IoPurpose::Manifest, n);
+        self.counters
+            .add_written(Tier::Ssd, Part::Db, IoPurpose::Manifest, n);
         self.fs.sync_dir(&self.dir)?;
         set_current(&*self.fs, &self.dir, number, &self.counters)?;
         self.manifest = Some((writer, number));
@@ -493,9 +500,12 @@ pub(crate) fn set_current(
     drop(f);
     fs.rename(&tmp, &current_file_name(dir))?;
     fs.sync_dir(dir)?;
-    counters
-        .ssd_written_manifest
-        .fetch_add(contents.len() as u64, Relaxed);
+    counters.add_written(
+        Tier::Ssd,
+        Part::Db,
+        IoPurpose::Manifest,
+        contents.len() as u64,
+    );
     Ok(())
 }
 
