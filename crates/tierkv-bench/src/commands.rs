@@ -38,7 +38,7 @@ impl DbArgs {
     /// whatever it was created with (a `leveled` one with `--wal_on_pm`, say).
     pub fn options(&self, create_if_missing: bool) -> EngineResult<Options> {
         let mut o = Options {
-            design: self.design.unwrap_or(Design::Leveled),
+            design: self.design.unwrap_or(Design::LEVELED),
             create_if_missing,
             ..Options::default()
         };

@@ -469,7 +469,7 @@ impl BenchConfig {
     /// The engine options these flags select for the first TierKV design of `--design`
     /// (leveled when there is none).
     pub fn options(&self) -> Options {
-        self.options_for(self.tierkv_designs().next().unwrap_or(Design::Leveled))
+        self.options_for(self.tierkv_designs().next().unwrap_or(Design::LEVELED))
     }
 
     /// The YCSB request distribution of a workload: `--distribution`, else the workload's own.
@@ -552,7 +552,7 @@ pub(crate) mod tests {
         assert!(!c.sync && !c.use_existing_db);
         assert_eq!(c.db, None);
         assert_eq!(c.json, None);
-        assert_eq!(c.design, vec![DesignChoice::Tierkv(Design::Leveled)]);
+        assert_eq!(c.design, vec![DesignChoice::Tierkv(Design::LEVELED)]);
         assert_eq!(c.distribution, None);
         assert_eq!(c.sample_interval_ms, 1000);
         assert_eq!(c.plot, None);
@@ -658,7 +658,7 @@ pub(crate) mod tests {
         assert_eq!(c.sample_interval_ms, 100);
         assert_eq!(
             c.design,
-            vec![DesignChoice::Tierkv(Design::Leveled), DesignChoice::Rocksdb]
+            vec![DesignChoice::Tierkv(Design::LEVELED), DesignChoice::Rocksdb]
         );
         assert_eq!(c.plot, Some(PathBuf::from("/tmp/p")));
         assert!(c.verify);

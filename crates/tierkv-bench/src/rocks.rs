@@ -28,7 +28,7 @@ use std::path::Path;
 
 /// The RocksDB options `config` selects, as JSON (for the header and the report).
 pub fn options_json(config: &BenchConfig) -> serde_json::Value {
-    let t = config.options_for(tierkv::Design::Leveled);
+    let t = config.options_for(tierkv::Design::LEVELED);
     let c = &t.compaction;
     serde_json::json!({
         "engine": "rocksdb",
@@ -84,7 +84,7 @@ impl RocksEngine {
     /// Opens (or creates) the database in `path`.
     pub fn open(config: &BenchConfig, path: &Path) -> EngineResult<Self> {
         use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteOptions, DB};
-        let t = config.options_for(tierkv::Design::Leveled);
+        let t = config.options_for(tierkv::Design::LEVELED);
         let c = &t.compaction;
         let int = |v: usize| i32::try_from(v).unwrap_or(i32::MAX);
         let mut o = Options::default();

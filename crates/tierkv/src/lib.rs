@@ -28,14 +28,18 @@
 
 pub(crate) mod compaction;
 pub(crate) mod db;
+pub(crate) mod designs;
 pub(crate) mod error;
 pub(crate) mod format;
+pub(crate) mod front_ends;
 pub mod fs;
 pub(crate) mod iterator;
 pub(crate) mod log;
 pub(crate) mod memtable;
 pub(crate) mod options;
+pub(crate) mod pipeline;
 pub(crate) mod sst;
+pub(crate) mod stages;
 pub mod stats;
 pub(crate) mod tier;
 pub(crate) mod util;
@@ -43,6 +47,9 @@ pub(crate) mod version;
 pub(crate) mod write_batch;
 
 pub use compaction::max_bytes_for_level;
+pub use compaction::simulate::{
+    simulate as simulate_compaction, GroupReport, SimulationReport, StageReport,
+};
 pub use db::{CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{

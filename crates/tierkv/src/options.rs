@@ -1,6 +1,7 @@
 //! Options: nested per component, each field documented with its effect and default, validated
 //! at open ([`Options::validate`]) and printed with every benchmark result.
 
+pub use crate::designs::Design;
 use crate::fs::{FileSystem, PosixFs};
 use crate::tier::Tier;
 use crate::{Error, Result};
@@ -8,53 +9,6 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tierkv_pm::{DurabilityMode, LatencyModel, PmPool};
-
-/// Which design (composition of front end and stages) a database uses. A database remembers its
-/// design: reopening it with another one is an [`Error::InvalidArgument`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Design {
-    /// SSD write-ahead log, DRAM memtable, leveled SSTables on SSD (the LevelDB/RocksDB baseline,
-    /// "RocksDB-SSD" in the papers). With [`PmOptions::wal_on_pm`] its WAL moves to PM.
-    Leveled,
-    /// The "RocksDB-L0-NVM" baseline of TriangleKV and LAB-DB: WAL on a PM log, L0 tables in the
-    /// PM pool (read in place), L1 and below on SSD.
-    LeveledPm,
-}
-
-impl Design {
-    /// Every design this build knows, in CLI order.
-    pub const ALL: &'static [Design] = &[Design::Leveled, Design::LeveledPm];
-
-    /// The design's name in the CLI, the manifest and the reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Design::Leveled => "leveled",
-            Design::LeveledPm => "leveled-pm",
-        }
-    }
-
-    /// Where the WAL lives under `options`.
-    pub fn wal_tier(self, options: &Options) -> Tier {
-        match self {
-            Design::Leveled if options.pm.wal_on_pm => Tier::Pm,
-            Design::Leveled => Tier::Ssd,
-            Design::LeveledPm => Tier::Pm,
-        }
-    }
-
-    /// Where memtable flushes (L0 tables) are written.
-    pub fn flush_tier(self) -> Tier {
-        match self {
-            Design::Leveled => Tier::Ssd,
-            Design::LeveledPm => Tier::Pm,
-        }
-    }
-
-    /// True if the design keeps anything in the PM pool under `options`.
-    pub fn uses_pm(self, options: &Options) -> bool {
-        self.wal_tier(options) == Tier::Pm || self.flush_tier() == Tier::Pm
-    }
-}
 
 /// Persistent-memory options, used by designs that keep data in the PM pool.
 #[derive(Clone, Serialize, Deserialize)]
@@ -110,29 +64,6 @@ impl std::fmt::Debug for PmOptions {
             .field("wal_on_pm", &self.wal_on_pm)
             .field("pool", &self.pool.as_ref().map(|_| "<given>"))
             .finish()
-    }
-}
-
-impl std::str::FromStr for Design {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Design> {
-        Design::ALL
-            .iter()
-            .copied()
-            .find(|d| d.name() == s)
-            .ok_or_else(|| {
-                let known: Vec<_> = Design::ALL.iter().map(|d| d.name()).collect();
-                Error::InvalidArgument(format!(
-                    "unknown design {s:?}; known designs: {}",
-                    known.join(", ")
-                ))
-            })
-    }
-}
-
-impl std::fmt::Display for Design {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -201,7 +132,8 @@ impl Default for CompactionOptions {
 /// Options of a database, given at open.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Options {
-    /// The design. Default [`Design::Leveled`].
+    /// The design. Default [`Design::LEVELED`]. A database remembers its design: reopening
+    /// it with another one is an [`Error::InvalidArgument`].
     pub design: Design,
     /// Create the database if it does not exist. Default true.
     pub create_if_missing: bool,
@@ -240,7 +172,7 @@ fn default_fs() -> Arc<dyn FileSystem> {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            design: Design::Leveled,
+            design: Design::LEVELED,
             create_if_missing: true,
             error_if_exists: false,
             write_buffer_size: 64 << 20,

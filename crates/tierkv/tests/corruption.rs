@@ -202,7 +202,7 @@ fn damage_in_every_record_of_a_pm_wal() {
     let ssd = MemFs::new();
     let pm_options = |ssd: &MemFs, pool: Arc<PmPool>| {
         let mut o = options(ssd);
-        o.design = tierkv::Design::LeveledPm;
+        o.design = tierkv::Design::LEVELED_PM;
         o.pm.pool = Some(pool);
         o
     };

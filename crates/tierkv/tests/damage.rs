@@ -71,7 +71,7 @@ fn current_manifest(fs: &MemFs) -> (String, Vec<u8>) {
 /// loss is harmless).
 fn build(design: Design, seed: u64) -> Closed {
     let ssd = MemFs::new();
-    let pool = (design == Design::LeveledPm)
+    let pool = (design == Design::LEVELED_PM)
         .then(|| PmPool::create_crash_sim(&pool_options(), false).unwrap());
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut model = Model::new();
@@ -300,10 +300,10 @@ fn run(design: Design, cases: usize, seed: u64) {
 
 #[test]
 fn damaged_manifests_and_current_never_open_with_other_data_leveled() {
-    run(Design::Leveled, 300, 1);
+    run(Design::LEVELED, 300, 1);
 }
 
 #[test]
 fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_leveled_pm() {
-    run(Design::LeveledPm, 300, 2);
+    run(Design::LEVELED_PM, 300, 2);
 }

@@ -168,7 +168,7 @@ impl Backend {
             }
             Backend::Disk(p) => (p.clone(), o),
             Backend::LeveledPm(p) => {
-                o.design = tierkv::Design::LeveledPm;
+                o.design = tierkv::Design::LEVELED_PM;
                 o.pm.chunk_bytes = 64 << 10;
                 o.pm.size_bytes = 4 << 20;
                 (p.clone(), o)

@@ -51,13 +51,13 @@ fn a_pool_of_another_database_is_refused() {
     let (pool_a, pool_b) = (base.path().join("A.pool"), base.path().join("B.pool"));
     for i in 1..=3u32 {
         for (dir, pool, tag) in [(&a, &pool_a, "AAAA"), (&b, &pool_b, "BBBB")] {
-            let db = Db::open(dir, pm_options(Design::LeveledPm, pool)).unwrap();
+            let db = Db::open(dir, pm_options(Design::LEVELED_PM, pool)).unwrap();
             db.put(format!("key{i}").as_bytes(), format!("{tag}{i}").as_bytes())
                 .unwrap();
         }
     }
     for (dir, pool) in [(&a, &pool_b), (&b, &pool_a)] {
-        let o = pm_options(Design::LeveledPm, pool);
+        let o = pm_options(Design::LEVELED_PM, pool);
         for err in [
             Db::open(dir, o.clone())
                 .err()
@@ -71,7 +71,7 @@ fn a_pool_of_another_database_is_refused() {
         }
     }
     for (dir, pool, tag) in [(&a, &pool_a, "AAAA"), (&b, &pool_b, "BBBB")] {
-        let db = Db::open(dir, pm_options(Design::LeveledPm, pool)).unwrap();
+        let db = Db::open(dir, pm_options(Design::LEVELED_PM, pool)).unwrap();
         let want: Vec<_> = (1..=3)
             .map(|i| {
                 (
@@ -91,7 +91,7 @@ fn a_pool_of_another_database_is_refused() {
 fn a_full_pool_keeps_taking_writes_and_always_reopens() {
     let dir = tempfile::tempdir().unwrap();
     let pool = dir.path().join("small.pool");
-    let mut o = pm_options(Design::LeveledPm, &pool);
+    let mut o = pm_options(Design::LEVELED_PM, &pool);
     o.write_buffer_size = 1 << 20;
     o.pm.chunk_bytes = 64 << 10;
     o.pm.size_bytes = 6 * (64 << 10); // one chunk more than the minimum
@@ -138,7 +138,7 @@ fn a_full_pool_keeps_taking_writes_and_always_reopens() {
 fn a_write_larger_than_the_pool_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let pool = dir.path().join("p.pool");
-    let mut o = pm_options(Design::LeveledPm, &pool);
+    let mut o = pm_options(Design::LEVELED_PM, &pool);
     o.pm.chunk_bytes = 64 << 10;
     o.pm.size_bytes = 8 * (64 << 10);
     let db = Db::open(dir.path(), o.clone()).unwrap();
@@ -172,7 +172,7 @@ fn crash_images_of_a_full_pool_reopen() {
     };
     let options = |ssd: &MemFs, pool: Arc<PmPool>| {
         let mut o = Options {
-            design: Design::LeveledPm,
+            design: Design::LEVELED_PM,
             write_buffer_size: 256 << 10,
             fs: Arc::new(ssd.clone()),
             ..Options::default()
@@ -320,7 +320,7 @@ fn a_damaged_pool_directory_entry_is_corruption() {
     let pool = PmPool::create_crash_sim(&o, false).unwrap();
     let options = |ssd: &MemFs, pool: Arc<PmPool>| {
         let mut opts = Options {
-            design: Design::LeveledPm,
+            design: Design::LEVELED_PM,
             fs: Arc::new(ssd.clone()),
             ..Options::default()
         };
@@ -429,7 +429,7 @@ fn a_design_mismatch_is_reported_as_such() {
     let before = files_of(dir.path());
     let err = Db::open(
         dir.path(),
-        pm_options(Design::LeveledPm, &dir.path().join("x")),
+        pm_options(Design::LEVELED_PM, &dir.path().join("x")),
     )
     .err()
     .unwrap();
@@ -447,7 +447,7 @@ fn a_design_mismatch_is_reported_as_such() {
 #[test]
 fn a_pool_below_the_minimum_says_the_minimum() {
     let dir = tempfile::tempdir().unwrap();
-    let mut o = pm_options(Design::LeveledPm, &dir.path().join("p.pool"));
+    let mut o = pm_options(Design::LEVELED_PM, &dir.path().join("p.pool"));
     o.pm.chunk_bytes = 4 << 20;
     o.pm.size_bytes = 16 << 20;
     let err = Db::open(dir.path(), o).err().unwrap();

@@ -65,7 +65,7 @@ fn pool_options() -> PoolOptions {
 
 fn options(fs: &MemFs, pool: Arc<PmPool>) -> Options {
     let mut o = Options {
-        design: Design::LeveledPm,
+        design: Design::LEVELED_PM,
         write_buffer_size: 4096,
         ..Options::default()
     };

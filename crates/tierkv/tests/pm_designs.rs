@@ -24,7 +24,7 @@ fn key(i: u32) -> Vec<u8> {
 #[test]
 fn leveled_pm_keeps_wal_and_l0_in_pm_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = small(Design::LeveledPm);
+    let opts = small(Design::LEVELED_PM);
     {
         let db = Db::open(dir.path(), opts.clone()).unwrap();
         for i in 0..5000 {
@@ -88,7 +88,7 @@ fn leveled_pm_keeps_wal_and_l0_in_pm_and_recovers() {
 #[test]
 fn leveled_with_wal_on_pm_and_wal_tier_is_remembered() {
     let dir = tempfile::tempdir().unwrap();
-    let mut opts = small(Design::Leveled);
+    let mut opts = small(Design::LEVELED);
     opts.pm.wal_on_pm = true;
     {
         let db = Db::open(dir.path(), opts.clone()).unwrap();
@@ -99,7 +99,7 @@ fn leveled_with_wal_on_pm_and_wal_tier_is_remembered() {
         assert!(s.pm_written_wal > 0 && s.ssd_written_wal == 0, "{s:?}");
     }
     // Reopening without the PM WAL would skip the log: refused.
-    let plain = small(Design::Leveled);
+    let plain = small(Design::LEVELED);
     match Db::open(dir.path(), plain) {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("WAL"), "{m}"),
         other => panic!("expected InvalidArgument, got {:?}", other.map(|_| ())),
@@ -112,7 +112,7 @@ fn leveled_with_wal_on_pm_and_wal_tier_is_remembered() {
 fn a_pool_with_another_databases_files_is_refused() {
     let base = tempfile::tempdir().unwrap();
     let pool = base.path().join("shared.pool");
-    let mut opts = small(Design::LeveledPm);
+    let mut opts = small(Design::LEVELED_PM);
     opts.pm.path = Some(pool.clone());
     let db = Db::open(base.path().join("a"), opts.clone()).unwrap();
     db.put(b"k", b"v").unwrap();

@@ -49,6 +49,8 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         super::recovery::open_pm(dir, options, PmFsOpen::Existing(versions.identity()), false)?;
     let present = super::recovery::list_files(&*options.fs, pm.as_ref(), dir)?;
     super::recovery::verify_files(dir, &versions, &present, &*options.fs, pm.as_ref())?;
+    let front = crate::front_ends::build(options.design.spec().front_end, options);
+    front.verify(dir, &versions, &present)?;
     let cache = TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&options.fs),
@@ -58,9 +60,9 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         options.max_open_files,
     );
     let mut report = CheckReport::default();
-    for files in &version.levels {
-        for f in files {
-            let table = cache.get(f, crate::stats::Part::Stage(0))?;
+    for (stage, _, f) in version.runs() {
+        {
+            let table = cache.get(f, crate::stats::Part::Stage(stage))?;
             let entries = table.verify()?;
             let location = table.path().display().to_string();
             let bad = |why: String| Err(Error::corruption(location.clone(), why));

@@ -1,17 +1,17 @@
-//! Iterators over the whole database: the merging iterator over every source, the level
-//! iterator that concatenates the non-overlapping files of one level, and [`DbIterator`], which
-//! turns internal entries into the user's view at one sequence number.
+//! Iterators over the whole database: the merging iterator over every source (the front end's
+//! buffers and each stage's iterators), and [`DbIterator`], which turns internal entries into
+//! the user's view at one sequence number.
 //!
 //! Thread-safety: iterators have one owner. A `DbIterator` pins its [`SuperVersion`] (memtables
 //! and table files), so flushes and compactions that finish while it is open never pull data
 //! from under it.
 
-use super::{DbInner, SuperVersion};
+use super::inner::SuperVersion;
+use super::DbInner;
 use crate::format::{compare_internal, parse_internal_key, user_key, SequenceNumber, ValueType};
 use crate::iterator::InternalIterator;
-use crate::sst::TableIterator;
-use crate::stats::IoPurpose;
-use crate::version::FileMetaData;
+use crate::pipeline::ReadContext;
+use crate::stats::{IoPurpose, Part};
 use crate::{Error, Result};
 use std::ops::Bound;
 use std::sync::atomic::Ordering::Relaxed;
@@ -94,107 +94,6 @@ impl InternalIterator for MergingIterator {
     }
 }
 
-/// Concatenates the files of one level >= 1 (sorted, non-overlapping), opening each table only
-/// when the iteration reaches it.
-pub struct LevelIterator {
-    db: Arc<DbInner>,
-    files: Vec<Arc<FileMetaData>>,
-    purpose: IoPurpose,
-    fill_cache: bool,
-    index: usize,
-    current: Option<TableIterator>,
-    error: Option<Error>,
-}
-
-impl LevelIterator {
-    /// Iterates `files` (one level's, in order).
-    pub(crate) fn new(
-        db: Arc<DbInner>,
-        files: Vec<Arc<FileMetaData>>,
-        purpose: IoPurpose,
-        fill_cache: bool,
-    ) -> Self {
-        let index = files.len();
-        LevelIterator {
-            db,
-            files,
-            purpose,
-            fill_cache,
-            index,
-            current: None,
-            error: None,
-        }
-    }
-
-    fn open(&mut self, index: usize) {
-        self.index = index;
-        self.current = None;
-        if let Some(f) = self.files.get(index) {
-            match self.db.table_cache.get(f, crate::stats::Part::Stage(0)) {
-                Ok(t) => self.current = Some(t.iter(self.purpose, self.fill_cache)),
-                Err(e) => self.error = Some(e),
-            }
-        }
-    }
-
-    /// Moves past exhausted files.
-    fn skip_empty_files(&mut self) {
-        while self.error.is_none() {
-            match &self.current {
-                Some(it) if it.valid() || it.status().is_err() => return,
-                None => return,
-                Some(_) => {
-                    self.open(self.index + 1);
-                    if let Some(it) = &mut self.current {
-                        it.seek_to_first();
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl InternalIterator for LevelIterator {
-    fn valid(&self) -> bool {
-        self.error.is_none() && self.current.as_ref().is_some_and(|c| c.valid())
-    }
-    fn seek_to_first(&mut self) {
-        self.error = None;
-        self.open(0);
-        if let Some(it) = &mut self.current {
-            it.seek_to_first();
-        }
-        self.skip_empty_files();
-    }
-    fn seek(&mut self, target: &[u8]) {
-        self.error = None;
-        let i = self
-            .files
-            .partition_point(|f| compare_internal(&f.largest, target).is_lt());
-        self.open(i);
-        if let Some(it) = &mut self.current {
-            it.seek(target);
-        }
-        self.skip_empty_files();
-    }
-    fn next(&mut self) {
-        self.current.as_mut().expect("valid").next();
-        self.skip_empty_files();
-    }
-    fn key(&self) -> &[u8] {
-        self.current.as_ref().expect("valid").key()
-    }
-    fn value(&self) -> &[u8] {
-        self.current.as_ref().expect("valid").value()
-    }
-    fn status(&self) -> Result<()> {
-        if let Some(e) = &self.error {
-            return Err(e.duplicate());
-        }
-        self.current.as_ref().map_or(Ok(()), |c| c.status())
-    }
-}
-
 /// Builds the merging iterator over every source of a super version.
 pub(crate) fn merged_sources(
     db: &Arc<DbInner>,
@@ -203,23 +102,15 @@ pub(crate) fn merged_sources(
     fill_cache: bool,
 ) -> Result<MergingIterator> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    children.push(Box::new(sv.mem.iter()));
-    for m in sv.imm.iter().rev() {
-        children.push(Box::new(m.iter()));
-    }
-    for f in sv.version.levels[0].iter().rev() {
-        let t = db.table_cache.get(f, crate::stats::Part::Stage(0))?;
-        children.push(Box::new(t.iter(purpose, fill_cache)));
-    }
-    for files in sv.version.levels.iter().skip(1) {
-        if !files.is_empty() {
-            children.push(Box::new(LevelIterator::new(
-                Arc::clone(db),
-                files.clone(),
-                purpose,
-                fill_cache,
-            )));
-        }
+    sv.front.iterators(&mut children);
+    for (i, stage) in db.stages.iter().enumerate() {
+        let cx = ReadContext {
+            tables: &db.table_cache,
+            part: Part::Stage(i),
+            purpose,
+            fill_cache,
+        };
+        stage.iterators(&cx, sv.version.stage(i), &mut children)?;
     }
     Ok(MergingIterator::new(children))
 }

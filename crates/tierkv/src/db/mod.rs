@@ -1,160 +1,60 @@
-//! The database: open and recovery, the write path, reads, iterators, snapshots, and the
-//! background flush and compaction threads.
+//! The database: the public [`Db`] handle over the engine's components.
 //!
-//! Structure (LevelDB's `db_impl`, split by concern):
-//! * `write.rs`: the write queue (group commit), WAL append, memtable insert, throttling;
-//! * `read.rs`: point lookups and iterator construction;
-//! * `background.rs`: the flush thread, compaction threads and obsolete-file deletion;
-//! * `compact.rs`: the compaction executor (merging inputs into new tables);
-//! * `recovery.rs`: open, manifest + WAL replay; `check.rs`: offline verification.
+//! Components (each in its own file):
+//! * `inner.rs`: [`DbInner`], what every component shares (options, file systems, counters,
+//!   the table cache), and `State`, the mutex-guarded part: the version set, the super version
+//!   readers clone, the background bookkeeping and the first background error;
+//! * the design's front end (`crate::front_ends`) takes writes (its write queue, log and write
+//!   buffers live there);
+//! * the design's stages (`crate::stages`) answer reads and hold their runs;
+//! * `flush.rs` and `compact.rs`: the background scheduler's flush and compaction threads,
+//!   the compaction executor, and the user-facing `flush` and `compact_range`;
+//! * `obsolete.rs`: deletion of files no live version or log needs;
+//! * `read.rs` and `iter.rs`: point lookups and iterators over the front end and the stages;
+//! * `recovery.rs`: open (manifest, PM pool, consistency checks, the front end's recovery),
+//!   `check.rs`: offline verification, `repair` of a lost `CURRENT`.
 //!
-//! Locking: `write_queue` orders writers; the write leader alone takes `wal`; `state` guards
-//! the memtables, the version set and the background bookkeeping. Lock order is
-//! `wal` -> `state`; nothing takes `wal` while holding `state`. Manifest writes happen under
-//! `state` (they are rare: one per flush or compaction).
-//!
-//! Readers take `state` only to clone the current `SuperVersion` (one `Arc`), then read
-//! without locks.
+//! Locking: the front end orders writers and holds its own leader lock; `state` guards the
+//! version set and the background bookkeeping. Lock order is front-end leader -> `state` ->
+//! front-end buffers; nothing takes the leader lock while holding `state`. Manifest writes
+//! happen under `state` (they are rare: one per flush or compaction). Readers take `state`
+//! only to clone the current `SuperVersion` (one `Arc`), then read without locks.
 
-mod background;
 mod check;
 mod compact;
+mod flush;
+mod inner;
 mod iter;
+mod obsolete;
 mod read;
 mod recovery;
 mod snapshot;
 mod table_cache;
-mod write;
 
 pub use check::CheckReport;
+pub(crate) use inner::{DbInner, State};
 pub use iter::{DbIterator, MergingIterator};
 pub(crate) use recovery::min_pool_chunks;
+pub(crate) use recovery::Present;
 pub use recovery::RepairReport;
 pub use snapshot::Snapshot;
+use snapshot::SnapshotList;
+pub(crate) use table_cache::TableCache;
 
 use crate::error::{Error, Result};
-use crate::fs::{FileLock, FileSystem};
-use crate::log::LogWriter;
-use crate::memtable::{MemTable, RegionCache};
+use crate::fs::FileSystem;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::stats::{Counters, DbStats, DramFootprint, LevelStats, PmDeviceStats};
-use crate::tier::Tier;
-use crate::version::{parse_file_name, FileKind, Version, VersionSet};
+use crate::stats::DbStats;
 use crate::WriteBatch;
-use parking_lot::{Condvar, Mutex};
-use snapshot::SnapshotList;
-use std::collections::{HashSet, VecDeque};
 use std::ops::{Bound, RangeBounds};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Weak};
+use std::path::Path;
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use table_cache::TableCache;
-use write::Writer;
-
-/// What a reader needs, captured at one instant: the memtables and the table version.
-pub(crate) struct SuperVersion {
-    pub mem: Arc<MemTable>,
-    /// Immutable memtables, oldest first.
-    pub imm: Vec<Arc<MemTable>>,
-    pub version: Arc<Version>,
-}
-
-/// State guarded by `DbInner::state`.
-pub(crate) struct State {
-    pub mem: Arc<MemTable>,
-    /// Immutable memtables waiting for flush, oldest first.
-    pub imm: VecDeque<Arc<MemTable>>,
-    pub versions: VersionSet,
-    pub super_version: Arc<SuperVersion>,
-    /// Set by the first failed WAL, manifest or background write; writes then fail with it.
-    pub bg_error: Option<Error>,
-    /// Levels read or written by running compactions.
-    pub busy_levels: Vec<bool>,
-    /// File numbers being written that no version names yet (not obsolete).
-    pub pending_outputs: HashSet<u64>,
-    /// Versions handed out; their files stay until every reader drops them.
-    pub live_versions: Vec<Weak<Version>>,
-    pub shutting_down: bool,
-    /// Number of manual compactions waiting or running (automatic ones yield to them).
-    pub manual_compactions: usize,
-}
-
-impl State {
-    /// Publishes a new super version after `mem`, `imm` or the version changed.
-    pub fn install_super_version(&mut self) {
-        let version = self.versions.current();
-        self.live_versions.retain(|w| w.strong_count() > 0);
-        if !self
-            .live_versions
-            .iter()
-            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&version)))
-        {
-            self.live_versions.push(Arc::downgrade(&version));
-        }
-        self.super_version = Arc::new(SuperVersion {
-            mem: Arc::clone(&self.mem),
-            imm: self.imm.iter().cloned().collect(),
-            version,
-        });
-    }
-
-    /// Poisons the database with `e` (first error wins) and returns a copy for the caller.
-    pub fn poison(&mut self, what: &str, e: Error) -> Error {
-        if self.bg_error.is_none() {
-            self.bg_error = Some(Error::Poisoned(format!("{what}: {e}")));
-        }
-        e
-    }
-}
-
-/// The WAL owned by the write leader.
-pub(crate) struct WalState {
-    pub writer: LogWriter,
-    pub number: u64,
-    /// The active memtable (the same `Arc` as `State::mem`).
-    pub mem: Arc<MemTable>,
-}
-
-/// The PM tier of a database whose design uses it.
-pub(crate) struct PmTier {
-    pub pool: Arc<tierkv_pm::PmPool>,
-    /// The pool's file system, as the `FileSystem` the engine's files go through.
-    pub fs: Arc<dyn FileSystem>,
-    /// The same file system, for its PM-specific calls (space, the spare chunk).
-    pub pmfs: crate::fs::PmFs,
-    /// The most chunks one WAL may hold before its memtable is rotated (0: WAL not on PM).
-    pub wal_chunk_cap: u64,
-    /// Lock on the pool file, when the pool was opened from a path.
-    pub _lock: Option<Box<dyn FileLock>>,
-}
-
-pub(crate) struct DbInner {
-    pub dir: PathBuf,
-    pub options: Options,
-    pub fs: Arc<dyn FileSystem>,
-    pub pm: Option<PmTier>,
-    /// Where the WAL lives.
-    pub wal_tier: Tier,
-    pub counters: Arc<Counters>,
-    pub table_cache: TableCache,
-    pub state: Mutex<State>,
-    /// Signalled when background work is queued or finishes, and on shutdown.
-    pub bg_cv: Condvar,
-    pub write_queue: Mutex<VecDeque<Arc<Writer>>>,
-    pub write_cv: Condvar,
-    pub wal: Mutex<WalState>,
-    /// The last sequence number visible to readers.
-    pub last_sequence: AtomicU64,
-    pub snapshots: Arc<SnapshotList>,
-    /// The reserved memory of flushed memtables, reused by the next ones.
-    pub memtable_regions: Arc<RegionCache>,
-    _lock: Box<dyn FileLock>,
-}
 
 /// An open database. `Send + Sync`: share it between threads with an `Arc`.
 ///
-/// Dropping it stops the background threads; every acknowledged write is already in the WAL.
+/// Dropping it stops the background threads; every acknowledged write is already durable in the
+/// front end (the WAL, for the leveled designs).
 pub struct Db {
     inner: Arc<DbInner>,
     threads: Vec<JoinHandle<()>>,
@@ -205,7 +105,14 @@ impl Db {
     /// Applies `batch` atomically: after a crash either all of its operations are present or
     /// none. With `options.sync`, the WAL is synced before this returns.
     pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        self.inner.write(options, batch)
+        batch.validate(
+            self.inner.options.max_key_size,
+            self.inner.options.max_value_size,
+        )?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.inner.front.write(&self.inner, options, batch)
     }
 
     /// The latest value of `key`.
@@ -267,13 +174,15 @@ impl Db {
         Ok(it)
     }
 
-    /// Makes the active memtable immutable, flushes it to an L0 table and waits.
+    /// Makes the active write buffer immutable, flushes it into the first stage (an L0 table for
+    /// the leveled designs) and waits.
     pub fn flush(&self) -> Result<()> {
         self.inner.flush()
     }
 
-    /// Compacts every key in `[begin, end]` (unbounded when `None`) down through the levels and
-    /// waits. Flushes the memtable first.
+    /// Compacts every key in `[begin, end]` (unbounded when `None`) down through every stage (for
+    /// the leveled designs: level by level, down to the deepest level holding keys of the range)
+    /// and waits. Flushes the write buffer first.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.inner.flush()?;
         self.inner.compact_range(begin, end)
@@ -356,74 +265,9 @@ impl Db {
     }
 }
 
-/// Bytes of the WAL files of `dir` in `fs`.
-fn wal_bytes(fs: &dyn FileSystem, dir: &Path) -> u64 {
-    fs.list(dir)
-        .unwrap_or_default()
-        .iter()
-        .filter(|n| matches!(parse_file_name(n), Some((FileKind::Log, _))))
-        .filter_map(|n| fs.file_size(&dir.join(n)).ok())
-        .sum()
-}
-
 impl Drop for Db {
     fn drop(&mut self) {
         self.shutdown();
-    }
-}
-
-impl DbInner {
-    fn stats(&self) -> DbStats {
-        let mut s = DbStats::from_counters(&self.counters);
-        s.design = self.options.design.name().to_string();
-        let sv = Arc::clone(&self.state.lock().super_version);
-        let level_stats = |tier: Option<Tier>| -> Vec<LevelStats> {
-            sv.version
-                .levels
-                .iter()
-                .map(|files| {
-                    let mut l = LevelStats::default();
-                    for f in files.iter().filter(|f| tier.is_none_or(|t| f.tier == t)) {
-                        l.files += 1;
-                        l.bytes += f.file_size;
-                    }
-                    l
-                })
-                .collect()
-        };
-        s.levels = level_stats(None);
-        if let Some(pm) = &self.pm {
-            s.pm_levels = level_stats(Some(Tier::Pm));
-            let p = pm.pool.stats();
-            s.pm = Some(PmDeviceStats {
-                mode: pm.pool.mode().to_string(),
-                flush_instruction: tierkv_pm::flush_instruction().to_string(),
-                lines_written_back: p.lines_written_back,
-                fences: p.fences,
-                bytes_read: p.bytes_read,
-                bytes_allocated: p.bytes_allocated,
-                pool_bytes: pm.pool.size(),
-            });
-            s.pm_wal_bytes = wal_bytes(&*pm.fs, &self.dir);
-        }
-        let (filter_bytes, index_bytes) = self.table_cache.resident_bytes();
-        s.dram = DramFootprint {
-            memtable_bytes: sv.mem.approximate_bytes()
-                + sv.imm.iter().map(|m| m.approximate_bytes()).sum::<u64>(),
-            memtable_kept_bytes: self.memtable_regions.resident_bytes()
-                + sv.mem.stale_resident_bytes()
-                + sv.imm.iter().map(|m| m.stale_resident_bytes()).sum::<u64>(),
-            filter_bytes,
-            index_bytes,
-            block_cache_bytes: self.table_cache.block_cache().usage_bytes(),
-        };
-        s.wal_bytes = wal_bytes(&*self.fs, &self.dir);
-        s
-    }
-
-    /// The current super version.
-    pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
-        Arc::clone(&self.state.lock().super_version)
     }
 }
 
@@ -436,7 +280,7 @@ mod tests {
     /// dropped by whichever thread lets go of it last).
     fn wait_for_kept(db: &Db, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(10);
-        while db.inner.memtable_regions.len() != n {
+        while db.inner.front.kept_regions() != n {
             assert!(Instant::now() < deadline, "region cache never held {n}");
             std::thread::sleep(Duration::from_millis(5));
         }

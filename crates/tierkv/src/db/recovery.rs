@@ -1,49 +1,38 @@
-//! Opening a database: create or recover the version set, replay the WALs, start fresh.
+//! Opening a database: create or recover the version set, check it against the files, and let
+//! the front end recover.
 //!
-//! Recovery order: `CURRENT` -> manifest (every edit; design, format and identity checked) ->
-//! the PM pool, which must carry the same identity -> check that every table the version names
-//! exists with its recorded size and that the WAL it names as the oldest live one exists ->
-//! delete what no durable state references (tables of unfinished flushes and compactions,
-//! retired WALs, temporary files; this frees space before recovery needs any) -> replay WALs
-//! numbered `>= log_number`, oldest first, into memtables that are written out as L0 tables ->
-//! one manifest record (in a fresh manifest) names those tables and a new log number whose WAL
-//! does not exist yet -> the replayed WALs are deleted -> the new WAL is created -> a second
-//! record says it exists.
-//!
-//! Because the new WAL is created after the replayed ones are deleted, recovery never needs
-//! more PM than it frees (and the pool's spare chunk covers a database with no WAL to replay).
-//!
-//! WAL damage: only the newest WAL may end in a torn tail (an append that never completed, so
-//! never acknowledged); it is dropped. Because the WAL is synced before each rotation, an older
-//! WAL with damage, or damage followed by valid records, is corruption and fails the open with
-//! an error naming the file.
+//! Order: `CURRENT` -> manifest (every edit; design, format and identity checked) -> the PM
+//! pool, which must carry the same identity -> check that every run the version names exists
+//! with its recorded size, and that the files the front end's durable state needs exist (the
+//! oldest live WAL) -> delete what no durable state references (runs of unfinished flushes and
+//! compactions, retired logs, temporary files; this frees space before recovery needs any) ->
+//! the front end's recovery (the WAL front end: replay into stage 0, new manifest, new WAL; see
+//! `front_ends/wal_recovery.rs`).
 //!
 //! Manifest damage: a torn last manifest record is a commit that never happened, which is only
-//! harmless if nothing it published was relied on. Every WAL is deleted only after a manifest
-//! record retired it, and the WAL a version names as its oldest live one exists until a later
-//! record retires it; so a recovered version whose oldest live WAL is missing has lost
-//! records that were durable once. That is corruption, reported before anything is deleted.
+//! harmless if nothing it published was relied on. The checks above find a version that lost
+//! records which were durable once (a missing run or oldest live WAL): that is corruption,
+//! reported before anything is deleted.
 //!
 //! A directory that holds database files but no `CURRENT` is never taken for a new database
 //! (only the leftovers of a creation that stopped before `CURRENT` existed are); see
 //! [`repair`] for pointing `CURRENT` at the newest valid manifest.
 
-use super::{DbInner, PmTier, SnapshotList, State, SuperVersion, TableCache, WalState};
+use super::inner::{DbInner, PmTier, State};
+use super::{SnapshotList, TableCache};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PmFs, PmFsOpen, PmSpacePolicy, PosixFs};
-use crate::log::{LogReader, LogWriter};
-use crate::memtable::{MemTable, RegionCache};
+use crate::log::LogReader;
 use crate::options::Options;
 use crate::sst::BlockCache;
-use crate::stats::{Counters, IoPurpose, Part};
+use crate::stats::Counters;
 use crate::tier::Tier;
 use crate::version::{
-    current_file_name, log_file_name, new_identity, parse_file_name, set_current, table_file_name,
-    FileKind, VersionEdit, VersionSet,
+    current_file_name, new_identity, parse_file_name, set_current, table_file_name, FileKind,
+    VersionEdit, VersionSet,
 };
-use crate::write_batch::decode_batch;
 use parking_lot::{Condvar, Mutex};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -51,7 +40,7 @@ use std::sync::Arc;
 use tierkv_pm::{PmPool, PoolOptions};
 
 /// Every file of the database on every tier: (kind, number, tier) -> name.
-type Present = HashMap<(FileKind, u64, Tier), String>;
+pub(crate) type Present = HashMap<(FileKind, u64, Tier), String>;
 
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     options.validate()?;
@@ -94,71 +83,40 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             (versions, pm)
         }
     };
+    let front = crate::front_ends::build(options.design.spec().front_end, &options);
+    let stages = options.design.stages(&options);
     let present = list_files(&*fs, pm.as_ref(), dir)?;
     verify_files(dir, &versions, &present, &*fs, pm.as_ref())?;
+    front.verify(dir, &versions, &present)?;
     for (_, n, _) in present.keys() {
         versions.mark_file_number_used(*n);
     }
-    delete_unreferenced(dir, &versions, &present, &*fs, pm.as_ref());
-    let mut logs: Vec<(u64, Tier)> = present
-        .keys()
-        .filter(|(k, n, _)| *k == FileKind::Log && *n >= versions.log_number)
-        .map(|(_, n, t)| (*n, *t))
-        .collect();
-    logs.sort_unstable_by_key(|(n, _)| *n);
-
-    let block_cache = BlockCache::new(options.block_cache_bytes);
-    let table_cache = TableCache::new(
+    delete_unreferenced(dir, &versions, &present, &*fs, pm.as_ref(), &*front);
+    let table_cache = Arc::new(TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&fs),
         pm.as_ref().map(|p| Arc::clone(&p.fs)),
-        block_cache,
+        BlockCache::new(options.block_cache_bytes),
         Arc::clone(&counters),
         options.max_open_files,
-    );
-    let placeholder_mem = Arc::new(MemTable::new(0, 0));
-    let version = versions.current();
+    ));
+    let state = State::new(versions, &*front);
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: Arc::clone(&fs),
         pm,
-        wal_tier: options.design.wal_tier(&options),
-        counters: Arc::clone(&counters),
+        counters,
         table_cache,
-        state: Mutex::new(State {
-            mem: Arc::clone(&placeholder_mem),
-            imm: VecDeque::new(),
-            super_version: Arc::new(SuperVersion {
-                mem: Arc::clone(&placeholder_mem),
-                imm: Vec::new(),
-                version,
-            }),
-            versions,
-            bg_error: None,
-            busy_levels: vec![false; options.compaction.num_levels],
-            pending_outputs: HashSet::new(),
-            live_versions: Vec::new(),
-            shutting_down: false,
-            manual_compactions: 0,
-        }),
+        front,
+        stages,
+        state: Mutex::new(state),
         bg_cv: Condvar::new(),
-        write_queue: Mutex::new(VecDeque::new()),
-        write_cv: Condvar::new(),
-        // Replaced below once the new WAL exists.
-        wal: Mutex::new(WalState {
-            writer: LogWriter::new(Box::new(NullFile)),
-            number: 0,
-            mem: placeholder_mem,
-        }),
         last_sequence: AtomicU64::new(0),
         snapshots: Arc::new(SnapshotList::default()),
-        // One memtable's two regions (index and data): an active memtable and a kept flushed
-        // one use no more memory than an active and an immutable one.
-        memtable_regions: Arc::new(RegionCache::new(2)),
         options,
         _lock: lock,
     };
-    replay_and_restart(&inner, &logs)?;
+    inner.front.recover(&inner, &present)?;
     Ok(inner)
 }
 
@@ -216,7 +174,7 @@ fn describes_empty_database(fs: &dyn FileSystem, path: &Path) -> bool {
         match reader.next_record() {
             Ok(None) => return true,
             Ok(Some(record)) => match VersionEdit::decode(&record, "") {
-                Ok(e) if e.new_files.is_empty() && e.log_number.unwrap_or(0) == 0 => {}
+                Ok(e) if e.added_runs().next().is_none() && e.log_number.unwrap_or(0) == 0 => {}
                 _ => return false,
             },
             Err(_) => return false,
@@ -238,9 +196,9 @@ pub(crate) fn list_files(ssd: &dyn FileSystem, pm: Option<&PmTier>, dir: &Path) 
     Ok(present)
 }
 
-/// Checks that the recovered version's files are all there: every table on its tier with the
-/// size the manifest recorded, and the WAL it names as the oldest live one (unless the last
-/// recovery had not created it yet). `Corruption` otherwise; nothing is changed.
+/// Checks that the recovered version's runs are all there: every table on its tier with the
+/// size the manifest recorded. `Corruption` otherwise; nothing is changed. (The front end
+/// checks its own files: `FrontEnd::verify`.)
 pub(crate) fn verify_files(
     dir: &Path,
     versions: &VersionSet,
@@ -248,8 +206,9 @@ pub(crate) fn verify_files(
     ssd: &dyn FileSystem,
     pm: Option<&PmTier>,
 ) -> Result<()> {
-    for files in &versions.current().levels {
-        for f in files {
+    let version = versions.current();
+    for (_, _, f) in version.runs() {
+        {
             let path = table_file_name(dir, f.number);
             let location = path.display().to_string();
             if !present.contains_key(&(FileKind::Table, f.number, f.tier)) {
@@ -278,28 +237,6 @@ pub(crate) fn verify_files(
             }
         }
     }
-    let l = versions.log_number;
-    let wal_present = present
-        .keys()
-        .any(|&(k, n, _)| k == FileKind::Log && n == l);
-    if l > 0 && versions.log_created && !wal_present {
-        return Err(Error::corruption(
-            log_file_name(dir, l).display().to_string(),
-            format!(
-                "the manifest names this WAL as the oldest live one, but it is missing: \
-                 records that retired it were lost from the manifest{} or the WAL was deleted; \
-                 acknowledged writes may be missing, so nothing was opened or deleted",
-                if versions.manifest_torn_bytes > 0 {
-                    format!(
-                        " (its last {} bytes are damaged or incomplete)",
-                        versions.manifest_torn_bytes
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-        ));
-    }
     Ok(())
 }
 
@@ -313,12 +250,13 @@ fn delete_unreferenced(
     present: &Present,
     ssd: &dyn FileSystem,
     pm: Option<&PmTier>,
+    front: &dyn crate::pipeline::FrontEnd,
 ) {
     let live: HashSet<u64> = versions.current().file_numbers().collect();
     for (&(kind, n, tier), name) in present {
         let obsolete = match kind {
             FileKind::Table => !live.contains(&n),
-            FileKind::Log => n < versions.log_number,
+            FileKind::Log => front.is_obsolete(kind, n, versions).unwrap_or(false),
             FileKind::Temp => true,
             FileKind::Manifest => versions.recovered_manifest().is_some_and(|m| m != n),
         };
@@ -330,123 +268,6 @@ fn delete_unreferenced(
             let _ = fs.remove(&dir.join(name));
         }
     }
-}
-
-/// Replays `logs` into L0 tables, then starts a new WAL and manifest. On failure before the
-/// manifest names them, the tables this open wrote are deleted again.
-fn replay_and_restart(db: &DbInner, logs: &[(u64, Tier)]) -> Result<()> {
-    let mut state = db.state.lock();
-    let mut edit = VersionEdit::default();
-    let mut written: Vec<(u64, Tier)> = Vec::new();
-    let replayed = replay(db, &mut state, logs, &mut edit, &mut written);
-    if let Err(e) = replayed {
-        for (number, tier) in written {
-            let _ = db.fs_for(tier).remove(&table_file_name(&db.dir, number));
-        }
-        return Err(e);
-    }
-    // Name the tables and the next WAL's number, then free the replayed WALs, then create the
-    // new WAL: the new WAL never needs space the old ones still hold.
-    let number = state.versions.new_file_number();
-    edit.log_number = Some(number);
-    edit.log_created = Some(false);
-    state.versions.log_and_apply(edit)?;
-    let obsolete = db.collect_obsolete_files(&mut state);
-    db.delete_files(obsolete);
-    let path = log_file_name(&db.dir, number);
-    let file = match &db.pm {
-        Some(pm) if db.wal_tier == Tier::Pm => pm.pmfs.create_log_using_spare(&path)?,
-        _ => db.fs_for(db.wal_tier).create_log(&path)?,
-    };
-    db.fs_for(db.wal_tier).sync_dir(&db.dir)?;
-    state.versions.log_and_apply(VersionEdit {
-        log_created: Some(true),
-        ..VersionEdit::default()
-    })?;
-    let mem = db.new_memtable(number);
-    *db.wal.lock() = WalState {
-        writer: LogWriter::new(file),
-        number,
-        mem: Arc::clone(&mem),
-    };
-    state.mem = mem;
-    state.install_super_version();
-    db.last_sequence.store(
-        state.versions.last_sequence,
-        std::sync::atomic::Ordering::Release,
-    );
-    Ok(())
-}
-
-/// Replays `logs` into memtables written out as tables (added to `edit`, listed in `written`,
-/// including a table whose writing failed); sets the version set's last sequence.
-fn replay(
-    db: &DbInner,
-    state: &mut State,
-    logs: &[(u64, Tier)],
-    edit: &mut VersionEdit,
-    written: &mut Vec<(u64, Tier)>,
-) -> Result<()> {
-    let mut max_seq = state.versions.last_sequence;
-    let mut mem = db.new_memtable(0);
-    for (i, &(number, tier)) in logs.iter().enumerate() {
-        let path = log_file_name(&db.dir, number);
-        let data = db.fs_for(tier).read_all(&path)?;
-        db.counters
-            .add_read(tier, Part::FrontEnd, IoPurpose::Recovery, data.len() as u64);
-        let location = path.display().to_string();
-        let mut reader = LogReader::new(data, location.clone());
-        while let Some(record) = reader.next_record()? {
-            let batch = decode_batch(&record, "WAL record").map_err(|e| match e {
-                Error::Corruption { reason, .. } => Error::corruption(location.clone(), reason),
-                other => other,
-            })?;
-            let (first, count) = (batch.first_sequence, batch.count);
-            let n = super::write::insert_ops(&mem, batch.ops, first)
-                .map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
-            // The decoder stops with an error at any count mismatch, so this is a pair assertion.
-            debug_assert_eq!(n, u64::from(count));
-            if n > 0 {
-                max_seq = max_seq.max(first + n - 1);
-            }
-            if mem.approximate_bytes() >= db.options.write_buffer_size as u64 {
-                flush_replayed(db, state, &mut mem, edit, written)?;
-            }
-        }
-        let tail = reader.tail();
-        if tail.dropped_bytes > 0 && i + 1 < logs.len() {
-            return Err(Error::corruption(
-                format!("{location} at offset {}", tail.valid_end),
-                "damaged tail in a WAL that a newer WAL follows",
-            ));
-        }
-    }
-    flush_replayed(db, state, &mut mem, edit, written)?;
-    state.versions.last_sequence = max_seq;
-    Ok(())
-}
-
-fn flush_replayed(
-    db: &DbInner,
-    state: &mut State,
-    mem: &mut Arc<MemTable>,
-    edit: &mut VersionEdit,
-    written: &mut Vec<(u64, Tier)>,
-) -> Result<()> {
-    if mem.is_empty() {
-        return Ok(());
-    }
-    let number = state.versions.new_file_number();
-    // Listed before it is written: a partial table of a failed write is removed too.
-    written.push((number, Tier::Ssd));
-    if db.options.design.flush_tier() == Tier::Pm {
-        written.push((number, Tier::Pm));
-    }
-    if let Some(meta) = db.write_table_from_memtable(mem, number)? {
-        edit.new_files.push((0, meta));
-    }
-    *mem = db.new_memtable(0);
-    Ok(())
 }
 
 /// Opens the PM pool and its file system when the design uses PM, for the database `how`
@@ -534,7 +355,7 @@ fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpa
     let pool = pmfs.pool();
     let data_per_chunk = pmfs.data_per_chunk();
     let memtables = options.max_write_buffer_number as u64;
-    let full_log = (options.write_buffer_size + super::write::MAX_GROUP_BYTES) as u64;
+    let full_log = (options.write_buffer_size + crate::front_ends::MAX_GROUP_BYTES) as u64;
     let data_chunks = pool
         .chunk_count()
         .saturating_sub(POOL_OVERHEAD_CHUNKS + SPARE_CHUNKS);
@@ -648,22 +469,4 @@ pub struct RepairReport {
     pub changed: bool,
     /// Newer manifests that were passed over, with the reason.
     pub rejected: Vec<(String, String)>,
-}
-
-/// A sink used only until recovery installs the real WAL.
-struct NullFile;
-
-impl crate::fs::WritableFile for NullFile {
-    fn append(&mut self, _: &[u8]) -> Result<()> {
-        Err(Error::InvalidArgument("database is not open yet".into()))
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn size(&self) -> u64 {
-        0
-    }
 }

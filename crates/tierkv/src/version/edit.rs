@@ -1,50 +1,88 @@
 //! `VersionEdit`: one manifest record, the difference between two versions.
 //!
-//! Encoding (see `docs/FORMATS.md`): a sequence of `tag: varint32` + fields. Unknown tags are
-//! corruption (an older binary must not silently drop fields of a newer one).
+//! Encoding (see `docs/FORMATS.md`): a sequence of `tag: varint32` + fields. Database-wide and
+//! front-end fields have a tag each; every stage's changes are one tagged block holding its own
+//! sub-tags, so one record can change several stages at once (a compaction that moves runs
+//! from one stage to the next commits in one record). Unknown tags are corruption (an older
+//! binary must not silently drop fields of a newer one).
 
 use crate::tier::Tier;
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
-use crate::version::FileMetaData;
+use crate::version::{FileMetaData, RunKind};
 use crate::{Error, Result};
 
 const TAG_LOG_NUMBER: u32 = 2;
 const TAG_NEXT_FILE_NUMBER: u32 = 3;
 const TAG_LAST_SEQUENCE: u32 = 4;
-const TAG_COMPACT_POINTER: u32 = 5;
-const TAG_DELETED_FILE: u32 = 6;
-const TAG_NEW_FILE: u32 = 7;
-const TAG_NEW_PM_FILE: u32 = 8;
 const TAG_DESIGN: u32 = 20;
 const TAG_FORMAT_VERSION: u32 = 21;
-const TAG_NUM_LEVELS: u32 = 22;
 const TAG_WAL_TIER: u32 = 23;
 const TAG_IDENTITY: u32 = 24;
 const TAG_LOG_CREATED: u32 = 25;
+const TAG_STAGE: u32 = 30;
+
+const STAGE_GROUP_COUNT: u32 = 1;
+const STAGE_DELETED_RUN: u32 = 2;
+const STAGE_ADDED_RUN: u32 = 3;
+const STAGE_POINTER: u32 = 4;
+
+/// The tier's code in the manifest.
+pub(crate) fn tier_code(tier: Tier) -> u32 {
+    match tier {
+        Tier::Ssd => 0,
+        Tier::Pm => 1,
+    }
+}
+
+fn tier_from_code(code: u32) -> Option<Tier> {
+    match code {
+        0 => Some(Tier::Ssd),
+        1 => Some(Tier::Pm),
+        _ => None,
+    }
+}
+
+/// The changes of one stage.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StageEdit {
+    /// The stage's index in the design.
+    pub stage: usize,
+    /// The stage's group count, fixed at creation (snapshot records only).
+    pub group_count: Option<usize>,
+    /// Runs removed: (group, file number).
+    pub deleted: Vec<(usize, u64)>,
+    /// Runs added: (group, metadata).
+    pub added: Vec<(usize, FileMetaData)>,
+    /// Where the next size-triggered compaction of a group starts (round-robin): (group, key).
+    pub pointers: Vec<(usize, Vec<u8>)>,
+}
+
+impl StageEdit {
+    fn is_empty(&self) -> bool {
+        self.group_count.is_none()
+            && self.deleted.is_empty()
+            && self.added.is_empty()
+            && self.pointers.is_empty()
+    }
+}
 
 /// Changes to apply to a version, plus database-wide counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
-    /// WAL files numbered below this are obsolete (their data is in tables).
+    /// WAL files numbered below this are obsolete (their data is in the stages).
     pub log_number: Option<u64>,
     /// The next file number to allocate.
     pub next_file_number: Option<u64>,
-    /// The last sequence number used by data in the tables.
+    /// The last sequence number used by data in the stages.
     pub last_sequence: Option<u64>,
-    /// Where the next size-triggered compaction of a level starts (round-robin).
-    pub compact_pointers: Vec<(usize, Vec<u8>)>,
-    /// Files removed: (level, file number).
-    pub deleted_files: Vec<(usize, u64)>,
-    /// Files added: (level, metadata).
-    pub new_files: Vec<(usize, FileMetaData)>,
+    /// Per-stage changes, at most one per stage.
+    pub stages: Vec<StageEdit>,
     /// The design the database was created with (first record of every manifest).
     pub design: Option<String>,
     /// The on-disk format version the database was created with.
     pub format_version: Option<u32>,
-    /// The number of levels the database was created with.
-    pub num_levels: Option<u32>,
-    /// Where the database keeps its WAL (0 SSD, 1 PM), fixed at creation.
-    pub wal_tier: Option<u32>,
+    /// Where the database keeps its WAL, fixed at creation.
+    pub wal_tier: Option<Tier>,
     /// The database's identity, fixed at creation (also recorded in its PM pool).
     pub identity: Option<u128>,
     /// Whether the WAL numbered `log_number` exists: `Some(false)` when recovery logs a new
@@ -54,6 +92,27 @@ pub struct VersionEdit {
 }
 
 impl VersionEdit {
+    /// The changes of `stage`, added if the edit has none yet.
+    pub fn stage_mut(&mut self, stage: usize) -> &mut StageEdit {
+        match self.stages.iter().position(|s| s.stage == stage) {
+            Some(i) => &mut self.stages[i],
+            None => {
+                self.stages.push(StageEdit {
+                    stage,
+                    ..StageEdit::default()
+                });
+                self.stages.last_mut().expect("just pushed")
+            }
+        }
+    }
+
+    /// Every run added, with its stage and group.
+    pub fn added_runs(&self) -> impl Iterator<Item = (usize, usize, &FileMetaData)> + '_ {
+        self.stages
+            .iter()
+            .flat_map(|s| s.added.iter().map(move |(g, f)| (s.stage, *g, f)))
+    }
+
     /// Serializes the edit.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::new();
@@ -65,13 +124,9 @@ impl VersionEdit {
             put_varint32(&mut b, TAG_FORMAT_VERSION);
             put_varint32(&mut b, v);
         }
-        if let Some(v) = self.num_levels {
-            put_varint32(&mut b, TAG_NUM_LEVELS);
-            put_varint32(&mut b, v);
-        }
-        if let Some(v) = self.wal_tier {
+        if let Some(t) = self.wal_tier {
             put_varint32(&mut b, TAG_WAL_TIER);
-            put_varint32(&mut b, v);
+            put_varint32(&mut b, tier_code(t));
         }
         if let Some(id) = self.identity {
             put_varint32(&mut b, TAG_IDENTITY);
@@ -91,30 +146,11 @@ impl VersionEdit {
                 put_varint64(&mut b, v);
             }
         }
-        for (level, key) in &self.compact_pointers {
-            put_varint32(&mut b, TAG_COMPACT_POINTER);
-            put_varint32(&mut b, *level as u32);
-            put_length_prefixed(&mut b, key);
-        }
-        for (level, number) in &self.deleted_files {
-            put_varint32(&mut b, TAG_DELETED_FILE);
-            put_varint32(&mut b, *level as u32);
-            put_varint64(&mut b, *number);
-        }
-        for (level, f) in &self.new_files {
-            put_varint32(
-                &mut b,
-                match f.tier {
-                    Tier::Ssd => TAG_NEW_FILE,
-                    Tier::Pm => TAG_NEW_PM_FILE,
-                },
-            );
-            put_varint32(&mut b, *level as u32);
-            put_varint64(&mut b, f.number);
-            put_varint64(&mut b, f.file_size);
-            put_varint64(&mut b, f.num_entries);
-            put_length_prefixed(&mut b, &f.smallest);
-            put_length_prefixed(&mut b, &f.largest);
+        for s in self.stages.iter().filter(|s| !s.is_empty()) {
+            let block = encode_stage(s);
+            put_varint32(&mut b, TAG_STAGE);
+            put_varint32(&mut b, s.stage as u32);
+            put_length_prefixed(&mut b, &block);
         }
         b
     }
@@ -136,38 +172,6 @@ impl VersionEdit {
                 TAG_LAST_SEQUENCE => {
                     e.last_sequence = Some(d.varint64().ok_or_else(|| bad("last sequence"))?)
                 }
-                TAG_COMPACT_POINTER => {
-                    let level = d.varint32().ok_or_else(|| bad("level"))? as usize;
-                    let key = d.length_prefixed().ok_or_else(|| bad("compact pointer"))?;
-                    e.compact_pointers.push((level, key.to_vec()));
-                }
-                TAG_DELETED_FILE => {
-                    let level = d.varint32().ok_or_else(|| bad("level"))? as usize;
-                    let n = d.varint64().ok_or_else(|| bad("deleted file"))?;
-                    e.deleted_files.push((level, n));
-                }
-                TAG_NEW_FILE | TAG_NEW_PM_FILE => {
-                    let level = d.varint32().ok_or_else(|| bad("level"))? as usize;
-                    let f = FileMetaData {
-                        number: d.varint64().ok_or_else(|| bad("file number"))?,
-                        file_size: d.varint64().ok_or_else(|| bad("file size"))?,
-                        num_entries: d.varint64().ok_or_else(|| bad("entry count"))?,
-                        smallest: d
-                            .length_prefixed()
-                            .ok_or_else(|| bad("smallest key"))?
-                            .to_vec(),
-                        largest: d
-                            .length_prefixed()
-                            .ok_or_else(|| bad("largest key"))?
-                            .to_vec(),
-                        tier: if tag == TAG_NEW_PM_FILE {
-                            Tier::Pm
-                        } else {
-                            Tier::Ssd
-                        },
-                    };
-                    e.new_files.push((level, f));
-                }
                 TAG_DESIGN => {
                     let s = d.length_prefixed().ok_or_else(|| bad("design"))?;
                     e.design = Some(String::from_utf8(s.to_vec()).map_err(|_| bad("design name"))?);
@@ -175,9 +179,9 @@ impl VersionEdit {
                 TAG_FORMAT_VERSION => {
                     e.format_version = Some(d.varint32().ok_or_else(|| bad("format version"))?)
                 }
-                TAG_WAL_TIER => e.wal_tier = Some(d.varint32().ok_or_else(|| bad("WAL tier"))?),
-                TAG_NUM_LEVELS => {
-                    e.num_levels = Some(d.varint32().ok_or_else(|| bad("level count"))?)
+                TAG_WAL_TIER => {
+                    let code = d.varint32().ok_or_else(|| bad("WAL tier"))?;
+                    e.wal_tier = Some(tier_from_code(code).ok_or_else(|| bad("WAL tier"))?);
                 }
                 TAG_IDENTITY => {
                     let id = d.bytes(16).ok_or_else(|| bad("identity"))?;
@@ -190,6 +194,16 @@ impl VersionEdit {
                         _ => return Err(bad("log state")),
                     }
                 }
+                TAG_STAGE => {
+                    let stage = d.varint32().ok_or_else(|| bad("stage"))? as usize;
+                    let block = d.length_prefixed().ok_or_else(|| bad("stage block"))?;
+                    if e.stages.iter().any(|s| s.stage == stage) {
+                        return Err(bad("stage block (stage named twice)"));
+                    }
+                    let mut s = decode_stage(block).map_err(&bad)?;
+                    s.stage = stage;
+                    e.stages.push(s);
+                }
                 _ => return Err(bad(&format!("tag {tag}"))),
             }
         }
@@ -197,50 +211,111 @@ impl VersionEdit {
     }
 }
 
+fn encode_stage(s: &StageEdit) -> Vec<u8> {
+    let mut b = Vec::new();
+    if let Some(n) = s.group_count {
+        put_varint32(&mut b, STAGE_GROUP_COUNT);
+        put_varint32(&mut b, n as u32);
+    }
+    for (group, key) in &s.pointers {
+        put_varint32(&mut b, STAGE_POINTER);
+        put_varint32(&mut b, *group as u32);
+        put_length_prefixed(&mut b, key);
+    }
+    for (group, number) in &s.deleted {
+        put_varint32(&mut b, STAGE_DELETED_RUN);
+        put_varint32(&mut b, *group as u32);
+        put_varint64(&mut b, *number);
+    }
+    for (group, f) in &s.added {
+        put_varint32(&mut b, STAGE_ADDED_RUN);
+        put_varint32(&mut b, *group as u32);
+        b.push(f.kind.code());
+        put_varint32(&mut b, tier_code(f.tier));
+        put_varint64(&mut b, f.number);
+        put_varint64(&mut b, f.file_size);
+        put_varint64(&mut b, f.num_entries);
+        put_length_prefixed(&mut b, &f.smallest);
+        put_length_prefixed(&mut b, &f.largest);
+    }
+    b
+}
+
+/// Decodes a stage block; the error names what was bad.
+fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
+    let mut d = Decoder::new(block);
+    let mut s = StageEdit::default();
+    let group = |d: &mut Decoder| d.varint32().map(|g| g as usize).ok_or("group");
+    while !d.is_empty() {
+        match d.varint32().ok_or("stage tag")? {
+            STAGE_GROUP_COUNT => s.group_count = Some(group(&mut d)?),
+            STAGE_POINTER => {
+                let g = group(&mut d)?;
+                let key = d.length_prefixed().ok_or("compaction pointer")?;
+                s.pointers.push((g, key.to_vec()));
+            }
+            STAGE_DELETED_RUN => {
+                let g = group(&mut d)?;
+                s.deleted.push((g, d.varint64().ok_or("deleted run")?));
+            }
+            STAGE_ADDED_RUN => {
+                let g = group(&mut d)?;
+                let kind = d.u8().and_then(RunKind::from_code).ok_or("run kind")?;
+                let tier = d.varint32().and_then(tier_from_code).ok_or("run tier")?;
+                let f = FileMetaData {
+                    number: d.varint64().ok_or("run number")?,
+                    file_size: d.varint64().ok_or("run size")?,
+                    num_entries: d.varint64().ok_or("entry count")?,
+                    smallest: d.length_prefixed().ok_or("smallest key")?.to_vec(),
+                    largest: d.length_prefixed().ok_or("largest key")?.to_vec(),
+                    tier,
+                    kind,
+                };
+                s.added.push((g, f));
+            }
+            _ => return Err("stage tag"),
+        }
+    }
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::format::{make_internal_key, ValueType};
 
+    fn run(number: u64, tier: Tier) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: 4096 * number,
+            num_entries: 10,
+            smallest: make_internal_key(b"a", 1, ValueType::Value),
+            largest: make_internal_key(b"z", 2, ValueType::Deletion),
+            tier,
+            kind: RunKind::Sst,
+        }
+    }
+
     #[test]
     fn round_trip_and_truncation() {
-        let e = VersionEdit {
+        let mut e = VersionEdit {
             log_number: Some(7),
             next_file_number: Some(12),
             last_sequence: Some(1 << 40),
-            compact_pointers: vec![(2, make_internal_key(b"m", 5, ValueType::Value))],
-            deleted_files: vec![(1, 4), (2, 9)],
-            new_files: vec![
-                (
-                    3,
-                    FileMetaData {
-                        number: 11,
-                        file_size: 4096,
-                        num_entries: 10,
-                        smallest: make_internal_key(b"a", 1, ValueType::Value),
-                        largest: make_internal_key(b"z", 2, ValueType::Deletion),
-                        tier: Tier::Ssd,
-                    },
-                ),
-                (
-                    0,
-                    FileMetaData {
-                        number: 12,
-                        file_size: 8192,
-                        num_entries: 3,
-                        smallest: make_internal_key(b"b", 3, ValueType::Value),
-                        largest: make_internal_key(b"c", 4, ValueType::Value),
-                        tier: Tier::Pm,
-                    },
-                ),
-            ],
             design: Some("leveled".into()),
-            format_version: Some(2),
-            num_levels: Some(7),
-            wal_tier: Some(1),
+            format_version: Some(3),
+            wal_tier: Some(Tier::Pm),
             identity: Some(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210),
             log_created: Some(false),
+            ..VersionEdit::default()
         };
+        let s0 = e.stage_mut(0);
+        s0.group_count = Some(7);
+        s0.pointers
+            .push((2, make_internal_key(b"m", 5, ValueType::Value)));
+        s0.deleted.extend([(1, 4), (2, 9)]);
+        s0.added.push((3, run(11, Tier::Ssd)));
+        e.stage_mut(2).added.push((0, run(12, Tier::Pm)));
         let enc = e.encode();
         assert_eq!(VersionEdit::decode(&enc, "m").unwrap(), e);
         for cut in 1..enc.len() {
@@ -250,5 +325,11 @@ mod tests {
             }
         }
         assert!(VersionEdit::decode(&[99], "m").unwrap_err().is_corruption());
+        // A stage named twice is corruption.
+        let mut twice = e.encode();
+        twice.extend_from_slice(&e.encode());
+        assert!(VersionEdit::decode(&twice, "m")
+            .unwrap_err()
+            .is_corruption());
     }
 }

@@ -1,12 +1,19 @@
-//! Versions: which table files make up each level, and the manifest that logs every change.
+//! Versions: which runs make up each stage of the pipeline, and the manifest that logs every
+//! change.
 //!
-//! A [`Version`] is immutable; a change (flush, compaction) builds a new one from the current
-//! one plus a [`VersionEdit`] and installs it atomically (see [`VersionSet::log_and_apply`]).
-//! Readers hold an `Arc<Version>` for as long as they read, which keeps its files alive.
+//! A [`Version`] is immutable and holds one [`StageVersion`] per stage of the design; a stage's
+//! state is a list of *groups* of runs (the levels of a leveled stage; later the rows of a
+//! triangle container, the floors of a skip-array tree, ...). A change (flush, compaction)
+//! builds a new version from the current one plus a [`VersionEdit`] whose per-stage parts are
+//! applied together, so one manifest record moves runs between stages atomically, and installs
+//! it (see [`VersionSet::log_and_apply`]). Readers hold an `Arc<Version>` for as long as they
+//! read, which keeps its files alive.
 //!
-//! Invariants of a version (checked by [`Version::check_invariants`]): L0 files are ordered by
-//! file number (older first) and may overlap; in every level >= 1, files are sorted by smallest
-//! key and their key ranges do not overlap.
+//! Invariants (checked by [`Version::check_invariants`]), per group as the stage's
+//! [`StageLayout`] says: an [`GroupOrder::Overlapping`] group (L0) is ordered by file number,
+//! older first, and its runs may overlap; a [`GroupOrder::Disjoint`] group (L1 and deeper) is
+//! sorted by smallest key and its runs' key ranges do not overlap. Every run's smallest key is
+//! at most its largest.
 
 mod edit;
 mod set;
@@ -23,10 +30,34 @@ use crate::tier::Tier;
 use crate::{Error, Result};
 use std::sync::Arc;
 
-/// What the manifest records about one table file.
+/// What a run is made of: the building block that reads and writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunKind {
+    /// An SSTable file (`NNNNNN.sst`) on SSD or in the PM pool's file system.
+    Sst,
+}
+
+impl RunKind {
+    /// The kind's code in the manifest.
+    pub fn code(self) -> u8 {
+        match self {
+            RunKind::Sst => 1,
+        }
+    }
+
+    /// The kind with manifest code `code`.
+    pub fn from_code(code: u8) -> Option<RunKind> {
+        match code {
+            1 => Some(RunKind::Sst),
+            _ => None,
+        }
+    }
+}
+
+/// What the manifest records about one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileMetaData {
-    /// The file number (the file is `NNNNNN.sst`).
+    /// The file number (the run's file is `NNNNNN.sst` for an SST run).
     pub number: u64,
     /// Size in bytes.
     pub file_size: u64,
@@ -36,8 +67,10 @@ pub struct FileMetaData {
     pub smallest: Vec<u8>,
     /// Largest internal key.
     pub largest: Vec<u8>,
-    /// The tier holding the file.
+    /// The tier holding the run.
     pub tier: Tier,
+    /// What the run is made of.
+    pub kind: RunKind,
 }
 
 impl FileMetaData {
@@ -49,126 +82,222 @@ impl FileMetaData {
     pub fn largest_user_key(&self) -> &[u8] {
         user_key(&self.largest)
     }
-    /// True if the file's user-key range intersects `[begin, end]` (`None` = unbounded).
+    /// True if the run's user-key range intersects `[begin, end]` (`None` = unbounded).
     pub fn overlaps(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> bool {
         !(begin.is_some_and(|b| self.largest_user_key() < b)
             || end.is_some_and(|e| self.smallest_user_key() > e))
     }
 }
 
-/// The set of table files in each level at one point in time.
-#[derive(Clone, Debug, Default)]
-pub struct Version {
-    /// Files per level; see the module invariants.
-    pub levels: Vec<Vec<Arc<FileMetaData>>>,
+/// How the runs of one group are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupOrder {
+    /// Runs may overlap one another; ordered by file number, older first (L0).
+    Overlapping,
+    /// Runs are sorted by smallest key and their key ranges are disjoint (L1 and deeper).
+    Disjoint,
 }
 
-impl Version {
-    /// An empty version with `num_levels` levels.
-    pub fn new(num_levels: usize) -> Self {
-        Version {
-            levels: vec![Vec::new(); num_levels],
+/// The shape of one stage's state: its name and its groups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StageLayout {
+    /// The stage's name in reports and errors (e.g. `levels`).
+    pub name: &'static str,
+    /// How each group is kept; its length is the stage's group count, fixed at creation.
+    pub groups: Vec<GroupOrder>,
+}
+
+/// One stage's runs, per group.
+#[derive(Clone, Debug, Default)]
+pub struct StageVersion {
+    /// Runs per group; see the module invariants.
+    pub groups: Vec<Vec<Arc<FileMetaData>>>,
+}
+
+impl StageVersion {
+    /// An empty stage with `groups` groups.
+    pub fn new(groups: usize) -> Self {
+        StageVersion {
+            groups: vec![Vec::new(); groups],
         }
     }
 
-    /// Total bytes in `level`.
-    pub fn level_bytes(&self, level: usize) -> u64 {
-        self.levels[level].iter().map(|f| f.file_size).sum()
+    /// Total bytes in `group`.
+    pub fn group_bytes(&self, group: usize) -> u64 {
+        self.groups[group].iter().map(|f| f.file_size).sum()
     }
 
-    /// Files in `level` whose user-key range intersects `[begin, end]`.
+    /// Runs of `group` whose user-key range intersects `[begin, end]`.
     pub fn overlapping(
         &self,
-        level: usize,
+        group: usize,
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Vec<Arc<FileMetaData>> {
-        self.levels[level]
+        self.groups[group]
             .iter()
             .filter(|f| f.overlaps(begin, end))
             .cloned()
             .collect()
     }
 
-    /// In a level >= 1, the only file that may hold `user_key`.
-    pub fn file_for_key(&self, level: usize, key: &[u8]) -> Option<&Arc<FileMetaData>> {
-        debug_assert!(level > 0);
-        let files = &self.levels[level];
-        let i = files.partition_point(|f| f.largest_user_key() < key);
-        files.get(i).filter(|f| f.smallest_user_key() <= key)
+    /// In a [`GroupOrder::Disjoint`] group, the only run that may hold `user_key`.
+    pub fn run_for_key(&self, group: usize, key: &[u8]) -> Option<&Arc<FileMetaData>> {
+        let runs = &self.groups[group];
+        let i = runs.partition_point(|f| f.largest_user_key() < key);
+        runs.get(i).filter(|f| f.smallest_user_key() <= key)
+    }
+
+    /// Every run of the stage.
+    pub fn runs(&self) -> impl Iterator<Item = &Arc<FileMetaData>> + '_ {
+        self.groups.iter().flatten()
+    }
+}
+
+/// The runs of every stage at one point in time.
+#[derive(Clone, Debug)]
+pub struct Version {
+    /// One state per stage of the design, in pipeline order.
+    pub stages: Vec<StageVersion>,
+    layouts: Arc<[StageLayout]>,
+}
+
+impl Version {
+    /// An empty version of stages shaped by `layouts`.
+    pub fn new(layouts: Arc<[StageLayout]>) -> Self {
+        Version {
+            stages: layouts
+                .iter()
+                .map(|l| StageVersion::new(l.groups.len()))
+                .collect(),
+            layouts,
+        }
+    }
+
+    /// The state of stage `i`.
+    pub fn stage(&self, i: usize) -> &StageVersion {
+        &self.stages[i]
+    }
+
+    /// The stages' layouts.
+    pub fn layouts(&self) -> &Arc<[StageLayout]> {
+        &self.layouts
     }
 
     /// Checks the module invariants; `Corruption` names the broken one.
     pub fn check_invariants(&self) -> Result<()> {
-        for (level, files) in self.levels.iter().enumerate() {
-            for f in files {
-                if compare_internal(&f.smallest, &f.largest).is_gt() {
-                    return Err(Error::corruption(
-                        "manifest",
-                        format!("file {} has smallest key > largest key", f.number),
-                    ));
-                }
-            }
-            for w in files.windows(2) {
-                let ok = if level == 0 {
-                    w[0].number < w[1].number
-                } else {
-                    w[0].largest_user_key() < w[1].smallest_user_key()
-                };
-                if !ok {
-                    return Err(Error::corruption(
-                        "manifest",
-                        format!(
-                            "level {level}: files {} and {} are out of order or overlap",
-                            w[0].number, w[1].number
-                        ),
-                    ));
-                }
+        for (stage, layout) in self.stages.iter().zip(self.layouts.iter()) {
+            for (group, (runs, order)) in stage.groups.iter().zip(&layout.groups).enumerate() {
+                check_group(layout.name, group, runs, *order)?;
             }
         }
         Ok(())
     }
 
-    /// Applies an edit, returning the new version (files sorted per the invariants).
+    /// Applies an edit, returning the new version (runs sorted per the invariants).
     pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
         let mut v = self.clone();
-        for &(level, number) in &edit.deleted_files {
-            let files = v.levels.get_mut(level).ok_or_else(|| bad_level(level))?;
-            let before = files.len();
-            files.retain(|f| f.number != number);
-            if files.len() == before {
-                return Err(Error::corruption(
+        for e in &edit.stages {
+            let layout = self.layouts.get(e.stage).ok_or_else(|| {
+                Error::corruption(
                     "manifest",
-                    format!("edit deletes file {number} which is not in level {level}"),
-                ));
+                    format!("edit names stage {} of {}", e.stage, self.layouts.len()),
+                )
+            })?;
+            let state = &mut v.stages[e.stage];
+            for &(group, number) in &e.deleted {
+                let runs = group_mut(state, layout, group)?;
+                let before = runs.len();
+                runs.retain(|f| f.number != number);
+                if runs.len() == before {
+                    return Err(Error::corruption(
+                        "manifest",
+                        format!(
+                            "edit deletes run {number} which is not in {} group {group}",
+                            layout.name
+                        ),
+                    ));
+                }
             }
-        }
-        for (level, f) in &edit.new_files {
-            let files = v.levels.get_mut(*level).ok_or_else(|| bad_level(*level))?;
-            files.push(Arc::new(f.clone()));
-        }
-        for (level, files) in v.levels.iter_mut().enumerate() {
-            if level == 0 {
-                files.sort_by_key(|f| f.number);
-            } else {
-                files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+            for (group, f) in &e.added {
+                group_mut(state, layout, *group)?.push(Arc::new(f.clone()));
+            }
+            for (runs, order) in state.groups.iter_mut().zip(&layout.groups) {
+                match order {
+                    GroupOrder::Overlapping => runs.sort_by_key(|f| f.number),
+                    GroupOrder::Disjoint => {
+                        runs.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest))
+                    }
+                }
             }
         }
         v.check_invariants()?;
         Ok(v)
     }
 
-    /// Every file number in the version.
+    /// Every run number in the version.
     pub fn file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
-        self.levels.iter().flatten().map(|f| f.number)
+        self.stages.iter().flat_map(|s| s.runs()).map(|f| f.number)
+    }
+
+    /// Every run with its stage and group.
+    pub fn runs(&self) -> impl Iterator<Item = (usize, usize, &Arc<FileMetaData>)> + '_ {
+        self.stages.iter().enumerate().flat_map(|(s, st)| {
+            st.groups
+                .iter()
+                .enumerate()
+                .flat_map(move |(g, runs)| runs.iter().map(move |f| (s, g, f)))
+        })
     }
 }
 
-fn bad_level(level: usize) -> Error {
-    Error::corruption(
-        "manifest",
-        format!("edit names level {level} beyond num_levels"),
-    )
+fn group_mut<'a>(
+    state: &'a mut StageVersion,
+    layout: &StageLayout,
+    group: usize,
+) -> Result<&'a mut Vec<Arc<FileMetaData>>> {
+    state.groups.get_mut(group).ok_or_else(|| {
+        Error::corruption(
+            "manifest",
+            format!(
+                "edit names {} group {group} beyond its {} groups",
+                layout.name,
+                layout.groups.len()
+            ),
+        )
+    })
+}
+
+fn check_group(
+    stage: &str,
+    group: usize,
+    runs: &[Arc<FileMetaData>],
+    order: GroupOrder,
+) -> Result<()> {
+    for f in runs {
+        if compare_internal(&f.smallest, &f.largest).is_gt() {
+            return Err(Error::corruption(
+                "manifest",
+                format!("run {} has smallest key > largest key", f.number),
+            ));
+        }
+    }
+    for w in runs.windows(2) {
+        let ok = match order {
+            GroupOrder::Overlapping => w[0].number < w[1].number,
+            GroupOrder::Disjoint => w[0].largest_user_key() < w[1].smallest_user_key(),
+        };
+        if !ok {
+            return Err(Error::corruption(
+                "manifest",
+                format!(
+                    "{stage} group {group}: runs {} and {} are out of order or overlap",
+                    w[0].number, w[1].number
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -184,38 +313,84 @@ mod tests {
             smallest: make_internal_key(a.as_bytes(), 1, ValueType::Value),
             largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
             tier: Tier::Ssd,
+            kind: RunKind::Sst,
+        }
+    }
+
+    fn levels(n: usize) -> StageLayout {
+        let mut groups = vec![GroupOrder::Disjoint; n];
+        groups[0] = GroupOrder::Overlapping;
+        StageLayout {
+            name: "levels",
+            groups,
         }
     }
 
     #[test]
     fn apply_sorts_checks_and_finds() {
-        let v = Version::new(3);
+        let v = Version::new(vec![levels(3)].into());
         let mut e = VersionEdit::default();
-        e.new_files.push((1, meta(5, "m", "p")));
-        e.new_files.push((1, meta(4, "a", "c")));
-        e.new_files.push((0, meta(9, "a", "z")));
-        e.new_files.push((0, meta(8, "b", "y")));
+        let s = e.stage_mut(0);
+        s.added.push((1, meta(5, "m", "p")));
+        s.added.push((1, meta(4, "a", "c")));
+        s.added.push((0, meta(9, "a", "z")));
+        s.added.push((0, meta(8, "b", "y")));
         let v = v.apply(&e).unwrap();
+        let l = &v.stage(0).groups;
         assert_eq!(
-            v.levels[0].iter().map(|f| f.number).collect::<Vec<_>>(),
+            l[0].iter().map(|f| f.number).collect::<Vec<_>>(),
             vec![8, 9]
         );
         assert_eq!(
-            v.levels[1].iter().map(|f| f.number).collect::<Vec<_>>(),
+            l[1].iter().map(|f| f.number).collect::<Vec<_>>(),
             vec![4, 5]
         );
-        assert_eq!(v.file_for_key(1, b"b").unwrap().number, 4);
-        assert!(v.file_for_key(1, b"d").is_none());
-        assert_eq!(v.file_for_key(1, b"p").unwrap().number, 5);
-        assert_eq!(v.overlapping(1, Some(b"c"), Some(b"m")).len(), 2);
-        assert_eq!(v.overlapping(1, Some(b"d"), Some(b"l")).len(), 0);
+        let st = v.stage(0);
+        assert_eq!(st.run_for_key(1, b"b").unwrap().number, 4);
+        assert!(st.run_for_key(1, b"d").is_none());
+        assert_eq!(st.run_for_key(1, b"p").unwrap().number, 5);
+        assert_eq!(st.overlapping(1, Some(b"c"), Some(b"m")).len(), 2);
+        assert_eq!(st.overlapping(1, Some(b"d"), Some(b"l")).len(), 0);
         // Overlap in L1 is rejected.
         let mut bad = VersionEdit::default();
-        bad.new_files.push((1, meta(6, "b", "d")));
+        bad.stage_mut(0).added.push((1, meta(6, "b", "d")));
         assert!(v.apply(&bad).unwrap_err().is_corruption());
-        // Deleting a file that is not there is rejected.
-        let mut bad = VersionEdit::default();
-        bad.deleted_files.push((2, 5));
+        // Deleting a run that is not there is rejected, and so is a stage or group the design
+        // does not have.
+        for (stage, group) in [(0, 2), (1, 0), (0, 3)] {
+            let mut bad = VersionEdit::default();
+            bad.stage_mut(stage).deleted.push((group, 5));
+            assert!(v.apply(&bad).is_err(), "stage {stage} group {group}");
+        }
+    }
+
+    /// One edit moves runs from one stage to another atomically: the new version has them in
+    /// the second stage and not in the first, or (if any part is invalid) nothing changes.
+    #[test]
+    fn one_edit_moves_runs_between_stages() {
+        let layouts: Arc<[StageLayout]> = vec![
+            StageLayout {
+                name: "buffer",
+                groups: vec![GroupOrder::Overlapping],
+            },
+            levels(2),
+        ]
+        .into();
+        let mut e = VersionEdit::default();
+        e.stage_mut(0).added.push((0, meta(1, "a", "f")));
+        e.stage_mut(0).added.push((0, meta(2, "c", "k")));
+        let v = Version::new(Arc::clone(&layouts)).apply(&e).unwrap();
+        let mut mv = VersionEdit::default();
+        mv.stage_mut(0).deleted.extend([(0, 1), (0, 2)]);
+        mv.stage_mut(1).added.push((1, meta(3, "a", "k")));
+        let moved = v.apply(&mv).unwrap();
+        assert!(moved.stage(0).runs().next().is_none());
+        assert_eq!(moved.stage(1).groups[1][0].number, 3);
+        assert_eq!(moved.file_numbers().collect::<Vec<_>>(), vec![3]);
+        // A move whose second half is invalid leaves the version as it was.
+        let mut bad = mv.clone();
+        bad.stage_mut(1).added.push((1, meta(4, "b", "c")));
         assert!(v.apply(&bad).is_err());
+        assert_eq!(v.file_numbers().collect::<Vec<_>>(), vec![1, 2]);
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! Thread-safety: not internally synchronized; the database keeps it under its state mutex.
 
-use super::{Version, VersionEdit};
+use super::{StageLayout, Version, VersionEdit};
 use crate::fs::FileSystem;
 use crate::log::{LogReader, LogWriter};
 use crate::options::Options;
@@ -19,10 +19,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The on-disk format version written by this build.
-pub const FORMAT_VERSION: u32 = 2;
-/// The oldest format version this build opens. Format 1 databases carry no identity (their PM
-/// pools cannot be bound to them) and are refused with an error saying so.
-pub const MIN_FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest format version this build opens. Format 1 had no database identity (its PM pools
+/// cannot be bound to it), format 2 no per-stage records; both are refused with an error naming
+/// the versions (no database of either was released).
+pub const MIN_FORMAT_VERSION: u32 = 3;
 
 /// Kinds of files in a database directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -76,8 +77,7 @@ pub struct VersionSet {
     counters: Arc<Counters>,
     current: Arc<Version>,
     design: String,
-    num_levels: usize,
-    wal_tier: u32,
+    wal_tier: Tier,
     identity: u128,
     /// Whether the WAL numbered `log_number` exists (false between recovery's manifest record
     /// of a new log number and its creation of that WAL).
@@ -90,8 +90,9 @@ pub struct VersionSet {
     pub last_sequence: u64,
     /// WAL files below this number are obsolete.
     pub log_number: u64,
-    /// Per level: the largest key of the last size-triggered compaction (round-robin start).
-    pub compact_pointers: Vec<Vec<u8>>,
+    /// Per stage and group: where the next size-triggered compaction starts (round-robin; the
+    /// largest key of the last one), empty for the start.
+    pub pointers: Vec<Vec<Vec<u8>>>,
     manifest: Option<(LogWriter, u64)>,
     /// The number of the manifest this set was recovered from.
     recovered: Option<u64>,
@@ -106,21 +107,21 @@ impl VersionSet {
         identity: u128,
         counters: Arc<Counters>,
     ) -> Result<VersionSet> {
+        let layouts = options.design.layouts(options);
         let mut vs = VersionSet {
             dir: dir.to_path_buf(),
             fs: options.fs.clone(),
             counters,
-            current: Arc::new(Version::new(options.compaction.num_levels)),
+            pointers: empty_pointers(&layouts),
+            current: Arc::new(Version::new(layouts)),
             design: options.design.name().to_string(),
-            num_levels: options.compaction.num_levels,
-            wal_tier: wal_tier_code(options),
+            wal_tier: options.design.wal_tier(options),
             identity,
             log_created: true,
             manifest_torn_bytes: 0,
             next_file_number: 1,
             last_sequence: 0,
             log_number: 0,
-            compact_pointers: vec![Vec::new(); options.compaction.num_levels],
             manifest: None,
             recovered: None,
         };
@@ -171,34 +172,32 @@ impl VersionSet {
         counters.add_read(Tier::Ssd, Part::Db, IoPurpose::Recovery, data.len() as u64);
         let location = manifest_path.display().to_string();
         let mut reader = LogReader::new(data, location.clone());
-        let mut r = Replayed::default();
+        let layouts = options.design.layouts(options);
+        let mut r = Replayed {
+            pointers: empty_pointers(&layouts),
+            version: Version::new(Arc::clone(&layouts)),
+            ..Replayed::default()
+        };
         while let Some(record) = reader.next_record()? {
             let edit = VersionEdit::decode(&record, &location)?;
-            r.apply(edit, dir, options, &location)?;
+            r.apply(edit, dir, options, &layouts, &location)?;
         }
         let missing = |what: &str| Error::corruption(location.clone(), format!("no {what} record"));
         let design = r.design.ok_or_else(|| missing("design"))?;
-        let mut cps = vec![Vec::new(); options.compaction.num_levels];
-        for (level, key) in r.compact_pointers {
-            if let Some(slot) = cps.get_mut(level) {
-                *slot = key;
-            }
-        }
         Ok(VersionSet {
             dir: dir.to_path_buf(),
             fs,
             counters,
-            current: Arc::new(r.version.ok_or_else(|| missing("version"))?),
+            current: Arc::new(r.version),
             design,
-            num_levels: options.compaction.num_levels,
-            wal_tier: wal_tier_code(options),
+            wal_tier: options.design.wal_tier(options),
             identity: r.identity.ok_or_else(|| missing("identity"))?,
             log_created: r.log_created,
             manifest_torn_bytes: reader.tail().dropped_bytes,
             next_file_number: r.next_file.ok_or_else(|| missing("next file number"))?,
             last_sequence: r.last_seq.ok_or_else(|| missing("last sequence"))?,
             log_number: r.log_number.ok_or_else(|| missing("log number"))?,
-            compact_pointers: cps,
+            pointers: r.pointers,
             manifest: None,
             recovered: parse_file_name(name).map(|(_, n)| n),
         })
@@ -244,8 +243,10 @@ impl VersionSet {
             edit.log_number = Some(self.log_number);
         }
         let new_version = self.current.apply(&edit)?;
-        for (level, key) in &edit.compact_pointers {
-            self.compact_pointers[*level] = key.clone();
+        for s in &edit.stages {
+            for (group, key) in &s.pointers {
+                self.pointers[s.stage][*group] = key.clone();
+            }
         }
         match self.manifest.as_mut() {
             Some((writer, _)) => {
@@ -277,7 +278,6 @@ impl VersionSet {
         let mut snapshot = VersionEdit {
             design: Some(self.design.clone()),
             format_version: Some(FORMAT_VERSION),
-            num_levels: Some(self.num_levels as u32),
             wal_tier: Some(self.wal_tier),
             identity: Some(self.identity),
             log_created: Some(next_log_created(edit, self.log_number, self.log_created)),
@@ -286,14 +286,16 @@ impl VersionSet {
             last_sequence: edit.last_sequence,
             ..VersionEdit::default()
         };
-        for (level, files) in version.levels.iter().enumerate() {
-            for f in files {
-                snapshot.new_files.push((level, (**f).clone()));
+        for (stage, state) in version.stages.iter().enumerate() {
+            let s = snapshot.stage_mut(stage);
+            s.group_count = Some(state.groups.len());
+            for (group, runs) in state.groups.iter().enumerate() {
+                s.added.extend(runs.iter().map(|f| (group, (**f).clone())));
             }
-        }
-        for (level, key) in self.compact_pointers.iter().enumerate() {
-            if !key.is_empty() {
-                snapshot.compact_pointers.push((level, key.clone()));
+            for (group, key) in self.pointers[stage].iter().enumerate() {
+                if !key.is_empty() {
+                    s.pointers.push((group, key.clone()));
+                }
             }
         }
         let mut writer = LogWriter::new(self.fs.create_log(&path)?);
@@ -324,7 +326,7 @@ pub struct CreationFields {
     pub design: String,
     /// The format version it was created with.
     pub format_version: u32,
-    /// The number of levels.
+    /// The number of groups of the first stage (the levels of the leveled designs).
     pub num_levels: usize,
     /// Whether the WAL lives on PM.
     pub wal_on_pm: bool,
@@ -352,11 +354,16 @@ pub fn read_manifest_creation_fields(fs: &dyn FileSystem, path: &Path) -> Result
     let missing = |what: &str| Error::corruption(location.clone(), format!("no {what} record"));
     let first = reader.next_record()?.ok_or_else(|| missing("snapshot"))?;
     let e = VersionEdit::decode(&first, &location)?;
+    let levels = e
+        .stages
+        .iter()
+        .find(|s| s.stage == 0)
+        .and_then(|s| s.group_count);
     Ok(CreationFields {
         design: e.design.ok_or_else(|| missing("design"))?,
         format_version: e.format_version.ok_or_else(|| missing("format version"))?,
-        num_levels: e.num_levels.ok_or_else(|| missing("level count"))? as usize,
-        wal_on_pm: e.wal_tier.ok_or_else(|| missing("WAL tier"))? == 1,
+        num_levels: levels.ok_or_else(|| missing("stage 0 group count"))?,
+        wal_on_pm: e.wal_tier.ok_or_else(|| missing("WAL tier"))? == Tier::Pm,
     })
 }
 
@@ -378,17 +385,38 @@ pub fn new_identity() -> u128 {
     id.max(1)
 }
 
+fn empty_pointers(layouts: &[StageLayout]) -> Vec<Vec<Vec<u8>>> {
+    layouts
+        .iter()
+        .map(|l| vec![Vec::new(); l.groups.len()])
+        .collect()
+}
+
 /// The state accumulated while replaying a manifest.
-#[derive(Default)]
 struct Replayed {
-    version: Option<Version>,
+    version: Version,
     next_file: Option<u64>,
     last_seq: Option<u64>,
     log_number: Option<u64>,
     log_created: bool,
-    compact_pointers: Vec<(usize, Vec<u8>)>,
+    pointers: Vec<Vec<Vec<u8>>>,
     design: Option<String>,
     identity: Option<u128>,
+}
+
+impl Default for Replayed {
+    fn default() -> Self {
+        Replayed {
+            version: Version::new(Vec::new().into()),
+            next_file: None,
+            last_seq: None,
+            log_number: None,
+            log_created: true,
+            pointers: Vec::new(),
+            design: None,
+            identity: None,
+        }
+    }
 }
 
 impl Replayed {
@@ -398,30 +426,27 @@ impl Replayed {
         edit: VersionEdit,
         dir: &Path,
         options: &Options,
+        layouts: &[StageLayout],
         location: &str,
     ) -> Result<()> {
-        check_creation_fields(&edit, dir, options, location)?;
+        check_creation_fields(&edit, dir, options, layouts, location)?;
         if edit.design.is_some() {
             self.design = edit.design.clone();
         }
-        let base = self
-            .version
-            .take()
-            .unwrap_or_else(|| Version::new(options.compaction.num_levels));
-        self.version = Some(base.apply(&edit).map_err(|e| match e {
+        self.version = self.version.apply(&edit).map_err(|e| match e {
             Error::Corruption { reason, .. } => Error::corruption(location, reason),
             other => other,
-        })?);
-        self.log_created = next_log_created(
-            &edit,
-            self.log_number.unwrap_or(0),
-            self.log_created || self.log_number.is_none(),
-        );
+        })?;
+        for s in &edit.stages {
+            for (group, key) in &s.pointers {
+                self.pointers[s.stage][*group] = key.clone();
+            }
+        }
+        self.log_created = next_log_created(&edit, self.log_number.unwrap_or(0), self.log_created);
         self.identity = edit.identity.or(self.identity);
         self.next_file = edit.next_file_number.or(self.next_file);
         self.last_seq = edit.last_sequence.or(self.last_seq);
         self.log_number = edit.log_number.or(self.log_number);
-        self.compact_pointers.extend(edit.compact_pointers);
         Ok(())
     }
 }
@@ -431,6 +456,7 @@ fn check_creation_fields(
     edit: &VersionEdit,
     dir: &Path,
     options: &Options,
+    layouts: &[StageLayout],
     location: &str,
 ) -> Result<()> {
     if let Some(d) = &edit.design {
@@ -457,32 +483,40 @@ fn check_creation_fields(
         }
     }
     if let Some(t) = edit.wal_tier {
-        if t != wal_tier_code(options) {
+        if t != options.design.wal_tier(options) {
             return Err(Error::InvalidArgument(format!(
                 "database keeps its WAL on {}, but the options put it on {} \
                  (pm.wal_on_pm must stay as it was at creation)",
-                if t == 1 { "PM" } else { "SSD" },
+                t.name(),
                 options.design.wal_tier(options).name()
             )));
         }
     }
-    if let Some(n) = edit.num_levels {
-        let n = n as usize;
-        if n != options.compaction.num_levels {
-            return Err(Error::InvalidArgument(format!(
-                "database was created with num_levels {n}, opened with {}",
-                options.compaction.num_levels
-            )));
+    for s in &edit.stages {
+        let Some(layout) = layouts.get(s.stage) else {
+            return Err(Error::corruption(
+                location,
+                format!(
+                    "record names stage {}, the design has {}",
+                    s.stage,
+                    layouts.len()
+                ),
+            ));
+        };
+        if let Some(n) = s.group_count {
+            if n != layout.groups.len() {
+                // Today every stage's group count is its number of levels.
+                return Err(Error::InvalidArgument(format!(
+                    "database was created with {n} groups in stage {} ({}: num_levels {n}), \
+                     opened with {}",
+                    s.stage,
+                    layout.name,
+                    layout.groups.len()
+                )));
+            }
         }
     }
     Ok(())
-}
-
-fn wal_tier_code(options: &Options) -> u32 {
-    match options.design.wal_tier(options) {
-        crate::tier::Tier::Ssd => 0,
-        crate::tier::Tier::Pm => 1,
-    }
 }
 
 /// Points `CURRENT` at manifest `number`: write a temp file, sync, rename, sync the directory.
@@ -538,7 +572,7 @@ mod tests {
         let n = vs.new_file_number();
         vs.last_sequence = 42;
         let mut e = VersionEdit::default();
-        e.new_files.push((
+        e.stage_mut(0).added.push((
             1,
             super::super::FileMetaData {
                 number: n,
@@ -551,13 +585,16 @@ mod tests {
                 ),
                 largest: crate::format::make_internal_key(b"b", 2, crate::format::ValueType::Value),
                 tier: crate::tier::Tier::Ssd,
+                kind: super::super::RunKind::Sst,
             },
         ));
+        e.stage_mut(0).pointers.push((1, b"pointer".to_vec()));
         vs.log_and_apply(e).unwrap();
         drop(vs);
         let vs = VersionSet::recover(dir.path(), &opts, counters.clone()).unwrap();
         assert_eq!(vs.last_sequence, 42);
-        assert_eq!(vs.current().levels[1].len(), 1);
+        assert_eq!(vs.current().stage(0).groups[1].len(), 1);
+        assert_eq!(vs.pointers[0][1], b"pointer");
         assert!(vs.next_file_number > n);
         let other = Options {
             compaction: crate::CompactionOptions {

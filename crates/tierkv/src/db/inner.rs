@@ -1,0 +1,267 @@
+//! [`DbInner`]: what the engine's components share, and [`State`], its mutex-guarded part.
+
+use super::table_cache::TableCache;
+use super::SnapshotList;
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, FileSystem};
+use crate::options::Options;
+use crate::pipeline::{FlushSource, FrontEnd, FrontView, Stage, WritePressure};
+use crate::stats::{Counters, DbStats, DramFootprint, LevelStats, PmDeviceStats, StageStats};
+use crate::tier::Tier;
+use crate::version::{parse_file_name, FileKind, Version, VersionSet};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// What a reader needs, captured at one instant: the front end's write buffers and the version
+/// of every stage.
+pub(crate) struct SuperVersion {
+    pub front: Arc<dyn FrontView>,
+    pub version: Arc<Version>,
+}
+
+/// State guarded by `DbInner::state`.
+pub(crate) struct State {
+    pub versions: VersionSet,
+    pub super_version: Arc<SuperVersion>,
+    /// Set by the first failed log, manifest or background write; writes then fail with it.
+    pub bg_error: Option<Error>,
+    /// Per stage and group: read or written by a running compaction.
+    pub busy: Vec<Vec<bool>>,
+    /// File numbers being written that no version names yet (not obsolete).
+    pub pending_outputs: HashSet<u64>,
+    /// Versions handed out; their files stay until every reader drops them.
+    pub live_versions: Vec<Weak<Version>>,
+    pub shutting_down: bool,
+    /// Number of manual compactions waiting or running (automatic ones yield to them).
+    pub manual_compactions: usize,
+}
+
+impl State {
+    /// The state of a database opened with `versions`, before its front end recovered.
+    pub fn new(versions: VersionSet, front: &dyn FrontEnd) -> State {
+        let version = versions.current();
+        State {
+            busy: version
+                .stages
+                .iter()
+                .map(|s| vec![false; s.groups.len()])
+                .collect(),
+            super_version: Arc::new(SuperVersion {
+                front: front.view(),
+                version,
+            }),
+            versions,
+            bg_error: None,
+            pending_outputs: HashSet::new(),
+            live_versions: Vec::new(),
+            shutting_down: false,
+            manual_compactions: 0,
+        }
+    }
+
+    /// Publishes a new super version after the front end's buffers or the version changed.
+    pub fn install_super_version(&mut self, front: &dyn FrontEnd) {
+        let version = self.versions.current();
+        self.live_versions.retain(|w| w.strong_count() > 0);
+        if !self
+            .live_versions
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&version)))
+        {
+            self.live_versions.push(Arc::downgrade(&version));
+        }
+        self.super_version = Arc::new(SuperVersion {
+            front: front.view(),
+            version,
+        });
+    }
+
+    /// Poisons the database with `e` (first error wins) and returns a copy for the caller.
+    pub fn poison(&mut self, what: &str, e: Error) -> Error {
+        if self.bg_error.is_none() {
+            self.bg_error = Some(Error::Poisoned(format!("{what}: {e}")));
+        }
+        e
+    }
+}
+
+/// The PM tier of a database whose design uses it.
+pub(crate) struct PmTier {
+    pub pool: Arc<tierkv_pm::PmPool>,
+    /// The pool's file system, as the `FileSystem` the engine's files go through.
+    pub fs: Arc<dyn FileSystem>,
+    /// The same file system, for its PM-specific calls (space, the spare chunk).
+    pub pmfs: crate::fs::PmFs,
+    /// The most chunks one WAL may hold before its memtable is rotated (0: WAL not on PM).
+    pub wal_chunk_cap: u64,
+    /// Lock on the pool file, when the pool was opened from a path.
+    pub _lock: Option<Box<dyn FileLock>>,
+}
+
+/// What every component of an open database shares.
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub fs: Arc<dyn FileSystem>,
+    pub pm: Option<PmTier>,
+    pub counters: Arc<Counters>,
+    pub table_cache: Arc<TableCache>,
+    /// The design's front end.
+    pub front: Box<dyn FrontEnd>,
+    /// The design's stages, in pipeline order.
+    pub stages: Vec<Box<dyn Stage>>,
+    pub state: Mutex<State>,
+    /// Signalled when background work is queued or finishes, and on shutdown.
+    pub bg_cv: Condvar,
+    /// The last sequence number visible to readers.
+    pub last_sequence: AtomicU64,
+    pub snapshots: Arc<SnapshotList>,
+    pub _lock: Box<dyn FileLock>,
+}
+
+impl DbInner {
+    /// The file system of `tier`. REQUIRES: the database has a PM pool if `tier` is PM.
+    pub(crate) fn fs_for(&self, tier: Tier) -> &Arc<dyn FileSystem> {
+        match tier {
+            Tier::Ssd => &self.fs,
+            Tier::Pm => &self.pm.as_ref().expect("design uses PM").fs,
+        }
+    }
+
+    /// The current super version.
+    pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.state.lock().super_version)
+    }
+
+    /// The smallest sequence number any reader may still need.
+    pub(crate) fn smallest_snapshot(&self) -> u64 {
+        self.snapshots.smallest(&self.last_sequence)
+    }
+
+    /// How hard the stages hold writes back now (the strongest of them).
+    pub(crate) fn write_pressure(&self, state: &State) -> WritePressure {
+        let version = &state.super_version.version;
+        self.stages
+            .iter()
+            .zip(&version.stages)
+            .map(|(stage, s)| stage.write_pressure(s))
+            .max()
+            .unwrap_or(WritePressure::None)
+    }
+
+    /// Waits (up to 100 ms) for background work to finish something, counted as a stop stall.
+    pub(crate) fn wait_for_background(
+        &self,
+        state: &mut MutexGuard<'_, State>,
+        stalled: &mut bool,
+    ) {
+        let t = Instant::now();
+        self.bg_cv.notify_all();
+        self.bg_cv.wait_for(state, Duration::from_millis(100));
+        self.add_stall(t, true, stalled);
+    }
+
+    /// Counts the time since `since` as slowdown or stop stall; counts the write group once
+    /// (`stalled` remembers whether this group was counted already).
+    pub(crate) fn add_stall(&self, since: Instant, stop: bool, stalled: &mut bool) {
+        let us = since.elapsed().as_micros() as u64;
+        let c = &self.counters;
+        if stop {
+            c.stall_stop_micros.fetch_add(us, Relaxed);
+        } else {
+            c.stall_slowdown_micros.fetch_add(us, Relaxed);
+        }
+        if !*stalled {
+            *stalled = true;
+            c.stall_count.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Writes `source` as run `number` of stage 0 (see `flush.rs`); a helper the front ends'
+    /// recoveries use too.
+    pub(crate) fn write_flush_run(
+        &self,
+        source: &dyn FlushSource,
+        number: u64,
+    ) -> Result<Option<(usize, crate::version::FileMetaData)>> {
+        super::flush::write_flush_run(self, source, number)
+    }
+
+    pub(crate) fn stats(&self) -> DbStats {
+        let mut s = DbStats::from_counters(&self.counters);
+        s.design = self.options.design.name().to_string();
+        let sv = self.super_version();
+        s.stages = sv
+            .version
+            .stages
+            .iter()
+            .zip(sv.version.layouts().iter())
+            .map(|(state, layout)| {
+                let groups = |tier: Option<Tier>| -> Vec<LevelStats> {
+                    state
+                        .groups
+                        .iter()
+                        .map(|runs| {
+                            let mut l = LevelStats::default();
+                            for f in runs.iter().filter(|f| tier.is_none_or(|t| f.tier == t)) {
+                                l.files += 1;
+                                l.bytes += f.file_size;
+                            }
+                            l
+                        })
+                        .collect()
+                };
+                StageStats {
+                    name: layout.name.to_string(),
+                    groups: groups(None),
+                    pm_groups: groups(Some(Tier::Pm)),
+                }
+            })
+            .collect();
+        s.levels = s.stages.iter().flat_map(|st| st.groups.clone()).collect();
+        s.pm_levels = s
+            .stages
+            .iter()
+            .flat_map(|st| st.pm_groups.clone())
+            .collect();
+        if let Some(pm) = &self.pm {
+            let p = pm.pool.stats();
+            s.pm = Some(PmDeviceStats {
+                mode: pm.pool.mode().to_string(),
+                flush_instruction: tierkv_pm::flush_instruction().to_string(),
+                lines_written_back: p.lines_written_back,
+                fences: p.fences,
+                bytes_read: p.bytes_read,
+                bytes_allocated: p.bytes_allocated,
+                pool_bytes: pm.pool.size(),
+            });
+            s.pm_wal_bytes = log_bytes(&*pm.fs, &self.dir);
+        }
+        let (filter_bytes, index_bytes) = self.table_cache.resident_bytes();
+        let (memtable_bytes, stale) = sv.front.dram_bytes();
+        s.dram = DramFootprint {
+            memtable_bytes,
+            memtable_kept_bytes: self.front.kept_bytes() + stale,
+            filter_bytes,
+            index_bytes,
+            block_cache_bytes: self.table_cache.block_cache().usage_bytes(),
+        };
+        s.wal_bytes = log_bytes(&*self.fs, &self.dir);
+        s
+    }
+}
+
+/// Bytes of the log files of `dir` in `fs`.
+fn log_bytes(fs: &dyn FileSystem, dir: &Path) -> u64 {
+    fs.list(dir)
+        .unwrap_or_default()
+        .iter()
+        .filter(|n| matches!(parse_file_name(n), Some((FileKind::Log, _))))
+        .filter_map(|n| fs.file_size(&dir.join(n)).ok())
+        .sum()
+}

@@ -1,0 +1,162 @@
+//! The design registry: every design TierKV runs, as a named composition of a front end and an
+//! ordered list of stages, each with the paper's parameters as its defaults.
+//!
+//! A design lives in its own file (`designs/<name>.rs`) that defines one [`DesignSpec`];
+//! [`Design::ALL`] lists them, and the CLI, the manifest (which records the design's name), the
+//! reports and the tests read that list. Adding a design is adding its file and one line in
+//! [`Design::ALL`] (plus its constant below), nothing else: see `docs/ARCHITECTURE.md`, "Adding
+//! a design".
+
+mod leveled;
+mod leveled_pm;
+
+use crate::options::Options;
+use crate::pipeline::{FrontEndKind, Stage};
+use crate::tier::Tier;
+use crate::version::StageLayout;
+use crate::{Error, Result};
+use std::sync::Arc;
+
+/// What a design is: its name, where its front end keeps its log, and how its stages are built.
+pub(crate) struct DesignSpec {
+    /// The design's name in the CLI, the manifest and the reports.
+    pub name: &'static str,
+    /// One line: what the design is and where it comes from.
+    pub summary: &'static str,
+    /// The front end.
+    pub front_end: FrontEndKind,
+    /// Where the front end keeps its log under `options` (`None`: no log).
+    pub log_tier: fn(&Options) -> Option<Tier>,
+    /// Whether the design keeps anything in the PM pool under `options`.
+    pub uses_pm: fn(&Options) -> bool,
+    /// The design's stages under `options`, in pipeline order (stage 0 receives the flushes).
+    pub stages: fn(&Options) -> Vec<Box<dyn Stage>>,
+    /// Applies the design's own defaults (the paper's parameters, scaled to this machine) to
+    /// options that still hold the engine-wide defaults.
+    pub defaults: fn(&mut Options),
+}
+
+/// A design: a handle to its entry in the registry. Cheap to copy; compares by name.
+#[derive(Clone, Copy)]
+pub struct Design(&'static DesignSpec);
+
+impl Design {
+    /// SSD write-ahead log, DRAM memtable, leveled SSTables on SSD: the LevelDB/RocksDB baseline
+    /// ("RocksDB-SSD" in the papers). With [`crate::PmOptions::wal_on_pm`] its WAL moves to PM.
+    pub const LEVELED: Design = Design(&leveled::SPEC);
+    /// The "RocksDB-L0-NVM" baseline of TriangleKV and LAB-DB: WAL on a PM log, L0 tables in
+    /// the PM pool (read in place), L1 and below on SSD.
+    pub const LEVELED_PM: Design = Design(&leveled_pm::SPEC);
+
+    /// Every design this build knows, in CLI order.
+    pub const ALL: &'static [Design] = &[Design::LEVELED, Design::LEVELED_PM];
+
+    /// The design's name in the CLI, the manifest and the reports.
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    /// One line: what the design is and where it comes from.
+    pub fn summary(self) -> &'static str {
+        self.0.summary
+    }
+
+    /// The registry entry.
+    pub(crate) fn spec(self) -> &'static DesignSpec {
+        self.0
+    }
+
+    /// Where the WAL lives under `options` (SSD for a design without a log).
+    pub fn wal_tier(self, options: &Options) -> Tier {
+        (self.0.log_tier)(options).unwrap_or(Tier::Ssd)
+    }
+
+    /// True if the design keeps anything in the PM pool under `options`.
+    pub fn uses_pm(self, options: &Options) -> bool {
+        (self.0.uses_pm)(options)
+    }
+
+    /// The design's stages under `options`.
+    pub(crate) fn stages(self, options: &Options) -> Vec<Box<dyn Stage>> {
+        (self.0.stages)(options)
+    }
+
+    /// The shape of each stage's state under `options`, in pipeline order.
+    pub fn layouts(self, options: &Options) -> Arc<[StageLayout]> {
+        self.stages(options).iter().map(|s| s.layout()).collect()
+    }
+
+    /// `options` with this design and its defaults applied.
+    pub fn options(self, mut options: Options) -> Options {
+        options.design = self;
+        (self.0.defaults)(&mut options);
+        options
+    }
+}
+
+impl PartialEq for Design {
+    fn eq(&self, other: &Design) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Design {}
+
+impl std::fmt::Debug for Design {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::fmt::Display for Design {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Design {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Design> {
+        Design::ALL
+            .iter()
+            .copied()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| {
+                let known: Vec<_> = Design::ALL.iter().map(|d| d.name()).collect();
+                Error::InvalidArgument(format!(
+                    "unknown design {s:?}; known designs: {}",
+                    known.join(", ")
+                ))
+            })
+    }
+}
+
+impl serde::Serialize for Design {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Design {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Design, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_are_unique_and_round_trip() {
+        for (i, d) in Design::ALL.iter().enumerate() {
+            assert_eq!(d.name().parse::<Design>().unwrap(), *d);
+            assert!(Design::ALL[..i].iter().all(|o| o.name() != d.name()));
+            let o = d.options(Options::default());
+            assert_eq!(o.design, *d);
+            assert!(!d.layouts(&o).is_empty(), "{d} has stages");
+        }
+        assert!("nope".parse::<Design>().is_err());
+    }
+}

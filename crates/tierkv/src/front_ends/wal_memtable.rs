@@ -1,0 +1,503 @@
+//! The WAL + DRAM memtable front end (LevelDB's write path), used by `leveled` and `leveled-pm`.
+//!
+//! Writers join a queue; the writer at the front (the leader) commits a group of batches with
+//! one WAL append. Steps of the leader, holding the `wal` lock: make room (throttle on the
+//! stages' write pressure and on the memtable backlog, rotate a full memtable to a new WAL),
+//! take the log's space for the record, assign sequence numbers, append one WAL record (and
+//! sync if any writer of the group asked), insert into the memtable, publish the last sequence.
+//! A failed WAL append or sync poisons the database: the memtable is not updated and every
+//! later write fails with [`Error::Poisoned`].
+//!
+//! Locking: `queue` orders writers; the leader alone takes `wal`; `buffers` (the memtables) is
+//! a leaf lock taken under the database's state mutex or alone. Lock order: `wal` -> state ->
+//! `buffers`.
+
+use super::wal_recovery;
+use crate::db::{DbInner, Present, State};
+use crate::format::ValueType;
+use crate::iterator::InternalIterator;
+use crate::log::LogWriter;
+use crate::memtable::{LookupResult, MemTable, RegionCache};
+use crate::options::{Options, WriteOptions};
+use crate::pipeline::{FlushSource, FrontEnd, FrontView, WritePressure};
+use crate::stats::{IoPurpose, Part};
+use crate::tier::Tier;
+use crate::version::{log_file_name, FileKind, VersionEdit, VersionSet};
+use crate::write_batch::BatchOp;
+use crate::{Error, Result, WriteBatch};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Bytes a group may grow to (LevelDB's limit).
+pub(crate) const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// One waiting writer.
+struct Writer {
+    sync: bool,
+    slot: Mutex<WriterSlot>,
+}
+
+struct WriterSlot {
+    batch: Option<WriteBatch>,
+    result: Option<Result<()>>,
+}
+
+/// The WAL owned by the write leader.
+pub(crate) struct WalState {
+    pub writer: LogWriter,
+    pub number: u64,
+    /// The active memtable (the same `Arc` as `Buffers::mem`).
+    pub mem: Arc<MemTable>,
+}
+
+/// The memtables readers see.
+struct Buffers {
+    mem: Arc<MemTable>,
+    /// Immutable memtables waiting for flush, oldest first.
+    imm: VecDeque<Arc<MemTable>>,
+}
+
+/// The memtables of one super version.
+struct MemtableView {
+    mem: Arc<MemTable>,
+    /// Immutable memtables, oldest first.
+    imm: Vec<Arc<MemTable>>,
+}
+
+impl FrontView for MemtableView {
+    fn get(&self, key: &[u8], snapshot: u64) -> LookupResult {
+        for mem in std::iter::once(&self.mem).chain(self.imm.iter().rev()) {
+            match mem.get(key, snapshot) {
+                LookupResult::Absent => {}
+                found => return found,
+            }
+        }
+        LookupResult::Absent
+    }
+
+    fn iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) {
+        out.push(Box::new(self.mem.iter()));
+        for m in self.imm.iter().rev() {
+            out.push(Box::new(m.iter()));
+        }
+    }
+
+    fn dram_bytes(&self) -> (u64, u64) {
+        let mems = || std::iter::once(&self.mem).chain(self.imm.iter());
+        (
+            mems().map(|m| m.approximate_bytes()).sum(),
+            mems().map(|m| m.stale_resident_bytes()).sum(),
+        )
+    }
+}
+
+/// A memtable handed to the flush.
+pub(super) struct MemtableFlush(pub Arc<MemTable>);
+
+impl FlushSource for MemtableFlush {
+    fn iter(&self) -> Box<dyn InternalIterator> {
+        Box::new(self.0.iter())
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The WAL + memtable front end.
+pub(crate) struct WalMemtable {
+    /// Where the WAL lives.
+    pub(super) wal_tier: Tier,
+    write_buffer_size: usize,
+    max_write_buffer_number: usize,
+    queue: Mutex<VecDeque<Arc<Writer>>>,
+    queue_cv: Condvar,
+    pub(super) wal: Mutex<WalState>,
+    buffers: Mutex<Buffers>,
+    /// The reserved memory of flushed memtables, reused by the next ones.
+    pub(super) regions: Arc<RegionCache>,
+}
+
+impl WalMemtable {
+    /// A front end for `options`; [`FrontEnd::recover`] starts its WAL.
+    pub fn new(options: &Options) -> Self {
+        let placeholder = Arc::new(MemTable::new(0, 0));
+        WalMemtable {
+            wal_tier: options.design.wal_tier(options),
+            write_buffer_size: options.write_buffer_size,
+            max_write_buffer_number: options.max_write_buffer_number,
+            queue: Mutex::new(VecDeque::new()),
+            queue_cv: Condvar::new(),
+            wal: Mutex::new(WalState {
+                writer: LogWriter::new(Box::new(NullFile)),
+                number: 0,
+                mem: Arc::clone(&placeholder),
+            }),
+            buffers: Mutex::new(Buffers {
+                mem: placeholder,
+                imm: VecDeque::new(),
+            }),
+            // One memtable's two regions (index and data): an active memtable and a kept flushed
+            // one use no more memory than an active and an immutable one.
+            regions: Arc::new(RegionCache::new(2)),
+        }
+    }
+
+    /// A new, empty memtable for WAL `log_number`, reusing a flushed memtable's memory when
+    /// one is kept.
+    pub(super) fn new_memtable(&self, log_number: u64) -> Arc<MemTable> {
+        Arc::new(MemTable::with_region_cache(
+            log_number,
+            self.write_buffer_size,
+            &self.regions,
+        ))
+    }
+
+    /// Installs `mem` as the active memtable (recovery's first one).
+    pub(super) fn set_active(&self, mem: Arc<MemTable>) {
+        self.buffers.lock().mem = mem;
+    }
+
+    fn commit_group(&self, db: &DbInner, group: &[Arc<Writer>], sync: bool) -> Result<()> {
+        let mut batch = group[0].slot.lock().batch.take().expect("batch");
+        for w in &group[1..] {
+            batch.append(w.slot.lock().batch.as_ref().expect("batch"));
+        }
+        let mut wal = self.wal.lock();
+        self.make_room_for_write(db, &mut wal, false, batch.encoded_len())?;
+        let first_seq = db.last_sequence.load(Acquire) + 1;
+        let count = batch.len() as u64;
+        let user_bytes = batch.user_bytes();
+        let record = batch.encode(first_seq);
+        let appended = wal.writer.add_record(record).and_then(|n| {
+            db.counters
+                .add_written(self.wal_tier, Part::FrontEnd, IoPurpose::Wal, n);
+            db.counters.wal_appends.fetch_add(1, Relaxed);
+            if sync {
+                db.counters.wal_syncs.fetch_add(1, Relaxed);
+                wal.writer.sync()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = appended {
+            return Err(db.state.lock().poison("WAL write failed", e));
+        }
+        if let Err(e) = insert_into(&wal.mem, &batch, first_seq) {
+            // The batch is logged but only partly in the memtable, under sequence numbers that
+            // were never published: refuse further writes (reopening replays the log).
+            return Err(db.state.lock().poison("memtable insert failed", e));
+        }
+        db.last_sequence.store(first_seq + count - 1, Release);
+        db.counters
+            .user_bytes_written
+            .fetch_add(user_bytes, Relaxed);
+        db.counters.user_writes.fetch_add(count, Relaxed);
+        Ok(())
+    }
+
+    /// Ensures the active memtable and WAL have room for a record of `record_len` bytes,
+    /// throttling or stopping while the stages hold writes back or the memtable backlog is too
+    /// large, and rotating a full memtable (or one whose PM WAL reached its share of the pool).
+    /// For a write (`!force`) the WAL's space for the record is taken here, so the append
+    /// cannot run out of it half-way: if the PM pool has no room, the write waits for a flush
+    /// to free a retired WAL, or fails with [`Error::NoSpace`] with nothing written when nothing
+    /// can be freed. With `force`, rotates a non-empty memtable regardless of its size (used by
+    /// `flush`).
+    fn make_room_for_write(
+        &self,
+        db: &DbInner,
+        wal: &mut WalState,
+        mut force: bool,
+        record_len: usize,
+    ) -> Result<()> {
+        let writing = !force;
+        let mut allow_delay = !force;
+        let mut stalled = false;
+        // Out of PM space with nothing pending to free any: retried once already.
+        let mut retried = false;
+        let mut state = db.state.lock();
+        loop {
+            if let Some(e) = &state.bg_error {
+                return Err(e.duplicate());
+            }
+            let pressure = db.write_pressure(&state);
+            if allow_delay && pressure == WritePressure::Slowdown {
+                // Delay this write by 1 ms rather than stopping later for seconds.
+                drop(state);
+                let t = Instant::now();
+                std::thread::sleep(Duration::from_millis(1));
+                db.add_stall(t, false, &mut stalled);
+                allow_delay = false;
+                state = db.state.lock();
+                continue;
+            }
+            let full = wal.mem.approximate_bytes() >= self.write_buffer_size as u64
+                || self.wal_share_exceeded(db, wal, record_len);
+            if !force && !full {
+                drop(state);
+                let reserved = wal.writer.reserve_record(record_len);
+                state = db.state.lock();
+                match reserved {
+                    Ok(()) => return Ok(()),
+                    Err(Error::NoSpace(m)) => {
+                        // Nothing was appended. A flush will free a retired WAL; rotating a
+                        // non-empty memtable lets its WAL be retired. (A flush may also have
+                        // finished since the attempt: try once more before giving up.)
+                        if self.wal_space_pending(db) {
+                            db.wait_for_background(&mut state, &mut stalled);
+                            continue;
+                        }
+                        if wal.mem.is_empty() {
+                            if std::mem::replace(&mut retried, true) {
+                                return Err(Error::NoSpace(format!(
+                                    "{m}; the PM pool has no room for this write's WAL record \
+                                     of {record_len} bytes"
+                                )));
+                            }
+                            continue;
+                        }
+                        force = true;
+                        continue;
+                    }
+                    Err(e) => return Err(state.poison("WAL space reservation failed", e)),
+                }
+            }
+            if force && wal.mem.is_empty() {
+                return Ok(());
+            }
+            if self.pending_flushes() + 1 >= self.max_write_buffer_number
+                || pressure == WritePressure::Stop
+            {
+                db.wait_for_background(&mut state, &mut stalled);
+                continue;
+            }
+            // Rotate: sync the old WAL (so no later WAL can hold synced data while an earlier
+            // one lost unsynced data), start a new WAL, make the memtable immutable.
+            // The file I/O runs without the state lock (readers and background threads go on);
+            // the `wal` lock this leader holds keeps every other writer out.
+            let number = state.versions.new_file_number();
+            drop(state);
+            let rotated = self.rotate_wal(db, wal, number);
+            state = db.state.lock();
+            match rotated {
+                Ok(()) => {}
+                // The pool has no chunk for the new WAL until a flush frees a retired one
+                // (nothing changed: the old WAL stays active).
+                Err(Error::NoSpace(_)) if self.wal_space_pending(db) => {
+                    db.wait_for_background(&mut state, &mut stalled);
+                    continue;
+                }
+                // A WAL may have been freed since the attempt: try once more.
+                Err(Error::NoSpace(_)) if !std::mem::replace(&mut retried, true) => continue,
+                Err(e @ Error::NoSpace(_)) => return Err(e),
+                Err(e) => return Err(state.poison("WAL rotation failed", e)),
+            }
+            self.make_immutable(&mut state, db, Arc::clone(&wal.mem));
+            force = false;
+            if !writing {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Makes the active memtable immutable, `mem` the active one, and publishes the change.
+    fn make_immutable(&self, state: &mut MutexGuard<'_, State>, db: &DbInner, mem: Arc<MemTable>) {
+        {
+            let mut b = self.buffers.lock();
+            let old = std::mem::replace(&mut b.mem, mem);
+            b.imm.push_back(old);
+        }
+        state.install_super_version(self);
+        db.bg_cv.notify_all();
+    }
+
+    fn rotate_wal(&self, db: &DbInner, wal: &mut WalState, number: u64) -> Result<()> {
+        wal.writer.sync()?;
+        let path = log_file_name(&db.dir, number);
+        let fs = db.fs_for(self.wal_tier);
+        let file = fs.create_log(&path)?;
+        fs.sync_dir(&db.dir)?;
+        wal.writer = LogWriter::new(file);
+        wal.number = number;
+        wal.mem = self.new_memtable(number);
+        Ok(())
+    }
+
+    /// True if PM space for WALs will be freed without this writer doing anything: a memtable
+    /// waits for its flush, or a flushed memtable's WAL is not deleted yet.
+    fn wal_space_pending(&self, db: &DbInner) -> bool {
+        self.pending_flushes() > 0
+            || db
+                .pm
+                .as_ref()
+                .is_some_and(|p| p.wal_chunk_cap > 0 && p.pmfs.log_file_count() > 1)
+    }
+
+    /// True if the WAL is on PM, its memtable holds data, and appending `record_len` bytes
+    /// would take it past its share of the pool (`PmTier::wal_chunk_cap`).
+    fn wal_share_exceeded(&self, db: &DbInner, wal: &WalState, record_len: usize) -> bool {
+        let Some(pm) = db.pm.as_ref().filter(|p| p.wal_chunk_cap > 0) else {
+            return false;
+        };
+        let bytes = wal.writer.size() + wal.writer.physical_len(record_len);
+        !wal.mem.is_empty() && bytes.div_ceil(pm.pmfs.data_per_chunk()) > pm.wal_chunk_cap
+    }
+}
+
+impl FrontEnd for WalMemtable {
+    fn write(&self, db: &DbInner, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        let me = Arc::new(Writer {
+            sync: options.sync,
+            slot: Mutex::new(WriterSlot {
+                batch: Some(batch),
+                result: None,
+            }),
+        });
+        let mut queue = self.queue.lock();
+        queue.push_back(Arc::clone(&me));
+        loop {
+            if let Some(r) = me.slot.lock().result.take() {
+                return r;
+            }
+            if Arc::ptr_eq(queue.front().expect("queue holds me"), &me) {
+                break;
+            }
+            self.queue_cv.wait(&mut queue);
+        }
+        // Leader: take a group of compatible writers from the front (alone: no group vector).
+        let mut group: Vec<Arc<Writer>> = Vec::new();
+        if queue.len() > 1 {
+            let mut bytes = 0;
+            for w in queue.iter() {
+                let len = w.slot.lock().batch.as_ref().map_or(0, |b| b.encoded_len());
+                if !group.is_empty() && ((w.sync && !me.sync) || bytes + len > MAX_GROUP_BYTES) {
+                    break;
+                }
+                bytes += len;
+                group.push(Arc::clone(w));
+            }
+        }
+        drop(queue);
+        let group: &[Arc<Writer>] = if group.is_empty() {
+            std::slice::from_ref(&me)
+        } else {
+            &group
+        };
+        let result = self.commit_group(db, group, me.sync);
+        let mut queue = self.queue.lock();
+        for w in group {
+            let front = queue.pop_front().expect("group is at the front");
+            debug_assert!(Arc::ptr_eq(&front, w));
+            if !Arc::ptr_eq(w, &me) {
+                w.slot.lock().result = Some(match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(e.duplicate()),
+                });
+            }
+        }
+        self.queue_cv.notify_all();
+        drop(queue);
+        result
+    }
+
+    fn view(&self) -> Arc<dyn FrontView> {
+        let b = self.buffers.lock();
+        Arc::new(MemtableView {
+            mem: Arc::clone(&b.mem),
+            imm: b.imm.iter().cloned().collect(),
+        })
+    }
+
+    fn rotate(&self, db: &DbInner) -> Result<()> {
+        let mut wal = self.wal.lock();
+        self.make_room_for_write(db, &mut wal, true, 0)
+    }
+
+    fn next_flush(&self) -> Option<Arc<dyn FlushSource>> {
+        let b = self.buffers.lock();
+        b.imm
+            .front()
+            .map(|m| Arc::new(MemtableFlush(Arc::clone(m))) as Arc<dyn FlushSource>)
+    }
+
+    fn retire_flushed(&self, edit: &mut VersionEdit) {
+        // WALs older than the next memtable's are no longer needed.
+        let b = self.buffers.lock();
+        edit.log_number = Some(b.imm.get(1).map_or(b.mem.log_number(), |m| m.log_number()));
+    }
+
+    fn flushed(&self) {
+        self.buffers.lock().imm.pop_front();
+    }
+
+    fn pending_flushes(&self) -> usize {
+        self.buffers.lock().imm.len()
+    }
+
+    fn verify(&self, dir: &Path, versions: &VersionSet, present: &Present) -> Result<()> {
+        wal_recovery::verify_oldest_wal(dir, versions, present)
+    }
+
+    fn is_obsolete(&self, kind: FileKind, number: u64, versions: &VersionSet) -> Option<bool> {
+        (kind == FileKind::Log).then_some(number < versions.log_number)
+    }
+
+    fn kept_bytes(&self) -> u64 {
+        self.regions.resident_bytes()
+    }
+
+    #[cfg(test)]
+    fn kept_regions(&self) -> usize {
+        self.regions.len()
+    }
+
+    fn recover(&self, db: &DbInner, present: &Present) -> Result<()> {
+        wal_recovery::recover(self, db, present)
+    }
+}
+
+/// Inserts every operation of `batch` into `mem`, numbering them from `first_seq`.
+fn insert_into(mem: &MemTable, batch: &WriteBatch, first_seq: u64) -> Result<()> {
+    insert_ops(mem, batch.iter_ops(), first_seq).map(|_| ())
+}
+
+/// Inserts decoded batch operations into `mem`, numbering them from `first_seq` (the write path
+/// and WAL replay); returns how many were inserted.
+pub(super) fn insert_ops<'a>(
+    mem: &MemTable,
+    ops: impl IntoIterator<Item = Result<BatchOp<'a>>>,
+    first_seq: u64,
+) -> Result<u64> {
+    let mut n = 0;
+    for op in ops {
+        let seq = first_seq + n;
+        match op? {
+            BatchOp::Put(k, v) => mem.add(seq, ValueType::Value, k, v)?,
+            BatchOp::Delete(k) => mem.add(seq, ValueType::Deletion, k, &[])?,
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// A sink used only until recovery installs the real WAL.
+struct NullFile;
+
+impl crate::fs::WritableFile for NullFile {
+    fn append(&mut self, _: &[u8]) -> Result<()> {
+        Err(Error::InvalidArgument("database is not open yet".into()))
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn size(&self) -> u64 {
+        0
+    }
+}

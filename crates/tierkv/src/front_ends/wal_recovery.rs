@@ -1,0 +1,182 @@
+//! Recovery of the WAL + memtable front end.
+//!
+//! Replays WALs numbered `>= log_number`, oldest first, into memtables that are flushed into
+//! the first stage -> one manifest record (in a fresh manifest) names those runs and a new log
+//! number whose WAL does not exist yet -> the replayed WALs are deleted -> the new WAL is
+//! created -> a second record says it exists. Because the new WAL is created after the replayed
+//! ones are deleted, recovery never needs more PM than it frees (and the pool's spare chunk
+//! covers a database with no WAL to replay). A recovery that fails before its manifest record
+//! deletes the runs it wrote.
+//!
+//! WAL damage: only the newest WAL may end in a torn tail (an append that never completed, so
+//! never acknowledged); it is dropped. Because the WAL is synced before each rotation, an older
+//! WAL with damage, or damage followed by valid records, is corruption and fails the open with
+//! an error naming the file.
+
+use super::wal_memtable::{insert_ops, MemtableFlush, WalMemtable, WalState};
+use crate::db::{DbInner, Present, State};
+use crate::log::{LogReader, LogWriter};
+use crate::memtable::MemTable;
+use crate::stats::{IoPurpose, Part};
+use crate::tier::Tier;
+use crate::version::{log_file_name, table_file_name, FileKind, VersionEdit, VersionSet};
+use crate::write_batch::decode_batch;
+use crate::{Error, Result};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Checks that the WAL the version names as its oldest live one exists (unless the last
+/// recovery had not created it yet). Every WAL is deleted only after a manifest record retired
+/// it, so its absence means records that were durable once are gone.
+pub(super) fn verify_oldest_wal(
+    dir: &Path,
+    versions: &VersionSet,
+    present: &Present,
+) -> Result<()> {
+    let l = versions.log_number;
+    let wal_present = present
+        .keys()
+        .any(|&(k, n, _)| k == FileKind::Log && n == l);
+    if l > 0 && versions.log_created && !wal_present {
+        return Err(Error::corruption(
+            log_file_name(dir, l).display().to_string(),
+            format!(
+                "the manifest names this WAL as the oldest live one, but it is missing: \
+                 records that retired it were lost from the manifest{} or the WAL was deleted; \
+                 acknowledged writes may be missing, so nothing was opened or deleted",
+                if versions.manifest_torn_bytes > 0 {
+                    format!(
+                        " (its last {} bytes are damaged or incomplete)",
+                        versions.manifest_torn_bytes
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Replays the live WALs of `present`, then starts a new WAL and manifest.
+pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> Result<()> {
+    let mut state = db.state.lock();
+    let mut logs: Vec<(u64, Tier)> = present
+        .keys()
+        .filter(|(k, n, _)| *k == FileKind::Log && *n >= state.versions.log_number)
+        .map(|(_, n, t)| (*n, *t))
+        .collect();
+    logs.sort_unstable_by_key(|(n, _)| *n);
+    let mut edit = VersionEdit::default();
+    let mut written: Vec<(u64, Tier)> = Vec::new();
+    if let Err(e) = replay(front, db, &mut state, &logs, &mut edit, &mut written) {
+        for (number, tier) in written {
+            let _ = db.fs_for(tier).remove(&table_file_name(&db.dir, number));
+        }
+        return Err(e);
+    }
+    // Name the runs and the next WAL's number, then free the replayed WALs, then create the new
+    // WAL: the new WAL never needs space the old ones still hold.
+    let number = state.versions.new_file_number();
+    edit.log_number = Some(number);
+    edit.log_created = Some(false);
+    state.versions.log_and_apply(edit)?;
+    let obsolete = db.collect_obsolete_files(&mut state);
+    db.delete_files(obsolete);
+    let path = log_file_name(&db.dir, number);
+    let file = match &db.pm {
+        Some(pm) if front.wal_tier == Tier::Pm => pm.pmfs.create_log_using_spare(&path)?,
+        _ => db.fs_for(front.wal_tier).create_log(&path)?,
+    };
+    db.fs_for(front.wal_tier).sync_dir(&db.dir)?;
+    state.versions.log_and_apply(VersionEdit {
+        log_created: Some(true),
+        ..VersionEdit::default()
+    })?;
+    let mem = front.new_memtable(number);
+    *front.wal.lock() = WalState {
+        writer: LogWriter::new(file),
+        number,
+        mem: Arc::clone(&mem),
+    };
+    front.set_active(mem);
+    state.install_super_version(front);
+    db.last_sequence.store(
+        state.versions.last_sequence,
+        std::sync::atomic::Ordering::Release,
+    );
+    Ok(())
+}
+
+/// Replays `logs` into memtables flushed into the first stage (added to `edit`, listed in
+/// `written`, including a run whose writing failed); sets the version set's last sequence.
+fn replay(
+    front: &WalMemtable,
+    db: &DbInner,
+    state: &mut State,
+    logs: &[(u64, Tier)],
+    edit: &mut VersionEdit,
+    written: &mut Vec<(u64, Tier)>,
+) -> Result<()> {
+    let mut max_seq = state.versions.last_sequence;
+    let mut mem = front.new_memtable(0);
+    for (i, &(number, tier)) in logs.iter().enumerate() {
+        let path = log_file_name(&db.dir, number);
+        let data = db.fs_for(tier).read_all(&path)?;
+        db.counters
+            .add_read(tier, Part::FrontEnd, IoPurpose::Recovery, data.len() as u64);
+        let location = path.display().to_string();
+        let mut reader = LogReader::new(data, location.clone());
+        while let Some(record) = reader.next_record()? {
+            let batch = decode_batch(&record, "WAL record").map_err(|e| match e {
+                Error::Corruption { reason, .. } => Error::corruption(location.clone(), reason),
+                other => other,
+            })?;
+            let (first, count) = (batch.first_sequence, batch.count);
+            let n = insert_ops(&mem, batch.ops, first)
+                .map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
+            // The decoder stops with an error at any count mismatch, so this is a pair assertion.
+            debug_assert_eq!(n, u64::from(count));
+            if n > 0 {
+                max_seq = max_seq.max(first + n - 1);
+            }
+            if mem.approximate_bytes() >= db.options.write_buffer_size as u64 {
+                flush_replayed(front, db, state, &mut mem, edit, written)?;
+            }
+        }
+        let tail = reader.tail();
+        if tail.dropped_bytes > 0 && i + 1 < logs.len() {
+            return Err(Error::corruption(
+                format!("{location} at offset {}", tail.valid_end),
+                "damaged tail in a WAL that a newer WAL follows",
+            ));
+        }
+    }
+    flush_replayed(front, db, state, &mut mem, edit, written)?;
+    state.versions.last_sequence = max_seq;
+    Ok(())
+}
+
+fn flush_replayed(
+    front: &WalMemtable,
+    db: &DbInner,
+    state: &mut State,
+    mem: &mut Arc<MemTable>,
+    edit: &mut VersionEdit,
+    written: &mut Vec<(u64, Tier)>,
+) -> Result<()> {
+    if mem.is_empty() {
+        return Ok(());
+    }
+    let number = state.versions.new_file_number();
+    // Listed before it is written: a partial run of a failed write is removed too.
+    written.push((number, Tier::Ssd));
+    if db.pm.is_some() {
+        written.push((number, Tier::Pm));
+    }
+    if let Some((group, meta)) = db.write_flush_run(&MemtableFlush(Arc::clone(mem)), number)? {
+        edit.stage_mut(0).added.push((group, meta));
+    }
+    *mem = front.new_memtable(0);
+    Ok(())
+}

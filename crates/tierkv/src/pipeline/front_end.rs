@@ -1,0 +1,97 @@
+//! The front end: the part of a design that takes writes, makes them durable and readable, and
+//! hands over write buffers that are ready to flush into the first stage.
+//!
+//! The trait is shaped so that every front end of the papers fits; `docs/ARCHITECTURE.md`
+//! sketches three besides today's: SLM-DB's persistent skiplist memtable without a WAL,
+//! FluidKV's thread-exclusive PM logs under a concurrent DRAM index, and LAB-DB's PM WAL
+//! buffer in front of an SSD value log.
+//!
+//! Locking: the database calls [`FrontEnd::view`], [`FrontEnd::next_flush`],
+//! [`FrontEnd::retire_flushed`] and [`FrontEnd::flushed`] with its state mutex held (so a flush
+//! and the super version that readers see change together); a front end takes its own locks
+//! only below that mutex, and takes the state mutex itself (through `DbInner`) only when it
+//! holds none of its internal leaf locks.
+
+use crate::db::{DbInner, Present};
+use crate::iterator::InternalIterator;
+use crate::memtable::LookupResult;
+use crate::options::WriteOptions;
+use crate::version::{FileKind, VersionEdit, VersionSet};
+use crate::{Result, WriteBatch};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The front ends the engine has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FrontEndKind {
+    /// LevelDB's: a write-ahead log (SSD or PM) and a DRAM memtable, writers grouped by a
+    /// leader into one log append (`front_ends/wal_memtable.rs`).
+    WalMemtable,
+}
+
+/// What readers see of the write buffers at one instant (part of a super version).
+pub(crate) trait FrontView: Send + Sync {
+    /// The newest version of `key` visible at `snapshot` in the write buffers.
+    fn get(&self, key: &[u8], snapshot: u64) -> LookupResult;
+    /// Iterators over the write buffers, newest first.
+    fn iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>);
+    /// DRAM the buffers hold: (bytes of their entries, resident bytes of reused memory not yet
+    /// used again).
+    fn dram_bytes(&self) -> (u64, u64);
+}
+
+/// A write buffer ready to be written into the first stage.
+pub(crate) trait FlushSource: Send + Sync {
+    /// Its entries in internal-key order.
+    fn iter(&self) -> Box<dyn InternalIterator>;
+    /// True if it holds nothing.
+    fn is_empty(&self) -> bool;
+}
+
+/// The front end of a design.
+pub(crate) trait FrontEnd: Send + Sync {
+    /// Applies a validated, non-empty `batch` atomically: durable as `options` asks and visible
+    /// to readers when this returns. Applies the stages' write pressure (slowdowns, stops).
+    fn write(&self, db: &DbInner, options: &WriteOptions, batch: WriteBatch) -> Result<()>;
+
+    /// What readers see now. REQUIRES: the database's state mutex held.
+    fn view(&self) -> Arc<dyn FrontView>;
+
+    /// Makes the active buffer immutable if it holds anything, so that it gets flushed.
+    fn rotate(&self, db: &DbInner) -> Result<()>;
+
+    /// The oldest immutable buffer, if any. REQUIRES: the state mutex held.
+    fn next_flush(&self) -> Option<Arc<dyn FlushSource>>;
+
+    /// Adds to `edit` what retires the oldest immutable buffer once its flush is installed (the
+    /// WAL front end: the log number of the next buffer). REQUIRES: the state mutex held.
+    fn retire_flushed(&self, edit: &mut VersionEdit);
+
+    /// Forgets the oldest immutable buffer: its flush is installed. REQUIRES: the state mutex
+    /// held.
+    fn flushed(&self);
+
+    /// Immutable buffers waiting for their flush.
+    fn pending_flushes(&self) -> usize;
+
+    /// Checks at open that the files the front end's durable state needs are present
+    /// (`Corruption` otherwise; nothing is changed).
+    fn verify(&self, dir: &Path, versions: &VersionSet, present: &Present) -> Result<()>;
+
+    /// Whether a front-end file found in the directory is obsolete under `versions`; `None` for
+    /// a kind the front end does not own.
+    fn is_obsolete(&self, kind: FileKind, number: u64, versions: &VersionSet) -> Option<bool>;
+
+    /// DRAM kept for reuse by the next write buffers (flushed memtables' memory).
+    fn kept_bytes(&self) -> u64;
+
+    /// Memory regions kept for reuse (tests of the reuse).
+    #[cfg(test)]
+    fn kept_regions(&self) -> usize {
+        0
+    }
+
+    /// Recovers the front end at open from what it left (its logs in `present`): the data is
+    /// made durable in the first stage or in new buffers, and the front end is ready to write.
+    fn recover(&self, db: &DbInner, present: &Present) -> Result<()>;
+}

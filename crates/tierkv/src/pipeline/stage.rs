@@ -1,0 +1,89 @@
+//! The stage seam: one step of the pipeline, its state kept in the version.
+
+use crate::compaction::CompactionPolicy;
+use crate::db::TableCache;
+use crate::format::ValueType;
+use crate::iterator::InternalIterator;
+use crate::stats::{IoPurpose, Part};
+use crate::tier::Tier;
+use crate::version::{RunKind, StageLayout, StageVersion};
+use crate::Result;
+use std::sync::Arc;
+
+/// What a read needs to open a stage's runs.
+#[derive(Clone)]
+pub(crate) struct ReadContext<'a> {
+    /// Opens SST runs (and caches their blocks).
+    pub tables: &'a Arc<TableCache>,
+    /// The stage being read: its index, for the byte counters.
+    pub part: Part,
+    /// Why the bytes are read.
+    pub purpose: IoPurpose,
+    /// Whether blocks read go into the block cache.
+    pub fill_cache: bool,
+}
+
+/// A version of a key found in a stage: its type and value.
+pub(crate) type Entry = (ValueType, Vec<u8>);
+
+/// Where a flush (or a compaction's output) is written: the group of the stage, the tier, the
+/// run kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RunTarget {
+    /// The group the runs go to.
+    pub group: usize,
+    /// The tier they are written to.
+    pub tier: Tier,
+    /// What they are made of.
+    pub kind: RunKind,
+}
+
+/// How much a stage holds back writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum WritePressure {
+    /// Writes go at full speed.
+    None,
+    /// Each write group is delayed once (counted as a slowdown stall).
+    Slowdown,
+    /// Writes wait until background work catches up (counted as a stop stall).
+    Stop,
+}
+
+/// One step of the pipeline. The stage object is stateless apart from its options: its state
+/// is the [`StageVersion`] the caller passes (the one of the version the caller pinned).
+pub(crate) trait Stage: Send + Sync {
+    /// The shape of the stage's state: its name and groups (fixed at creation).
+    fn layout(&self) -> StageLayout;
+
+    /// Where a flush from the front end is written (stage 0), or a previous stage's compaction
+    /// output that moves into this stage.
+    fn ingest_target(&self) -> RunTarget;
+
+    /// The newest version of `user_key` visible at the sequence in `lookup` (an internal lookup
+    /// key), if this stage holds one (a tombstone included).
+    fn get(
+        &self,
+        cx: &ReadContext<'_>,
+        state: &StageVersion,
+        user_key: &[u8],
+        lookup: &[u8],
+    ) -> Result<Option<Entry>>;
+
+    /// Adds iterators over every entry of the stage, in internal-key order each, to `out`.
+    fn iterators(
+        &self,
+        cx: &ReadContext<'_>,
+        state: &StageVersion,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    ) -> Result<()>;
+
+    /// True if a run of `state` in `group` or a later group may hold `user_key` (a compaction
+    /// into `group - 1` may drop a tombstone only when nothing below can hold the key).
+    fn may_hold_from(&self, state: &StageVersion, group: usize, user_key: &[u8]) -> bool;
+
+    /// How much this stage's state holds back writes (L0 triggers).
+    fn write_pressure(&self, state: &StageVersion) -> WritePressure;
+
+    /// The stage's compaction policy.
+    fn policy(&self) -> &dyn CompactionPolicy;
+}
