@@ -40,7 +40,8 @@ pub mod write_batch;
 pub use db::{CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
-    CompactionOptions, Design, Options, PmOptions, ReadOptions, TableOptions, WriteOptions,
+    CompactionOptions, Design, Options, PmOptions, ReadOptions, SsdModelOptions, TableOptions,
+    WriteOptions,
 };
 pub use stats::DbStats;
 pub use tierkv_pm as pm;
