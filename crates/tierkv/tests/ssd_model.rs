@@ -152,8 +152,8 @@ fn options_turn_the_model_on_and_a_reopen_keeps_one_model() {
 
 #[test]
 fn direct_reads_round_trip_on_the_disk() {
-    // The default temporary location (/tmp here) is on the disk. If its file system refuses
-    // direct reads the open fails and so does this test, with the reason.
+    // The default temporary location is on the disk on the development machine. If its file
+    // system refuses direct reads the open fails and so does this test, with the reason.
     let dir = tempfile::tempdir().unwrap();
     let mut o = small_options();
     o.ssd.direct_reads = true;

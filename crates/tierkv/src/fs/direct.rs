@@ -161,9 +161,9 @@ mod tests {
         assert_eq!(aligned_span(5000, 10_000), (4096, 12_288));
     }
 
-    /// A file in a temporary directory of the default temporary location (/tmp here, on the
-    /// disk). If that file system refuses direct reads the test fails, naming the reason: a
-    /// silent pass would test nothing.
+    /// A file in a new directory of the default temporary location (on the disk on the
+    /// development machine). If that file system refuses direct reads the test fails, naming
+    /// the reason: a silent pass would test nothing.
     fn direct_file(data: &[u8]) -> (tempfile::TempDir, PathBuf, Arc<dyn RandomAccessFile>) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data");

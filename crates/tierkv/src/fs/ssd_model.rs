@@ -244,8 +244,12 @@ impl Limiter {
         })
     }
 
-    /// Takes `bytes`, sleeping as long as the bucket says (outside its lock).
+    /// Takes `bytes`, sleeping as long as the bucket says (outside its lock). Nothing to
+    /// transfer waits for nothing.
     fn acquire(&self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
         let wait = {
             let mut b = self.bucket.lock();
             b.take(self.clock.now(), bytes)
