@@ -251,6 +251,13 @@ impl<'de> Deserialize<'de> for DesignChoice {
     }
 }
 
+/// Bytes in the MB of `--ssd_write_mbps` and `--ssd_read_mbps`.
+pub const MB: u64 = 1_000_000;
+
+/// The largest bandwidth cap accepted, in MB/s (1 TB/s: no device is faster, and a typo
+/// is caught).
+pub const MAX_SSD_MBPS: u64 = 1_000_000;
+
 /// True when this build includes the RocksDB engine (the `rocksdb` cargo feature).
 pub const ROCKSDB_ENABLED: bool = cfg!(feature = "rocksdb");
 
@@ -384,6 +391,27 @@ pub struct BenchConfig {
           value_parser = clap::builder::BoolishValueParser::new())]
     pub wal_on_pm: bool,
 
+    /// SSD model: cap on SSD write bandwidth in MB/s (10^6 bytes per second), 0 = off. Every
+    /// byte TierKV writes to the SSD tier (WAL, flushes, compactions, manifest) waits for a
+    /// token bucket; the PM pool is not capped. For --design rocksdb: RocksDB's rate limiter,
+    /// which caps flush and compaction writes but not the WAL.
+    #[arg(long = "ssd_write_mbps", default_value_t = 0)]
+    #[serde(default)]
+    pub ssd_write_mbps: u64,
+
+    /// SSD model: cap on SSD read bandwidth in MB/s, 0 = off (not applied to RocksDB).
+    #[arg(long = "ssd_read_mbps", default_value_t = 0)]
+    #[serde(default)]
+    pub ssd_read_mbps: u64,
+
+    /// Read SSD files with O_DIRECT, bypassing the page cache (db_bench's flag). Refused where
+    /// there is no device: on tmpfs such as /dev/shm, or a file system without O_DIRECT.
+    #[arg(long = "use_direct_reads", num_args = 0..=1, require_equals = true,
+          default_value_t = false, default_missing_value = "true",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    #[serde(default)]
+    pub use_direct_reads: bool,
+
     /// Reuse the existing database in --db instead of creating one; fillseq and fillrandom are
     /// skipped.
     #[arg(long = "use_existing_db", num_args = 0..=1, require_equals = true,
@@ -454,6 +482,16 @@ impl BenchConfig {
                 self.sample_interval_ms
             ));
         }
+        for (flag, mbps) in [
+            ("--ssd_write_mbps", self.ssd_write_mbps),
+            ("--ssd_read_mbps", self.ssd_read_mbps),
+        ] {
+            if mbps > MAX_SSD_MBPS {
+                return Err(format!(
+                    "{flag}={mbps} must be 0 (off) or 1..={MAX_SSD_MBPS} MB/s"
+                ));
+            }
+        }
         self.options().validate().map_err(|e| e.to_string())?;
         Ok(())
     }
@@ -493,6 +531,9 @@ impl BenchConfig {
         o.pm.mode = self.pm_mode;
         o.pm.latency = self.pm_latency;
         o.pm.wal_on_pm = self.wal_on_pm;
+        o.ssd.write_bytes_per_sec = self.ssd_write_mbps * MB;
+        o.ssd.read_bytes_per_sec = self.ssd_read_mbps * MB;
+        o.ssd.direct_reads = self.use_direct_reads;
         // Benchmark keys and values must be accepted whatever their configured sizes.
         o.max_key_size = o.max_key_size.max(self.key_size);
         o.max_value_size = o.max_value_size.max(self.value_size);
@@ -561,8 +602,11 @@ pub(crate) mod tests {
         assert_eq!(c.cache_size, 8_388_608);
         assert_eq!(c.write_buffer_size, 67_108_864);
         assert_eq!(c.bloom_bits, 10);
+        assert_eq!((c.ssd_write_mbps, c.ssd_read_mbps), (0, 0));
+        assert!(!c.use_direct_reads);
         c.validate().unwrap();
         let o = c.options();
+        assert!(!o.ssd.is_on());
         assert_eq!(o.block_cache_bytes, 8_388_608);
         assert_eq!(o.write_buffer_size, 67_108_864);
         assert_eq!(o.table.bloom_bits_per_key, 10);
@@ -732,5 +776,48 @@ pub(crate) mod tests {
         assert!(bad(&|c| c.benchmarks.clear()).contains("--benchmarks"));
         assert!(bad(&|c| c.write_buffer_size = 10).contains("write_buffer_size"));
         assert!(bad(&|c| c.bloom_bits = 100).contains("bloom_bits_per_key"));
+        assert!(bad(&|c| c.ssd_write_mbps = 2_000_000).contains("--ssd_write_mbps"));
+        assert!(bad(&|c| c.ssd_read_mbps = MAX_SSD_MBPS + 1).contains("--ssd_read_mbps"));
+    }
+
+    #[test]
+    fn ssd_model_flags_set_the_options() {
+        let c = parse(&[
+            "--ssd_write_mbps=50",
+            "--ssd_read_mbps",
+            "200",
+            "--use_direct_reads",
+        ])
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!((c.ssd_write_mbps, c.ssd_read_mbps), (50, 200));
+        assert!(c.use_direct_reads);
+        let o = c.options();
+        assert_eq!(o.ssd.write_bytes_per_sec, 50_000_000);
+        assert_eq!(o.ssd.read_bytes_per_sec, 200_000_000);
+        assert!(o.ssd.direct_reads);
+        for d in Design::ALL {
+            assert_eq!(c.options_for(*d).ssd, o.ssd);
+        }
+        // Recorded with the options and with the flags.
+        let v = serde_json::to_value(&o).unwrap();
+        assert_eq!(v["ssd"]["write_bytes_per_sec"], 50_000_000);
+        assert_eq!(v["ssd"]["direct_reads"], true);
+        let f = serde_json::to_value(&c).unwrap();
+        assert_eq!(f["ssd_write_mbps"], 50);
+        assert_eq!(f["use_direct_reads"], true);
+        // Flags of a report written before they existed read back as off.
+        let mut old = f.clone();
+        for k in ["ssd_write_mbps", "ssd_read_mbps", "use_direct_reads"] {
+            old.as_object_mut().unwrap().remove(k);
+        }
+        let back: BenchConfig = serde_json::from_value(old).unwrap();
+        assert!(!back.options().ssd.is_on());
+        assert!(
+            !parse(&["--use_direct_reads=false"])
+                .unwrap()
+                .use_direct_reads
+        );
+        assert!(parse(&["--ssd_write_mbps=-1"]).is_err());
     }
 }

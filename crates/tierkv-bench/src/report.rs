@@ -267,6 +267,22 @@ pub fn format_header(
     let _ = writeln!(s, "Reads:      {}", config.reads_per_thread());
     let _ = writeln!(s, "Threads:    {}", config.threads);
     let _ = writeln!(s, "Sync:       {}", config.sync);
+    let cap = |mbps: u64| match mbps {
+        0 => "uncapped".to_string(),
+        n => format!("{n} MB/s"),
+    };
+    let _ = writeln!(
+        s,
+        "SSD model:  writes {}, reads {}, direct reads {}",
+        cap(config.ssd_write_mbps),
+        cap(config.ssd_read_mbps),
+        if config.use_direct_reads { "on" } else { "off" }
+    );
+    if design == "rocksdb" {
+        if let Some(note) = crate::rocks::ssd_model_note(config) {
+            let _ = writeln!(s, "Note:       {note}");
+        }
+    }
     let names: Vec<_> = config.benchmarks.iter().map(|b| b.name()).collect();
     let _ = writeln!(s, "Benchmarks: {}", names.join(","));
     if config.benchmarks.iter().any(|b| b.ycsb_mix().is_some()) {
@@ -977,6 +993,22 @@ mod tests {
         assert!(text.contains("Benchmarks: fillseq,readrandom"));
         assert!(text.contains("\"block_cache_bytes\": 8388608"), "{text}");
         assert!(text.contains("\"write_buffer_size\": 67108864"));
+        assert!(text.contains("SSD model:  writes uncapped, reads uncapped, direct reads off"));
+        assert!(!text.contains("Note:"));
+        let c = parse(&["--ssd_write_mbps=50", "--use_direct_reads"]).unwrap();
+        let options = serde_json::to_value(c.options()).unwrap();
+        let text = format_header("tierkv", "leveled", &c, &options);
+        assert!(
+            text.contains("SSD model:  writes 50 MB/s, reads uncapped, direct reads on"),
+            "{text}"
+        );
+        assert!(text.contains("\"write_bytes_per_sec\": 50000000"), "{text}");
+        let rocks = crate::rocks::options_json(&c);
+        let text = format_header("rocksdb", "rocksdb", &c, &rocks);
+        assert!(
+            text.contains("Note:       RocksDB is not under exactly"),
+            "{text}"
+        );
     }
 
     #[test]

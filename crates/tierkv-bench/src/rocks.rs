@@ -13,6 +13,12 @@
 //! of TierKV's compaction options; two background jobs (TierKV has a flush thread and one
 //! compaction thread); the WAL on, with `--sync` passed to every write.
 //!
+//! The SSD model flags map to RocksDB's own mechanisms, which differ from TierKV's model (the
+//! header and the report say so, [`ssd_model_note`]): `--use_direct_reads` is
+//! `use_direct_reads`; `--ssd_write_mbps` is a generic rate limiter (100 ms refill, fairness
+//! 10), which caps flush and compaction writes but not the WAL; `--ssd_read_mbps` has no
+//! counterpart.
+//!
 //! Engine figures come from RocksDB's statistics tickers: WAL, flush and compaction bytes
 //! written; compaction bytes read; `rocksdb.stall.micros` as stop time; block cache and Bloom
 //! filter counters. User bytes read from SSD are approximated by the bytes inserted into the
@@ -51,6 +57,40 @@ pub fn options_json(config: &BenchConfig) -> serde_json::Value {
         "wal": true,
         "sync": config.sync,
         "statistics": true,
+        "use_direct_reads": config.use_direct_reads,
+        "rate_limiter_bytes_per_sec": rate_limiter_bytes_per_sec(config),
+        "ssd_model_note": ssd_model_note(config),
+    })
+}
+
+/// The rate of RocksDB's rate limiter under `--ssd_write_mbps` (0: none).
+pub fn rate_limiter_bytes_per_sec(config: &BenchConfig) -> u64 {
+    config.ssd_write_mbps * crate::config::MB
+}
+
+/// How RocksDB's run differs from TierKV's SSD model under the SSD model flags (`None` when
+/// none is set): RocksDB's rate limiter caps flush and compaction writes, not the WAL, and
+/// nothing caps its reads.
+pub fn ssd_model_note(config: &BenchConfig) -> Option<String> {
+    let mut parts = Vec::new();
+    if config.ssd_write_mbps > 0 {
+        parts.push(format!(
+            "--ssd_write_mbps={} is RocksDB's rate limiter, which caps flush and compaction \
+             writes but not WAL writes (TierKV's model caps every SSD write, WAL included)",
+            config.ssd_write_mbps
+        ));
+    }
+    if config.ssd_read_mbps > 0 {
+        parts.push(format!(
+            "--ssd_read_mbps={} is not applied to RocksDB (its reads are uncapped)",
+            config.ssd_read_mbps
+        ));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "RocksDB is not under exactly TierKV's SSD model: {}",
+            parts.join("; ")
+        )
     })
 }
 
@@ -104,6 +144,12 @@ impl RocksEngine {
         o.set_max_background_jobs(int(1 + c.background_compactions));
         o.set_max_open_files(int(t.max_open_files));
         o.enable_statistics();
+        o.set_use_direct_reads(config.use_direct_reads);
+        let rate = rate_limiter_bytes_per_sec(config);
+        if rate > 0 {
+            // RocksDB's defaults: refill every 100 ms, fairness 10.
+            o.set_ratelimiter(i64::try_from(rate).unwrap_or(i64::MAX), 100_000, 10);
+        }
         let cache = Cache::new_lru_cache(t.block_cache_bytes);
         let mut b = BlockBasedOptions::default();
         b.set_block_cache(&cache);
@@ -267,6 +313,24 @@ mod tests {
         assert_eq!(o["block_cache_bytes"], 2_097_152);
         assert_eq!(o["wal"], true);
         assert_eq!(o["sync"], true);
+        assert_eq!(o["use_direct_reads"], false);
+        assert_eq!(o["rate_limiter_bytes_per_sec"], 0);
+        assert_eq!(o["ssd_model_note"], serde_json::Value::Null);
+        let m = crate::config::tests::parse(&[
+            "--ssd_write_mbps=50",
+            "--ssd_read_mbps=100",
+            "--use_direct_reads",
+        ])
+        .unwrap();
+        let o = options_json(&m);
+        assert_eq!(o["use_direct_reads"], true);
+        assert_eq!(o["rate_limiter_bytes_per_sec"], 50_000_000);
+        let note = o["ssd_model_note"].as_str().unwrap();
+        assert!(note.contains("not WAL writes"), "{note}");
+        assert!(
+            note.contains("--ssd_read_mbps=100 is not applied"),
+            "{note}"
+        );
         #[cfg(not(feature = "rocksdb"))]
         assert!(open(&c, Path::new("/nonexistent"))
             .err()

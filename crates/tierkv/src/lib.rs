@@ -53,7 +53,8 @@ pub use compaction::simulate::{
 pub use db::{CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
-    CompactionOptions, Design, Options, PmOptions, ReadOptions, TableOptions, WriteOptions,
+    CompactionOptions, Design, Options, PmOptions, ReadOptions, SsdModelOptions, TableOptions,
+    WriteOptions,
 };
 pub use stats::DbStats;
 pub use tier::Tier;

@@ -2,6 +2,7 @@
 //! at open ([`Options::validate`]) and printed with every benchmark result.
 
 pub use crate::designs::Design;
+pub use crate::fs::SsdModelOptions;
 use crate::fs::{FileSystem, PosixFs};
 use crate::tier::Tier;
 use crate::{Error, Result};
@@ -160,6 +161,9 @@ pub struct Options {
     pub compaction: CompactionOptions,
     /// The PM pool, for designs that use it.
     pub pm: PmOptions,
+    /// The SSD model: bandwidth caps and direct reads on the SSD tier. Off by default.
+    #[serde(default)]
+    pub ssd: SsdModelOptions,
     /// The file system; [`PosixFs`] unless a test substitutes another one.
     #[serde(skip, default = "default_fs")]
     pub fs: Arc<dyn FileSystem>,
@@ -184,6 +188,7 @@ impl Default for Options {
             table: TableOptions::default(),
             compaction: CompactionOptions::default(),
             pm: PmOptions::default(),
+            ssd: SsdModelOptions::default(),
             fs: default_fs(),
         }
     }
@@ -204,6 +209,7 @@ impl std::fmt::Debug for Options {
             .field("table", &self.table)
             .field("compaction", &self.compaction)
             .field("pm", &self.pm)
+            .field("ssd", &self.ssd)
             .finish_non_exhaustive()
     }
 }
@@ -265,6 +271,7 @@ impl Options {
         if c.background_compactions == 0 || c.background_compactions > 64 {
             return bad("compaction.background_compactions must be in 1..=64".into());
         }
+        self.ssd.validate()?;
         let pm = &self.pm;
         if self.design.uses_pm(self) && pm.pool.is_none() {
             if pm.chunk_bytes < (64 << 10) || !pm.chunk_bytes.is_power_of_two() {

@@ -44,6 +44,7 @@ pub(crate) type Present = HashMap<(FileKind, u64, Tier), String>;
 
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     options.validate()?;
+    let options = crate::fs::with_ssd_model(options);
     let fs = Arc::clone(&options.fs);
     if options.create_if_missing {
         fs.create_dir_all(dir)?;

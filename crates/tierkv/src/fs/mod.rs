@@ -3,7 +3,9 @@
 //! Every byte the engine writes to or reads from SSD goes through a [`FileSystem`], so tests can
 //! swap the POSIX implementation ([`PosixFs`]) for an in-memory one (`MemFs`, with the
 //! `test-util` feature) that simulates crashes (keeping only synced data and synced directory
-//! entries) and injects I/O errors.
+//! entries) and injects I/O errors. [`SsdModelFs`] wraps either to make it behave like an SSD
+//! of a given bandwidth, optionally with direct (page-cache bypassing) reads
+//! ([`crate::Options::ssd`]).
 //!
 //! Durability contract the engine relies on, which both implementations honour:
 //! * data appended to a [`WritableFile`] survives a *process* crash once `flush` returns, and a
@@ -14,15 +16,23 @@
 //! Thread-safety: a `FileSystem` and a [`RandomAccessFile`] are shared across threads; a
 //! `WritableFile` has one owner.
 
+mod direct;
 #[cfg(any(test, feature = "test-util"))]
 mod mem;
 mod pm;
 mod posix;
+mod ssd_model;
 
+pub use direct::DIRECT_IO_ALIGN;
 #[cfg(any(test, feature = "test-util"))]
 pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
 pub use pm::{PmFs, PmFsOpen, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_SLOT};
 pub use posix::PosixFs;
+pub(crate) use ssd_model::with_ssd_model;
+pub use ssd_model::{
+    Clock, SsdModelFs, SsdModelOptions, SsdModelStats, SystemClock, TokenBucket, BURST_DIVISOR,
+    MIN_BURST_BYTES, MIN_SSD_BYTES_PER_SEC,
+};
 
 use crate::Result;
 use std::path::Path;
@@ -73,6 +83,23 @@ pub trait FileSystem: Send + Sync + 'static {
     }
     /// Opens an existing file for positional reads.
     fn open_readable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens an existing file for positional reads that bypass the operating system's page
+    /// cache (`O_DIRECT`), for the SSD model's direct reads. Only [`PosixFs`] has them, and it
+    /// refuses a file system that rejects `O_DIRECT` or lives in RAM (tmpfs); the default says
+    /// this file system has none. Either way the error is an [`crate::Error::InvalidArgument`].
+    fn open_readable_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Err(crate::Error::InvalidArgument(format!(
+            "direct reads (ssd.direct_reads, --use_direct_reads) are not supported by this \
+             file system (opening {}): they need the POSIX file system",
+            path.display()
+        )))
+    }
+    /// This file system as the SSD model, if it is one (so that opening a database with the
+    /// options of an open one does not wrap the model twice, and callers can read its
+    /// [`SsdModelFs::stats`]).
+    fn as_ssd_model(&self) -> Option<&SsdModelFs> {
+        None
+    }
     /// Reads a whole file.
     fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
         let f = self.open_readable(path)?;

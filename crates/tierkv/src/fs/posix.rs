@@ -115,6 +115,10 @@ impl FileSystem for PosixFs {
         }))
     }
 
+    fn open_readable_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        super::direct::open(path)
+    }
+
     fn remove(&self, path: &Path) -> Result<()> {
         std::fs::remove_file(path).map_err(|e| Error::io("remove", path, e))
     }
