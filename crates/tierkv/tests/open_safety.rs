@@ -334,7 +334,10 @@ fn a_damaged_pool_directory_entry_is_corruption() {
         }
     }
     let image = pool.crash_image(tierkv::pm::CrashImage::Strict).unwrap();
-    let dir_chunk = pool.root(tierkv::fs::PMFS_ROOT_SLOT);
+    let dir_chunk = pool
+        .named_root(tierkv::fs::PMFS_ROOT_NAME)
+        .unwrap()
+        .expect("a file system");
     let entries = (64 << 10) / 128 - 1;
     let mut damaged = 0;
     for e in 0..entries {

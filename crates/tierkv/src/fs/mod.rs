@@ -15,10 +15,14 @@
 
 mod mem;
 mod pm;
+mod pm_open;
 mod posix;
 
 pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
-pub use pm::{PmFs, PmFsOpen, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_SLOT};
+pub use pm::{PmFs, PmFsOwner, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_NAME};
+pub use pm_open::{
+    open_pm_owners, open_pm_structures, PmFsOpen, PmOpenReport, PmOwner, PmStructures,
+};
 pub use posix::PosixFs;
 
 use crate::Result;
