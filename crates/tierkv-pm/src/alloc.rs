@@ -8,10 +8,11 @@
 //! allocation and free are O(1), rebuild O(chunks).
 //!
 //! **Durability.** None, on purpose: the allocator's state lives only in DRAM. After `open`
-//! every chunk is free until the owner calls `rebuild_allocator(live)` with exactly the chunks
-//! its recovered (published) structures reference. A chunk that was allocated but whose use was
-//! not yet published when the process crashed is therefore free again after recovery: nothing
-//! leaks, and nothing allocated but unpublished stays allocated.
+//! every chunk is free until `rebuild_allocator(live)` is called with exactly the chunks the
+//! pool's recovered (published) structures reference, those of every owner together. A chunk
+//! that was allocated but whose use was not yet published when the process crashed is
+//! therefore free again after recovery: nothing leaks, and nothing allocated but unpublished
+//! stays allocated.
 
 use crate::options::{PmError, PmResult};
 use parking_lot::Mutex;

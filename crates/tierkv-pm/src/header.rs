@@ -11,29 +11,38 @@
 //! | 24 | 8 | chunk size in bytes |
 //! | 32 | 4 | crc32c of bytes 0..32 |
 //! | 36 | 28 | reserved (0) |
-//! | 64 | 8 x [`crate::ROOT_SLOTS`] | root slots (8-byte atomic, not checksummed) |
+//! | 64 | 8 x [`crate::ROOT_SLOTS`] | raw root slots (8-byte atomic, not checksummed) |
+//! | 192 | 2304 | the root directory (named roots and the pool's identity; see `roots.rs`) |
 //!
 //! All integers are little-endian. The root slots live on their own cache lines so that a root
-//! update never rewrites the checksummed fields.
+//! update never rewrites the checksummed fields. `[0, HEADER_LEN)` is written only by this
+//! crate (create, [`crate::PmPool::set_root`], the root directory's updates).
+//!
+//! Format version 2 added the root directory; a pool of version 1 (whose engine structures
+//! were found through raw root slot 0) is refused with an error naming its version.
 //!
 //! **Thread safety.** Pure functions over byte slices.
 //!
 //! **Durability.** The checksummed fields are written once at create and persisted (and
-//! msynced) before `create` returns; they never change. Each root slot is durable when
-//! `set_root` returns; a torn root is impossible (8-byte aligned atomic store).
+//! msynced) before `create` returns, after the initial root directory; they never change. Each
+//! root slot is durable when `set_root` returns; a torn root is impossible (8-byte aligned
+//! atomic store).
 
 use crate::options::{PmError, PmResult};
 use crate::ROOT_SLOTS;
 
 /// Magic number at offset 0 of every pool: the bytes `"TIERKVPM"`.
 pub const POOL_MAGIC: u64 = u64::from_le_bytes(*b"TIERKVPM");
-/// On-PM format version of the pool header.
-pub const FORMAT_VERSION: u32 = 1;
+/// On-PM format version of the pool (header, root slots and root directory).
+pub const FORMAT_VERSION: u32 = 2;
 /// Offset of root slot 0 (slot `i` is at `ROOTS_OFFSET + 8 * i`).
 pub const ROOTS_OFFSET: u64 = 64;
-/// Bytes of the header, root slots included; writes into `[0, HEADER_LEN)` are refused except
-/// through [`crate::PmPool::set_root`].
-pub const HEADER_LEN: u64 = ROOTS_OFFSET + 8 * ROOT_SLOTS as u64;
+/// Offset of the root directory (after the root slots).
+pub const ROOT_DIRECTORY_OFFSET: u64 = ROOTS_OFFSET + 8 * ROOT_SLOTS as u64;
+/// Bytes of chunk 0 the pool reserves: the header line, the root slots and the root directory.
+/// Writes into `[0, HEADER_LEN)` are refused except through [`crate::PmPool::set_root`] and
+/// the root directory's methods ([`crate::PmPool::update_root_table`]).
+pub const HEADER_LEN: u64 = ROOT_DIRECTORY_OFFSET + crate::roots::ROOT_DIRECTORY_LEN;
 
 /// Bytes of the checksummed part (line 0).
 pub(crate) const FIXED_LEN: usize = 64;
@@ -42,6 +51,8 @@ const CRC_OFFSET: usize = 32;
 /// The smallest allowed chunk (and alignment unit of chunk sizes): one 4 KiB page, so that
 /// every chunk is page-aligned for `msync`.
 pub(crate) const MIN_CHUNK: u64 = 4096;
+
+const _: () = assert!(HEADER_LEN <= MIN_CHUNK && HEADER_LEN.is_multiple_of(64));
 
 /// The geometry recorded in the header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +133,12 @@ impl Header {
             )));
         }
         let version = u32_at(8);
+        if version == 1 {
+            return Err(PmError::InvalidArgument(format!(
+                "{location}: a TierKV PM pool of format version 1 (no root directory; written \
+                 by an older TierKV): this build reads format version {FORMAT_VERSION} only"
+            )));
+        }
         if version != FORMAT_VERSION {
             return Err(corrupt(format!(
                 "unsupported format version {version} (this build reads {FORMAT_VERSION})"
@@ -164,6 +181,31 @@ mod tests {
             match e {
                 PmError::Corruption { location, .. } => assert!(location.contains("pool.pm")),
                 other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    /// A pool of format version 1 (no root directory) is refused with an error naming it;
+    /// another unknown version is corruption.
+    #[test]
+    fn older_format_is_refused_by_name() {
+        let h = Header {
+            size: 1 << 20,
+            chunk_size: 64 << 10,
+        };
+        for (version, older) in [(1u32, true), (3, false)] {
+            let mut b = h.encode();
+            b[8..12].copy_from_slice(&version.to_le_bytes());
+            let crc = crc32c::crc32c(&b[..CRC_OFFSET]);
+            b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+            match Header::decode(&b, 1 << 20, "old.pm").unwrap_err() {
+                PmError::InvalidArgument(m) if older => {
+                    assert!(m.contains("version 1") && m.contains("old.pm"), "{m}")
+                }
+                PmError::Corruption { reason, .. } if !older => {
+                    assert!(reason.contains("version 3"), "{reason}")
+                }
+                other => panic!("version {version}: {other:?}"),
             }
         }
     }

@@ -5,7 +5,9 @@
 //! offsets from the pool base, never by raw pointers, so a pool reopens at any address. The crate
 //! provides the persist primitives (`clwb`/`clflushopt`/`clflush` + `sfence`, non-temporal
 //! copies, 8-byte atomic publishing stores), the three durability modes of the design
-//! (`dax`, `msync`, `emulated`), emulated PM latency, a coarse chunk allocator and the
+//! (`dax`, `msync`, `emulated`), emulated PM latency, a coarse chunk allocator, the root
+//! directory (named roots and the identity of the database a pool belongs to, failure-atomic
+//! in chunk 0: [`PmPool::root_table`], [`PmPool::update_root_table`]) and the
 //! crash-simulation backend used by the engine's crash tests.
 //!
 //! Because it is the workspace's only crate allowed `unsafe`, it also holds the engine's DRAM
@@ -22,9 +24,11 @@
 //! **Durability.** Nothing is durable before the persist that covers it returns:
 //! [`PmPool::persist`] (or [`PmPool::flush`] followed by [`PmPool::fence`], or
 //! [`PmPool::write_nt`] followed by a fence). Stores larger than 8 aligned bytes are never atomic
-//! with respect to a crash. The pool header (magic, version, geometry, checksum) is durable when
-//! [`PmPool::create`] returns; a root slot is durable when [`PmPool::set_root`] returns. The chunk
-//! allocator is volatile by design (see [`PmPool::rebuild_allocator`]).
+//! with respect to a crash. The pool header (magic, version, geometry, checksum) and the empty
+//! root directory are durable when [`PmPool::create`] returns; a root slot is durable when
+//! [`PmPool::set_root`] returns, a root-directory update when [`PmPool::update_root_table`]
+//! returns (and it is failure-atomic). The chunk allocator is volatile by design (see
+//! [`PmPool::rebuild_allocator`]).
 //!
 //! This is the only crate of the workspace allowed to contain `unsafe` code; every unsafe site is
 //! listed with its justification in `UNSAFE.md` next to `Cargo.toml`.
@@ -41,16 +45,21 @@ mod mapping;
 mod options;
 mod persist;
 mod pool;
+mod roots;
 
 #[cfg(test)]
 mod tests;
 
-pub use header::{FORMAT_VERSION, HEADER_LEN, POOL_MAGIC, ROOTS_OFFSET};
+pub use header::{FORMAT_VERSION, HEADER_LEN, POOL_MAGIC, ROOTS_OFFSET, ROOT_DIRECTORY_OFFSET};
 pub use options::{
     CrashImage, DurabilityMode, LatencyModel, PmError, PmResult, PmStats, PoolOptions,
 };
 pub use persist::{flush_instruction, CACHE_LINE};
 pub use pool::PmPool;
+pub use roots::{
+    check_root_name, RootTable, ROOT_CAPACITY, ROOT_COPY_BYTES, ROOT_COPY_OFFSETS, ROOT_NAME_MAX,
+    ROOT_SELECTOR_OFFSET,
+};
 
 /// Number of 8-byte root slots in the pool header.
 pub const ROOT_SLOTS: usize = 16;

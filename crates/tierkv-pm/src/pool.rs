@@ -14,19 +14,24 @@
 //! its stores with one mutex.
 //!
 //! **Durability.** At each persist point:
-//! * `create` returns: the header (magic, version, geometry, checksum, zeroed roots) is durable
-//!   (written back, fenced, msynced; the file length is fsynced with its directory).
+//! * `create` returns: the header (magic, version, geometry, checksum, zeroed roots) and the
+//!   empty root directory are durable (written back, fenced, msynced; the directory before the
+//!   header, so a valid header implies a valid directory; the file length is fsynced with its
+//!   directory).
 //! * `persist(o, l)` returns: `[o, o + l)` is durable in the pool's mode (`dax`: power-fail
 //!   durable; `msync`: power-fail durable through `msync` of the covering pages; `emulated`:
 //!   survives a process crash; on non-x86_64 targets persists always `msync`).
 //! * `flush` alone makes nothing durable; the next `fence` does. `write_nt` data is durable after
 //!   the next `fence`.
 //! * `store_u64_persist` / `set_root` return: the 8-byte value is durable, and it was never torn.
+//! * `update_root_table` / `set_named_root` return: the root directory update is durable; it is
+//!   failure-atomic (persist points in `roots.rs`).
 //! * `msync(o, l)` returns: the pages covering the range are in the file (any mode).
 //! * The chunk allocator is never durable (see [`PmPool::rebuild_allocator`]).
 
 use crate::alloc::ChunkAllocator;
 use crate::crash::CrashSim;
+use crate::header::ROOT_DIRECTORY_OFFSET;
 use crate::header::{check_geometry, Header, FIXED_LEN, HEADER_LEN, ROOTS_OFFSET};
 use crate::latency::{iters_per_us, spin_ns};
 use crate::mapping::{AlignedBuf, FileMapping};
@@ -34,6 +39,7 @@ use crate::options::{
     CrashImage, DurabilityMode, LatencyModel, PmError, PmResult, PmStats, PoolOptions,
 };
 use crate::persist::{self, lines_touched, FlushInsn};
+use crate::roots::{initial_directory, Roots};
 use crate::ROOT_SLOTS;
 use parking_lot::RwLock;
 use std::fmt;
@@ -78,6 +84,8 @@ pub struct PmPool {
     hook: RwLock<Option<FenceHook>>,
     /// Whether `hook` is set: read on every fence without taking the lock.
     has_hook: AtomicBool,
+    /// The root directory's update lock and validated table.
+    roots: Roots,
 }
 
 // SAFETY: `base` points into memory owned by `backend` (a shared file mapping or a heap buffer)
@@ -144,6 +152,7 @@ impl PmPool {
             bytes_read: AtomicU64::new(0),
             hook: RwLock::new(None),
             has_hook: AtomicBool::new(false),
+            roots: Roots::default(),
         }
     }
 
@@ -289,28 +298,75 @@ impl PmPool {
         )))
     }
 
-    /// Writes and persists the checksummed header line (not counted in the statistics).
+    /// Writes and persists the empty root directory, then the checksummed header line (not
+    /// counted in the statistics): a valid header implies a valid directory.
     fn init_header(&self, header: &Header) -> PmResult<()> {
-        let bytes = header.encode();
-        match &self.backend {
-            Backend::File { map, .. } => {
-                // SAFETY: `[0, 64)` is inside the mapping (size >= 2 chunks >= 8 KiB) and the pool
-                // is not shared with any other thread yet.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base, bytes.len());
-                    persist::write_back(self.base, HEADER_LEN as usize);
+        let directory = initial_directory();
+        let line = header.encode();
+        for (offset, bytes) in [(ROOT_DIRECTORY_OFFSET, &directory[..]), (0, &line[..])] {
+            match &self.backend {
+                Backend::File { map, .. } => {
+                    // SAFETY: `[offset, offset + bytes.len())` lies in `[0, HEADER_LEN)`, inside
+                    // chunk 0 and so inside the mapping (size >= 2 chunks >= 8 KiB >=
+                    // HEADER_LEN); `bytes` is a local buffer; the pool is not shared with any
+                    // other thread yet.
+                    unsafe {
+                        let at = self.base.add(offset as usize);
+                        std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len());
+                        persist::write_back(at, bytes.len());
+                    }
+                    persist::fence();
+                    map.msync(offset, bytes.len() as u64)
+                        .map_err(io_err("msync header", &self.location))?;
                 }
-                persist::fence();
-                map.msync(0, HEADER_LEN)
-                    .map_err(io_err("msync header", &self.location))?;
-            }
-            Backend::Crash(sim) => {
-                sim.write(0, &bytes);
-                sim.flush(0, HEADER_LEN);
-                sim.fence();
+                Backend::Crash(sim) => {
+                    sim.write(offset, bytes);
+                    sim.flush(offset, bytes.len() as u64);
+                    sim.fence();
+                }
             }
         }
         Ok(())
+    }
+
+    /// The root directory's state (`roots.rs`).
+    pub(crate) fn roots(&self) -> &Roots {
+        &self.roots
+    }
+
+    /// Checks that `[offset, offset + len)` lies inside the root directory.
+    fn check_reserved(&self, what: &str, offset: u64, len: u64) -> PmResult<()> {
+        if offset < ROOT_DIRECTORY_OFFSET || offset.saturating_add(len) > HEADER_LEN {
+            return Err(PmError::InvalidArgument(format!(
+                "{what}: range at offset {offset} of {len} bytes is outside the root directory"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stores `data` into the root directory (`roots.rs` only; not durable until persisted).
+    pub(crate) fn write_reserved(&self, offset: u64, data: &[u8]) -> PmResult<()> {
+        self.check_reserved("write_reserved", offset, data.len() as u64)?;
+        self.write_checked(offset, data);
+        Ok(())
+    }
+
+    /// Persists a range of the root directory (`roots.rs` only).
+    pub(crate) fn persist_reserved(&self, offset: u64, len: u64) -> PmResult<()> {
+        self.check_reserved("persist_reserved", offset, len)?;
+        self.flush_checked(offset, len);
+        self.fence();
+        if self.msync_on_persist() {
+            self.msync_checked(offset, len)?;
+        }
+        Ok(())
+    }
+
+    /// Atomic 8-byte store into the root directory, persisted (`roots.rs` only).
+    pub(crate) fn store_reserved_u64_persist(&self, offset: u64, value: u64) -> PmResult<()> {
+        self.check_u64("store_reserved_u64_persist", offset)?;
+        self.check_reserved("store_reserved_u64_persist", offset, 8)?;
+        self.store_u64_persist_checked(offset, value)
     }
 
     /// A crash image of a crash-simulation pool as of now (`None` for file pools).
@@ -397,7 +453,8 @@ impl PmPool {
         if len > 0 && offset < HEADER_LEN {
             return Err(PmError::InvalidArgument(format!(
                 "{what}: range at offset {offset} of {len} bytes overlaps the pool header \
-                 [0, {HEADER_LEN}) (use set_root for root slots)"
+                 [0, {HEADER_LEN}) (use set_root for root slots, update_root_table for the \
+                 root directory)"
             )));
         }
         Ok(())
@@ -456,17 +513,26 @@ impl PmPool {
         Ok(())
     }
 
-    /// Stores `data` at `offset` (not durable until persisted). The header `[0, HEADER_LEN)` is
-    /// not writable.
+    /// Stores `data` at `offset` (not durable until persisted). The header `[0, HEADER_LEN)`
+    /// (header line, root slots, root directory) is not writable.
     pub fn write(&self, offset: u64, data: &[u8]) -> PmResult<()> {
         self.check_writable("write", offset, data.len() as u64)?;
+        self.write_checked(offset, data);
+        Ok(())
+    }
+
+    /// Stores `data` at a range checked by the caller: inside the pool, and either outside the
+    /// header (`write`) or inside the root directory under its update lock (`write_reserved`).
+    fn write_checked(&self, offset: u64, data: &[u8]) {
+        debug_assert!(self.slice_len_ok(offset, data.len() as u64));
         if data.is_empty() {
-            return Ok(());
+            return;
         }
         match &self.backend {
-            // SAFETY: the range is inside the mapping (checked above) and outside the header;
-            // `data` cannot alias the mapping (no references into it are handed out); concurrent
-            // writers of the same range are excluded by the pool's contract.
+            // SAFETY: the range is inside the mapping (checked by both callers); `data` cannot
+            // alias the mapping (no references into it are handed out); concurrent writers of the
+            // same range are excluded by the pool's contract outside the header, and by the root
+            // directory's update lock inside it (the only writer there after create).
             Backend::File { .. } => unsafe {
                 std::ptr::copy_nonoverlapping(
                     data.as_ptr(),
@@ -476,7 +542,6 @@ impl PmPool {
             },
             Backend::Crash(sim) => sim.write(offset, data),
         }
-        Ok(())
     }
 
     /// Non-temporal copy of `data` to `offset`: durable after the next fence.
@@ -681,7 +746,10 @@ impl PmPool {
         Ok(v)
     }
 
-    /// Root slot `i` of the header (atomic, Acquire). A slot `>= ROOT_SLOTS` reads as 0.
+    /// Raw root slot `i` of the header (atomic, Acquire). A slot `>= ROOT_SLOTS` reads as 0.
+    ///
+    /// Raw slots are not checksummed; the engine's structures are found through the checksummed
+    /// named roots of the root directory instead ([`PmPool::named_root`]).
     pub fn root(&self, slot: usize) -> u64 {
         if slot >= ROOT_SLOTS {
             return 0;
@@ -855,8 +923,10 @@ impl PmPool {
 
     /// Marks exactly `live` as allocated and every other chunk free (after recovery).
     ///
-    /// The allocator is volatile: after [`PmPool::open`] every chunk is free until the owner calls
-    /// this with every chunk its recovered, published structures reference. A chunk that was
+    /// The allocator is volatile: after [`PmPool::open`] every chunk is free until this is
+    /// called, ONCE, with every chunk the pool's recovered, published structures reference: the
+    /// union over every owner of chunks in the pool (the engine's open protocol gathers it), so
+    /// that no structure's chunks are handed out again. A chunk that was
     /// allocated but not yet published when the process stopped is therefore free again:
     /// nothing leaks across a crash. Offsets that are not chunk-aligned, out of range, the
     /// header chunk (0) or listed twice are `InvalidArgument` (allocator unchanged).

@@ -1300,3 +1300,199 @@ fn a_reopened_pool_zeroes_chunks_it_cannot_know_are_zero() {
         "a dirty chunk of a crash image is zeroed"
     );
 }
+
+// ---------------------------------------------------------------- root directory
+
+/// A new pool's root directory is empty and unbound; named roots and the identity survive a
+/// reopen of a file pool in every mode and of a crash image; the directory is not writable
+/// through the byte API.
+#[test]
+fn named_roots_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in [DurabilityMode::Emulated, DurabilityMode::Msync] {
+        let path = dir.path().join("roots.pm");
+        let opts = small_opts(mode);
+        {
+            let p = PmPool::create(&path, &opts).unwrap();
+            assert_eq!(p.root_table().unwrap(), RootTable::default());
+            assert_eq!(p.named_root("pmfs").unwrap(), None);
+            p.update_root_table(|t| t.identity = Some(77)).unwrap();
+            p.set_named_root("pmfs", 16 * KB).unwrap();
+            p.set_named_root("tree", 32 * KB).unwrap();
+            p.set_named_root("pmfs", 48 * KB).unwrap();
+            let msynced = p.stats().bytes_msynced;
+            if mode == DurabilityMode::Msync {
+                assert!(msynced >= 3 * (ROOT_COPY_BYTES + 8), "{msynced}");
+            }
+            // An update that changes nothing writes nothing.
+            let fences = p.fence_count();
+            p.set_named_root("tree", 32 * KB).unwrap();
+            assert_eq!(p.fence_count(), fences);
+            for (at, len) in [(ROOT_DIRECTORY_OFFSET, 1), (ROOT_SELECTOR_OFFSET, 8)] {
+                assert!(is_invalid(p.write(at, &vec![0u8; len])));
+                assert!(is_invalid(p.write_nt(at, &vec![0u8; len])));
+            }
+            assert!(is_invalid(p.store_u64_persist(ROOT_SELECTOR_OFFSET, 0)));
+            assert!(is_invalid(p.set_named_root("no spaces", 1)));
+            assert!(is_invalid(
+                p.set_named_root(&"n".repeat(ROOT_NAME_MAX + 1), 1)
+            ));
+        }
+        let p = PmPool::open(&path, &opts).unwrap();
+        let t = p.root_table().unwrap();
+        assert_eq!(t.identity, Some(77));
+        let roots: Vec<_> = t.roots.into_iter().collect();
+        assert_eq!(
+            roots,
+            vec![("pmfs".to_string(), 48 * KB), ("tree".to_string(), 32 * KB)]
+        );
+    }
+    let p = sim(true);
+    p.set_named_root("a", 1).unwrap();
+    let q = PmPool::open_crash_image(
+        p.crash_image(CrashImage::Strict).unwrap(),
+        &small_opts(DurabilityMode::Emulated),
+    )
+    .unwrap();
+    assert_eq!(q.named_root("a").unwrap(), Some(1));
+    // The capacity is enforced and a refused update changes nothing.
+    let err = p.update_root_table(|t| {
+        for i in 0..ROOT_CAPACITY {
+            t.roots.insert(format!("r{i}"), i as u64);
+        }
+    });
+    assert!(matches!(err, Err(PmError::NoSpace(_))), "{err:?}");
+    assert_eq!(p.root_table().unwrap().roots.len(), 1);
+}
+
+/// Damage in the root directory of a pool is corruption naming the directory when the table
+/// is first read (not when the pool opens: the pool itself is sound).
+#[test]
+fn a_damaged_root_directory_is_corruption_naming_it() {
+    let p = sim(false);
+    p.update_root_table(|t| {
+        t.identity = Some(5);
+        t.roots.insert("pmfs".into(), 16 * KB);
+    })
+    .unwrap();
+    let img = p.crash_image(CrashImage::Strict).unwrap();
+    let current = ROOT_COPY_OFFSETS[1]; // generation 1
+    for at in [
+        ROOT_DIRECTORY_OFFSET + 3,
+        ROOT_SELECTOR_OFFSET,
+        current + 5,
+        current + 17,
+        current + 32,
+        current + 32 + 24,
+    ] {
+        let mut bad = img.clone();
+        bad[at as usize] ^= 0x10;
+        let q = PmPool::open_crash_image(bad, &small_opts(DurabilityMode::Emulated)).unwrap();
+        let msg = corruption_reason(q.root_table());
+        assert!(msg.contains("root directory at offset 192"), "{msg}");
+        corruption_reason(q.named_root("pmfs"));
+    }
+}
+
+/// Every root-directory update is failure-atomic: at every fence of a run of updates (with
+/// that fence's persist in flight), the strict, all-pending, word-torn and line-torn images
+/// each hold the table before or after the update in flight, never a mix or damage.
+#[test]
+fn root_directory_updates_are_failure_atomic_at_every_fence() {
+    type Change = fn(&mut RootTable);
+    let changes: [Change; 7] = [
+        |t| t.identity = Some(0xaaaa_bbbb_cccc_dddd_eeee_ffff_0000_1111),
+        |t| {
+            t.roots.insert("pmfs".into(), 16 * KB);
+        },
+        |t| {
+            t.roots.insert("btree".into(), 32 * KB);
+        },
+        |t| {
+            t.roots.insert("pmfs".into(), 64 * KB);
+        },
+        |t| {
+            t.roots.remove("btree");
+        },
+        |t| {
+            for i in 0..ROOT_CAPACITY - 1 {
+                t.roots.insert(format!("owner-{i:02}"), i as u64 * 8);
+            }
+        },
+        |t| {
+            t.identity = Some(3);
+            t.roots.clear();
+        },
+    ];
+    let p = sim(true);
+    let expected = Arc::new(Mutex::new((RootTable::default(), RootTable::default())));
+    let checked = Arc::new(AtomicU64::new(0));
+    {
+        let (expected, checked) = (Arc::clone(&expected), Arc::clone(&checked));
+        let weak = Arc::downgrade(&p);
+        p.set_fence_hook(Some(Box::new(move |fence| {
+            let Some(p) = weak.upgrade() else { return };
+            let (before, after) = expected.lock().unwrap().clone();
+            // The hook may read its own pool's table during an update: the old one.
+            assert_eq!(p.root_table().unwrap(), before, "fence {fence}");
+            let kinds = [CrashImage::Strict, CrashImage::AllPending]
+                .into_iter()
+                .chain((0..16).map(|s| CrashImage::Torn(fence * 100 + s)))
+                .chain((0..8).map(|s| CrashImage::TornLines(fence * 100 + s)));
+            for kind in kinds {
+                let img = p.crash_image(kind).unwrap();
+                let q =
+                    PmPool::open_crash_image(img, &small_opts(DurabilityMode::Emulated)).unwrap();
+                let t = q
+                    .root_table()
+                    .unwrap_or_else(|e| panic!("fence {fence} {kind:?}: {e}"));
+                assert!(
+                    t == before || t == after,
+                    "fence {fence} {kind:?}: {t:?} is neither {before:?} nor {after:?}"
+                );
+                checked.fetch_add(1, Ordering::Relaxed);
+            }
+        })));
+    }
+    for change in changes {
+        let before = p.root_table().unwrap();
+        let mut after = before.clone();
+        change(&mut after);
+        *expected.lock().unwrap() = (before, after.clone());
+        p.update_root_table(change).unwrap();
+        let strict = PmPool::open_crash_image(
+            p.crash_image(CrashImage::Strict).unwrap(),
+            &small_opts(DurabilityMode::Emulated),
+        )
+        .unwrap();
+        assert_eq!(
+            strict.root_table().unwrap(),
+            after,
+            "durable when it returns"
+        );
+        assert_eq!(p.root_table().unwrap(), after);
+    }
+    p.set_fence_hook(None);
+    // Two fences per update, 26 images each.
+    assert_eq!(checked.load(Ordering::Relaxed), 7 * 2 * 26);
+}
+
+/// A file written by an older TierKV (pool format version 1) is refused by name.
+#[test]
+fn a_pool_of_format_version_1_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.pm");
+    let opts = small_opts(DurabilityMode::Emulated);
+    drop(PmPool::create(&path, &opts).unwrap());
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let crc = crc32c::crc32c(&bytes[..32]);
+    bytes[32..36].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    match PmPool::open(&path, &opts) {
+        Err(PmError::InvalidArgument(m)) => {
+            assert!(m.contains("format version 1") && m.contains("v1.pm"), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -218,7 +218,10 @@ fn damage_in_every_record_of_a_pm_wal() {
     // The WAL is the only live file: its data starts 64 bytes into its first chunk, and each
     // record is a 7-byte header plus a 12-byte batch header plus the put.
     let word = |at: usize| u64::from_le_bytes(image[at..at + 8].try_into().unwrap()) as usize;
-    let dir = word(64 + 8 * tierkv::fs::PMFS_ROOT_SLOT);
+    let dir = pool
+        .named_root(tierkv::fs::PMFS_ROOT_NAME)
+        .unwrap()
+        .expect("a file system") as usize;
     let entry = (0..1023)
         .map(|i| dir + 64 + i * 128)
         .find(|&e| word(e) != 0)

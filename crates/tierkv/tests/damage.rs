@@ -1,23 +1,26 @@
-//! Randomized damage to what an open trusts first: the manifest, `CURRENT` and the PM pool's
-//! directory. Hundreds of damaged copies of closed databases (`leveled` on an in-memory SSD,
-//! `leveled-pm` with a crash-simulation pool) are opened; each open must either return exactly
-//! the acknowledged data or fail with a corruption error (or, for a manifest of another
-//! database next to this database's pool, with the error saying the pool belongs to another
-//! database). Never success with less, more or other data, never a panic, never a new
-//! database in place of the damaged one.
+//! Randomized damage to what an open trusts first: the manifest, `CURRENT`, the PM pool's root
+//! directory and its file directory. Hundreds of damaged copies of closed databases (`leveled`
+//! on an in-memory SSD, `leveled-pm` with a crash-simulation pool) are opened; each open must
+//! either return exactly the acknowledged data or fail with a corruption error (or, for a
+//! manifest of another database next to this database's pool, with the error saying the pool
+//! belongs to another database). Never success with less, more or other data, never a panic,
+//! never a new database in place of the damaged one.
 //!
 //! The damage: manifests truncated anywhere, bit-flipped anywhere, replaced by an older
 //! manifest of the same database or by another database's; `CURRENT` removed, truncated,
 //! bit-flipped or pointed at an older manifest; PM directory entries bit-flipped, truncated
-//! (their tail zeroed) or swapped with each other, and the directory header bit-flipped.
+//! (their tail zeroed) or swapped with each other, the directory header bit-flipped; the pool's
+//! root directory (its header, selector, identity and named roots) bit-flipped.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use tierkv::fs::{CrashMode, FileSystem, MemFs, PMFS_ROOT_SLOT};
-use tierkv::pm::{CrashImage, PmPool, PoolOptions};
+use tierkv::fs::{CrashMode, FileSystem, MemFs, PMFS_ROOT_NAME};
+use tierkv::pm::{
+    CrashImage, PmPool, PoolOptions, ROOT_COPY_OFFSETS, ROOT_DIRECTORY_OFFSET, ROOT_SELECTOR_OFFSET,
+};
 use tierkv::{Db, Design, Error, Options, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -135,7 +138,7 @@ fn damage(db: &Closed, other: &Closed, rng: &mut SmallRng) -> Damaged {
     let (name, manifest) = current_manifest(&ssd);
     let manifest_path = Path::new(DB).join(&name);
     let current = Path::new(DB).join("CURRENT");
-    let kinds = if pool.is_some() { 12 } else { 9 };
+    let kinds = if pool.is_some() { 13 } else { 9 };
     let what = match rng.gen_range(0..kinds) {
         0 => {
             // Half of the cuts fall in the last record (the one a crash can tear).
@@ -190,11 +193,16 @@ fn damage(db: &Closed, other: &Closed, rng: &mut SmallRng) -> Damaged {
     Damaged { what, ssd, pool }
 }
 
-/// Offsets of the live entries of the pool's file directory, and the directory's offset.
+fn word(image: &[u8], at: u64) -> u64 {
+    u64::from_le_bytes(image[at as usize..at as usize + 8].try_into().unwrap())
+}
+
+/// Offsets of the live entries of the pool's file directory, and the directory's offset (found
+/// through the named root "pmfs" of the pool's root directory).
 fn live_entries(image: &[u8]) -> (u64, Vec<u64>) {
-    let word =
-        |at: u64| u64::from_le_bytes(image[at as usize..at as usize + 8].try_into().unwrap());
-    let root = word(64 + 8 * PMFS_ROOT_SLOT as u64);
+    let pool = PmPool::open_crash_image(image.to_vec(), &pool_options()).unwrap();
+    let root = pool.named_root(PMFS_ROOT_NAME).unwrap().unwrap();
+    let word = |at: u64| word(image, at);
     let entries = (CHUNK - 64) / 128;
     let live = (0..entries)
         .map(|i| root + 64 + i * 128)
@@ -224,9 +232,27 @@ fn damage_pool(image: &mut [u8], kind: usize, rng: &mut SmallRng) -> String {
             image[entry + from..entry + 128].fill(0);
             format!("pool entry at {entry} truncated at byte {from}")
         }
-        _ => {
-            let bit = flip_bit(&mut image[root as usize..root as usize + 36], rng);
+        11 => {
+            let bit = flip_bit(&mut image[root as usize..root as usize + 20], rng);
             format!("pool directory header bit {bit} flipped")
+        }
+        _ => {
+            // The root directory: its header's checked bytes, the selector, or the current
+            // copy's header (checksum, generation, flags, count, identity) and named roots.
+            let copy = ROOT_COPY_OFFSETS[(word(image, ROOT_SELECTOR_OFFSET) & 1) as usize];
+            let roots = u32::from_le_bytes(
+                image[copy as usize + 12..copy as usize + 16]
+                    .try_into()
+                    .unwrap(),
+            ) as u64;
+            let (what, at, len) = match rng.gen_range(0..4) {
+                0 => ("header", ROOT_DIRECTORY_OFFSET, 20),
+                1 => ("selector", ROOT_SELECTOR_OFFSET, 8),
+                2 => ("copy header", copy, 32),
+                _ => ("named roots", copy + 32, 32 * roots),
+            };
+            let bit = flip_bit(&mut image[at as usize..(at + len) as usize], rng);
+            format!("pool root directory {what} at {at}: bit {bit} flipped")
         }
     }
 }

@@ -197,10 +197,13 @@ fn crash_images_of_a_full_pool_reopen() {
             pool.set_fence_hook(Some(Box::new(move |fence| {
                 let Some(pool) = weak.upgrade() else { return };
                 if fence == target {
+                    // Read before the image: the fence may be a flush thread's, and a write
+                    // acknowledged after the image was taken need not be in it.
+                    let acked = acked.load(Ordering::SeqCst);
                     ssd.freeze_after(0);
                     let img = pool.crash_image(CrashImage::Strict).unwrap();
                     let free = pool.free_chunks();
-                    *image.lock() = Some((img, acked.load(Ordering::SeqCst), free));
+                    *image.lock() = Some((img, acked, free));
                 }
             })));
         }
@@ -334,7 +337,10 @@ fn a_damaged_pool_directory_entry_is_corruption() {
         }
     }
     let image = pool.crash_image(tierkv::pm::CrashImage::Strict).unwrap();
-    let dir_chunk = pool.root(tierkv::fs::PMFS_ROOT_SLOT);
+    let dir_chunk = pool
+        .named_root(tierkv::fs::PMFS_ROOT_NAME)
+        .unwrap()
+        .expect("a file system");
     let entries = (64 << 10) / 128 - 1;
     let mut damaged = 0;
     for e in 0..entries {

@@ -316,7 +316,7 @@ pub(crate) fn open_pm(
             (pool, path.display().to_string(), pool_lock)
         }
     };
-    let pmfs = PmFs::open(Arc::clone(&pool), location.clone(), how)?;
+    let pmfs = crate::fs::open_pm_structures(&pool, &location, how)?.pmfs;
     if creating && !pmfs.file_names().is_empty() {
         return Err(Error::InvalidArgument(format!(
             "{location} holds files of another database; remove it or choose another pm path"

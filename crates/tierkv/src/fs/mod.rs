@@ -20,13 +20,17 @@ mod direct;
 #[cfg(any(test, feature = "test-util"))]
 mod mem;
 mod pm;
+mod pm_open;
 mod posix;
 mod ssd_model;
 
 pub use direct::DIRECT_IO_ALIGN;
 #[cfg(any(test, feature = "test-util"))]
 pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
-pub use pm::{PmFs, PmFsOpen, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_SLOT};
+pub use pm::{PmFs, PmFsOwner, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_NAME};
+pub use pm_open::{
+    open_pm_owners, open_pm_structures, PmFsOpen, PmOpenReport, PmOwner, PmStructures,
+};
 pub use posix::PosixFs;
 pub(crate) use ssd_model::with_ssd_model;
 pub use ssd_model::{

@@ -3,12 +3,12 @@
 //! The engine reaches PM through the same [`FileSystem`] seam as SSD, so the record log, the
 //! table builder and the table reader run unchanged on either tier. Files are made of pool
 //! chunks (`PmPool::chunk_size`, 4 MiB by default, at least 64 KiB) chained by a next pointer; a
-//! directory chunk (pool root slot [`PMFS_ROOT_SLOT`]) holds the identity of the database that
-//! owns the pool and one 128-byte entry per file. Layout (little-endian, format `TKVPMFS2`):
+//! directory chunk, found through the pool's named root [`PMFS_ROOT_NAME`] ("pmfs"), holds one
+//! 128-byte entry per file. Layout (little-endian, format `TKVPMFS3`):
 //!
 //! ```text
-//! directory chunk: magic u64 "TKVPMFS2" | entry_count u64 | database identity 16 B |
-//!                  crc32c(bytes 0..32) u32 | 28 reserved | entries...
+//! directory chunk: magic u64 "TKVPMFS3" | entry_count u64 | crc32c(bytes 0..16) u32 |
+//!                  44 reserved | entries...
 //! entry (128 B):   state u64 | size word u64 | first_chunk u64 | name_len u32 | flags u32 |
 //!                  name (<= 80 B) | zero padding
 //!   state:         0 = free; live = "LIVE" (0x4556494c) in the low 32 bits and, in the high
@@ -27,8 +27,12 @@
 //! entry.
 //!
 //! Persist points and the invariant at each (every store below is followed by flush + fence):
-//! * create: chunk header persisted -> entry fields persisted -> `state = live` (8-byte atomic
-//!   publish). Before the publish the entry is free and its chunk unreferenced.
+//! * format (creation of the file system, by the pool's open protocol, after the allocator was
+//!   rebuilt): the directory chunk's header is persisted, then its offset is published as the
+//!   named root "pmfs" (one failure-atomic root-directory update). Before that publish the
+//!   chunk is referenced by nothing (free at the next open) and the pool has no file system.
+//! * file create: chunk header persisted -> entry fields persisted -> `state = live` (8-byte
+//!   atomic publish). Before the publish the entry is free and its chunk unreferenced.
 //! * append: a new chunk's header is persisted and the chunk linked (8-byte atomic `next`,
 //!   persisted) before any data lands in it; the chunks of a log (`create_log`) are first zeroed
 //!   with non-temporal stores, durable with the header. [`WritableFile::reserve`] links chunks
@@ -46,14 +50,17 @@
 //! * remove: `state = 0` persisted, then the chunks return to the allocator once no reader
 //!   holds the file (like an unlinked POSIX file).
 //!
-//! The allocator is volatile: on open, every chunk reachable from a live entry (and the
-//! directory chunk) is marked allocated and everything else is free, so a crash never leaks a
-//! chunk that was allocated but not yet published.
+//! **Ownership.** `PmFs` is one owner of the pool's chunks ([`PmFsOwner`], a
+//! [`super::PmOwner`]): at open it reports the directory chunk and every chunk reachable from a
+//! live entry, and the open protocol ([`super::open_pm_owners`]) rebuilds the volatile
+//! allocator once from the chunks of every owner of the pool; so a crash never leaks a chunk
+//! that was allocated but not yet published, and the chunks of the pool's other structures are
+//! never handed out to files.
 //!
-//! **Identity.** A pool belongs to one database: the directory records the database's identity
-//! (also kept in its manifest) when the file system is created, and every open names the
-//! identity it expects ([`PmFsOpen`]). A pool of another database is refused before any of its
-//! files is read or written.
+//! **Identity.** A pool belongs to one database: the pool's root directory records the
+//! database's identity (also kept in its manifest), and every open names the identity it
+//! expects ([`PmFsOpen`]). A pool of another database is refused before any of its files is
+//! read or written (see [`super::open_pm_owners`]).
 //!
 //! **Space.** Chunks are taken in three classes ([`PmSpacePolicy`]): a table may only take a
 //! chunk while the free chunks after it still cover the spare chunk plus what the logs may yet
@@ -69,6 +76,7 @@
 //! Thread-safety: the directory is under a mutex, chunk allocation under another; a file has one
 //! writer; readers copy out of the pool through bounds-checked reads.
 
+use super::pm_open::{open_pm_structures, PmFsOpen, PmOwner};
 use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 use crate::{Error, Result};
 use parking_lot::{Mutex, RwLock};
@@ -78,14 +86,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tierkv_pm::PmPool;
 
-/// The pool root slot that holds the directory chunk's offset.
-pub const PMFS_ROOT_SLOT: usize = 0;
-const DIR_MAGIC: u64 = u64::from_le_bytes(*b"TKVPMFS2");
-/// The directory magic of the first format, which had no identity and unchecked size fields.
-const DIR_MAGIC_V1: u64 = u64::from_le_bytes(*b"TKVPMFS1");
+/// The named root (in the pool's root directory) that holds the directory chunk's offset.
+pub const PMFS_ROOT_NAME: &str = "pmfs";
+const DIR_MAGIC: u64 = u64::from_le_bytes(*b"TKVPMFS3");
+/// The directory magics of older formats: the first had no identity and unchecked size fields,
+/// the second kept the identity in the directory and was found through raw root slot 0.
+const DIR_MAGIC_OLD: [(u64, &str); 2] = [
+    (u64::from_le_bytes(*b"TKVPMFS1"), "TKVPMFS1"),
+    (u64::from_le_bytes(*b"TKVPMFS2"), "TKVPMFS2"),
+];
 const CHUNK_MAGIC: u64 = u64::from_le_bytes(*b"TKVCHUNK");
 const DIR_HEADER_BYTES: u64 = 64;
-const DIR_CRC_OFFSET: usize = 32;
+const DIR_CRC_OFFSET: usize = 16;
 const ENTRY_BYTES: u64 = 128;
 const ENTRY_NAME_OFFSET: usize = 32;
 const CHUNK_HEADER_BYTES: u64 = 64;
@@ -144,17 +156,6 @@ fn live_state(entry: u64, first_chunk: u64, flags: u32, name: &[u8]) -> u64 {
     b.extend_from_slice(&flags.to_le_bytes());
     b.extend_from_slice(name);
     u64::from(crate::util::crc::crc32c(&b)) << 32 | LIVE_TAG
-}
-
-/// How [`PmFs::open`] treats the pool, with the identity of the database opening it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PmFsOpen {
-    /// A database being created: a pool without a file system gets one bound to this identity;
-    /// a file system bound to another database is taken over only if it holds no file (a
-    /// creation that crashed before its manifest existed); otherwise the open is refused.
-    Create(u128),
-    /// An existing database: the pool must hold a file system bound to this identity.
-    Existing(u128),
 }
 
 /// How chunks are shared between logs and tables (see the module docs). Both counts are in
@@ -274,10 +275,15 @@ struct FoundFile {
 
 impl PmFs {
     /// Opens the file system in `pool` for the database whose identity `how` names (see
-    /// [`PmFsOpen`]), and rebuilds the pool's allocator from the chunks of its files.
-    /// `location` names the pool in errors.
+    /// [`PmFsOpen`]): runs the pool's open protocol with every structure the engine keeps in a
+    /// pool ([`super::open_pm_structures`]), which rebuilds the pool's allocator, and returns
+    /// the file system. `location` names the pool in errors.
     pub fn open(pool: Arc<PmPool>, location: impl Into<String>, how: PmFsOpen) -> Result<PmFs> {
-        let location = location.into();
+        Ok(open_pm_structures(&pool, &location.into(), how)?.pmfs)
+    }
+
+    /// A file system not opened yet (no directory), for [`PmFsOwner`].
+    fn unopened(pool: Arc<PmPool>, location: String, identity: u128) -> Result<PmFs> {
         let chunk = pool.chunk_size();
         if chunk < PMFS_MIN_CHUNK_BYTES {
             return Err(Error::InvalidArgument(format!(
@@ -285,13 +291,10 @@ impl PmFs {
                  {PMFS_MIN_CHUNK_BYTES} bytes"
             )));
         }
-        let identity = match how {
-            PmFsOpen::Create(id) | PmFsOpen::Existing(id) => id,
-        };
-        let fs = PmFs {
+        Ok(PmFs {
             data_per_chunk: chunk - CHUNK_HEADER_BYTES,
-            pool: Arc::clone(&pool),
-            location: location.clone(),
+            pool,
+            location,
             identity,
             dir: Arc::new(Mutex::new(Directory {
                 files: HashMap::new(),
@@ -301,76 +304,48 @@ impl PmFs {
                 policy: PmSpacePolicy::default(),
                 log_chunks: Arc::new(AtomicU64::new(0)),
             })),
-        };
-        let root = pool.root(PMFS_ROOT_SLOT);
-        if root == 0 {
-            return match how {
-                PmFsOpen::Create(_) => fs.format(),
-                PmFsOpen::Existing(_) => Err(Error::corruption(
-                    location,
-                    "the PM pool holds no TierKV file system (this database's pool was \
-                     replaced or never written)",
-                )),
-            };
-        }
-        let found_identity = fs.check_directory_header(root)?;
-        if found_identity != identity {
-            let files = fs.scan_entries(root)?;
-            if matches!(how, PmFsOpen::Create(_)) && files.is_empty() {
-                // A database creation that stopped before its manifest existed: nothing in the
-                // pool belongs to anyone. Start over.
-                pool.set_root(PMFS_ROOT_SLOT, 0)?;
-                return fs.format();
-            }
-            return Err(Error::InvalidArgument(format!(
-                "{location} belongs to another database (pool identity {found_identity:032x}, \
-                 this database's identity {identity:032x}{}); give the pool this database was \
-                 created with",
-                if files.is_empty() {
-                    String::new()
-                } else {
-                    format!(", the pool holds {} files of it", files.len())
-                }
-            )));
-        }
-        let files = fs.scan_entries(root)?;
-        fs.install(root, files)?;
-        Ok(fs)
+        })
     }
 
-    /// Writes an empty directory bound to this file system's identity and publishes it.
-    fn format(self) -> Result<PmFs> {
+    /// Writes an empty directory in a new chunk and persists it; returns its offset (to be
+    /// published as the named root). Called after the allocator was rebuilt.
+    fn format(&self) -> Result<u64> {
         let pool = &self.pool;
         let chunk = pool.chunk_size();
-        pool.rebuild_allocator(&[])?;
         let dir = pool.allocate_zeroed_chunk(0)?;
         pool.fence();
         let entries = (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES;
         let mut header = [0u8; DIR_CRC_OFFSET + 4];
         header[0..8].copy_from_slice(&DIR_MAGIC.to_le_bytes());
         header[8..16].copy_from_slice(&entries.to_le_bytes());
-        header[16..32].copy_from_slice(&self.identity.to_le_bytes());
         let crc = crate::util::crc::crc32c(&header[..DIR_CRC_OFFSET]);
         header[DIR_CRC_OFFSET..].copy_from_slice(&crc.to_le_bytes());
-        pool.write(dir, &header)?;
-        pool.persist(dir, header.len() as u64)?;
-        pool.set_root(PMFS_ROOT_SLOT, dir)?;
-        self.dir.lock().free_entries = (0..entries)
+        let written = pool
+            .write(dir, &header)
+            .and_then(|()| pool.persist(dir, header.len() as u64));
+        if let Err(e) = written {
+            pool.free_chunk(dir);
+            return Err(e.into());
+        }
+        let mut d = self.dir.lock();
+        d.files.clear();
+        d.free_entries = (0..entries)
             .rev()
             .map(|i| self.entry_offset(dir, i))
             .collect();
-        Ok(self)
+        self.space.lock().log_chunks.store(0, Ordering::Release);
+        Ok(dir)
     }
 
     fn bad(&self, why: String) -> Error {
         Error::corruption(self.location.clone(), why)
     }
 
-    /// Validates the directory header at `root`; returns the identity it records.
-    fn check_directory_header(&self, root: u64) -> Result<u128> {
+    /// Validates the directory header at `root`.
+    fn check_directory_header(&self, root: u64) -> Result<()> {
         let pool = &self.pool;
         let chunk = pool.chunk_size();
-        if !root.is_multiple_of(chunk) || root >= pool.size() {
+        if !root.is_multiple_of(chunk) || root == 0 || root >= pool.size() {
             return Err(self.bad(format!("directory root {root} is not a chunk of the pool")));
         }
         let mut header = [0u8; DIR_CRC_OFFSET + 4];
@@ -378,17 +353,17 @@ impl PmFs {
         let word = |o: usize| u64::from_le_bytes(header[o..o + 8].try_into().expect("8 bytes"));
         match word(0) {
             DIR_MAGIC => {}
-            DIR_MAGIC_V1 => {
-                return Err(Error::InvalidArgument(format!(
-                    "{}: the pool holds a file system of an older TierKV format (TKVPMFS1); \
-                     this build reads TKVPMFS2",
-                    self.location
-                )))
-            }
             other => {
+                if let Some((_, name)) = DIR_MAGIC_OLD.iter().find(|m| m.0 == other) {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: the pool holds a file system of an older TierKV format ({name}); \
+                         this build reads TKVPMFS3",
+                        self.location
+                    )));
+                }
                 return Err(self.bad(format!(
                     "no PM directory magic at offset {root} (found {other:#018x})"
-                )))
+                )));
             }
         }
         let stored = u32::from_le_bytes(header[DIR_CRC_OFFSET..].try_into().expect("4 bytes"));
@@ -403,9 +378,7 @@ impl PmFs {
                 word(8)
             )));
         }
-        Ok(u128::from_le_bytes(
-            header[16..32].try_into().expect("16 bytes"),
-        ))
+        Ok(())
     }
 
     /// Reads and checks every live entry of the directory at `root` and its chunk chain.
@@ -497,8 +470,9 @@ impl PmFs {
         Ok(chunks)
     }
 
-    /// Takes the files found at open into the directory and rebuilds the allocator.
-    fn install(&self, root: u64, files: Vec<FoundFile>) -> Result<()> {
+    /// Takes the files found at open into the directory (no pool write); returns every chunk
+    /// the file system references: the directory and the files' chunks.
+    fn install(&self, root: u64, files: Vec<FoundFile>) -> Vec<u64> {
         let entries = (self.pool.chunk_size() - DIR_HEADER_BYTES) / ENTRY_BYTES;
         let mut live = vec![root];
         let mut dir = self.dir.lock();
@@ -526,9 +500,7 @@ impl PmFs {
                 }),
             );
         }
-        drop(dir);
-        self.pool.rebuild_allocator(&live)?;
-        Ok(())
+        live
     }
 
     fn entry_offset(&self, dir: u64, i: u64) -> u64 {
@@ -723,6 +695,74 @@ impl PmFs {
         dir.free_entries.push(f.entry);
         f.removed.store(true, Ordering::Release);
         Ok(())
+    }
+}
+
+/// [`PmFs`] as an owner of a pool's chunks, for the open protocol
+/// ([`super::open_pm_owners`]): its root is [`PMFS_ROOT_NAME`]; opening reads the directory and
+/// every file's chunk chain (no write), creating writes an empty directory. After the protocol,
+/// [`PmFsOwner::into_fs`] gives the file system.
+pub struct PmFsOwner {
+    fs: PmFs,
+    /// Files found by `open`.
+    files: usize,
+}
+
+impl PmFsOwner {
+    /// The file system of `pool` for the database `identity`, not opened yet. A chunk size
+    /// below [`PMFS_MIN_CHUNK_BYTES`] is `InvalidArgument`. `location` names the pool in
+    /// errors.
+    pub fn new(
+        pool: Arc<PmPool>,
+        location: impl Into<String>,
+        identity: u128,
+    ) -> Result<PmFsOwner> {
+        Ok(PmFsOwner {
+            fs: PmFs::unopened(pool, location.into(), identity)?,
+            files: 0,
+        })
+    }
+
+    /// The file system, once the protocol opened or created it.
+    pub fn into_fs(self) -> PmFs {
+        self.fs
+    }
+}
+
+impl PmOwner for PmFsOwner {
+    fn root_name(&self) -> &str {
+        PMFS_ROOT_NAME
+    }
+
+    fn open(&mut self, root: u64) -> Result<Vec<u64>> {
+        self.fs.check_directory_header(root)?;
+        let files = self.fs.scan_entries(root)?;
+        self.files = files.len();
+        Ok(self.fs.install(root, files))
+    }
+
+    fn holdings(&self) -> Option<String> {
+        match self.files {
+            0 => None,
+            1 => Some("1 file".to_string()),
+            n => Some(format!("{n} files")),
+        }
+    }
+
+    fn missing(&mut self, how: PmFsOpen) -> Result<()> {
+        match how {
+            PmFsOpen::Create(_) => Ok(()),
+            PmFsOpen::Existing(_) => Err(self.fs.bad(
+                "the PM pool holds no TierKV file system (this database's pool was replaced \
+                 or never written)"
+                    .to_string(),
+            )),
+        }
+    }
+
+    fn create(&mut self) -> Result<u64> {
+        self.files = 0;
+        self.fs.format()
     }
 }
 
@@ -1083,7 +1123,7 @@ mod tests {
             let mut w = fs.create(Path::new("/db/000007.sst")).unwrap();
             w.append(&vec![1u8; 100_000]).unwrap();
             w.sync().unwrap();
-            let dir = p.root(PMFS_ROOT_SLOT);
+            let dir = p.named_root(PMFS_ROOT_NAME).unwrap().unwrap();
             let entry = dir + DIR_HEADER_BYTES; // the first entry: the file above
             (p, entry)
         };
@@ -1183,21 +1223,31 @@ mod tests {
         assert_eq!(fs.identity(), ID + 1);
         drop(fs);
         assert!(PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Existing(ID)).is_err());
-        // A flipped bit in the directory header (the identity included) is corruption.
-        let root = p.root(PMFS_ROOT_SLOT);
-        let mut b = [0u8; 1];
-        p.read(root + 20, &mut b).unwrap();
-        p.write(root + 20, &[b[0] ^ 4]).unwrap();
-        let err = PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Existing(ID + 1))
-            .err()
-            .unwrap();
-        assert!(err.is_corruption(), "{err}");
-        // The first format is refused by name.
-        p.write(root, &DIR_MAGIC_V1.to_le_bytes()).unwrap();
-        let err = PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Existing(ID + 1))
-            .err()
-            .unwrap();
-        assert!(err.to_string().contains("TKVPMFS1"), "{err}");
+        // A flipped bit in the directory header is corruption (damage to the identity, in the
+        // pool's root directory, is tested in `pm_open.rs`).
+        let root = p.named_root(PMFS_ROOT_NAME).unwrap().unwrap();
+        let mut header = [0u8; 20];
+        p.read(root, &mut header).unwrap();
+        for at in [3u64, 9, 17] {
+            let mut b = header;
+            b[at as usize] ^= 4;
+            p.write(root, &b).unwrap();
+            let err = PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Existing(ID + 1))
+                .err()
+                .unwrap();
+            assert!(err.is_corruption(), "byte {at}: {err}");
+        }
+        // Older formats are refused by name.
+        for (magic, name) in DIR_MAGIC_OLD {
+            p.write(root, &magic.to_le_bytes()).unwrap();
+            let err = PmFs::open(Arc::clone(&p), "a.pool", PmFsOpen::Existing(ID + 1))
+                .err()
+                .unwrap();
+            assert!(
+                matches!(err, Error::InvalidArgument(_)) && err.to_string().contains(name),
+                "{err}"
+            );
+        }
     }
 
     /// Tables leave the spare chunk and the part of the log quota the logs do not hold free;
