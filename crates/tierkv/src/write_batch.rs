@@ -3,12 +3,16 @@
 //! The encoded form is also the WAL record payload (format in `docs/FORMATS.md`):
 //! `sequence: fixed64 | count: fixed32 | count x record`, where a record is
 //! `type: u8 (1 = put, 0 = delete) | key: varint32 length + bytes | [value: varint32 length + bytes]`.
+//! The top bit of `count` is set on a WAL record whose group was synced before it was
+//! acknowledged (recovery uses it to tell a power failure's torn log from damage).
 
 use crate::format::{SequenceNumber, ValueType};
 use crate::util::coding::{put_length_prefixed, Decoder};
 use crate::{Error, Result};
 
 const HEADER_LEN: usize = 12;
+/// The top bit of the count field: the record's group was synced before acknowledgement.
+const SYNCED_FLAG: u32 = 1 << 31;
 
 /// An ordered list of puts and deletes that the database applies atomically: after a crash,
 /// either all of them are present or none.
@@ -106,15 +110,25 @@ impl WriteBatch {
         self.user_bytes += other.user_bytes;
     }
 
-    /// Stamps the first sequence number and the count into the header; returns the encoding.
-    pub(crate) fn encode(&mut self, first_sequence: SequenceNumber) -> &[u8] {
+    /// Stamps the first sequence number, the count and whether the record is synced before it
+    /// is acknowledged into the header; returns the encoding.
+    pub(crate) fn encode(&mut self, first_sequence: SequenceNumber, synced: bool) -> &[u8] {
+        debug_assert!(self.count < SYNCED_FLAG, "validated");
+        let count = self.count | if synced { SYNCED_FLAG } else { 0 };
         self.rep[..8].copy_from_slice(&first_sequence.to_le_bytes());
-        self.rep[8..HEADER_LEN].copy_from_slice(&self.count.to_le_bytes());
+        self.rep[8..HEADER_LEN].copy_from_slice(&count.to_le_bytes());
         &self.rep
     }
 
     /// Checks every key and value against the limits; `InvalidArgument` names the offender.
     pub(crate) fn validate(&self, max_key: usize, max_value: usize) -> Result<()> {
+        if self.count >= SYNCED_FLAG {
+            return Err(Error::InvalidArgument(format!(
+                "a batch of {} operations; at most {} are allowed",
+                self.count,
+                SYNCED_FLAG - 1
+            )));
+        }
         for op in self.iter_ops() {
             let (key, value) = match op? {
                 BatchOp::Put(k, v) => (k, v),
@@ -150,21 +164,25 @@ impl WriteBatch {
 pub(crate) struct DecodedBatch<'a> {
     pub first_sequence: SequenceNumber,
     pub count: u32,
+    /// The record's group was synced before it was acknowledged.
+    pub synced: bool,
     pub ops: BatchOps<'a>,
 }
 
 /// Decodes an encoded batch (a WAL record); `location` names the log file in errors.
 pub(crate) fn decode_batch<'a>(rep: &'a [u8], location: &'static str) -> Result<DecodedBatch<'a>> {
     let mut d = Decoder::new(rep);
-    let (Some(first_sequence), Some(count)) = (d.fixed64(), d.fixed32()) else {
+    let (Some(first_sequence), Some(raw)) = (d.fixed64(), d.fixed32()) else {
         return Err(Error::corruption(
             location,
             "write batch shorter than its header",
         ));
     };
+    let count = raw & !SYNCED_FLAG;
     Ok(DecodedBatch {
         first_sequence,
         count,
+        synced: raw & SYNCED_FLAG != 0,
         ops: BatchOps {
             d,
             left: count,
@@ -232,9 +250,12 @@ mod tests {
         b.put(b"", b"");
         assert_eq!(b.len(), 3);
         assert_eq!(b.user_bytes(), 6);
-        let enc = b.encode(42).to_vec();
+        let synced = b.encode(7, true).to_vec();
+        let d = decode_batch(&synced, "test").unwrap();
+        assert_eq!((d.first_sequence, d.count, d.synced), (7, 3, true));
+        let enc = b.encode(42, false).to_vec();
         let d = decode_batch(&enc, "test").unwrap();
-        assert_eq!((d.first_sequence, d.count), (42, 3));
+        assert_eq!((d.first_sequence, d.count, d.synced), (42, 3, false));
         let ops: Vec<_> = d.ops.map(|o| o.unwrap()).collect();
         assert_eq!(
             ops,

@@ -251,9 +251,10 @@ fn damage_in_every_record_of_a_pm_wal() {
     }
 }
 
-#[test]
-fn damaged_tail_of_an_older_wal_is_corruption() {
-    // A failing table create makes the first flush fail, so the rotated (synced) WAL stays.
+/// Writes keys until a flush fails (a failing table create keeps the rotated WALs), every
+/// `sync_every`-th write synced (0: none); returns the crash image, its WALs oldest first and the
+/// writes acknowledged.
+fn db_with_older_wals(sync_every: usize) -> (MemFs, Vec<PathBuf>, usize) {
     let fs = MemFs::new();
     let mut o = options(&fs);
     o.write_buffer_size = 4096;
@@ -264,7 +265,10 @@ fn damaged_tail_of_an_older_wal_is_corruption() {
     });
     let mut acked = 0;
     for i in 0..200 {
-        if db.put(&key(i), &value(i)).is_err() {
+        let mut b = WriteBatch::new();
+        b.put(&key(i), &value(i));
+        let sync = sync_every > 0 && i % sync_every == sync_every - 1;
+        if db.write(&WriteOptions { sync }, b).is_err() {
             break;
         }
         acked = i + 1;
@@ -280,6 +284,14 @@ fn damaged_tail_of_an_older_wal_is_corruption() {
         let db = Db::open(DB, options(&clean)).unwrap();
         assert_present(&db, 0..acked);
     }
+    (img, logs, acked)
+}
+
+/// A cut older WAL followed by a write acknowledged with `sync` cannot be a power failure's cut
+/// (a sync write syncs every closed WAL first): corruption naming the WAL.
+#[test]
+fn damaged_tail_of_an_older_wal_before_a_synced_write_is_corruption() {
+    let (img, logs, _) = db_with_older_wals(5);
     let older = &logs[0];
     let len = img.file_data(older).unwrap().len() as u64;
     img.truncate(older, len - 10);
@@ -287,6 +299,78 @@ fn damaged_tail_of_an_older_wal_is_corruption() {
     assert_corruption_in(&e, &file_name(older));
     let e = Db::check(DB, options(&img)).unwrap_err();
     assert_corruption_in(&e, &file_name(older));
+}
+
+/// A cut older WAL followed only by writes acknowledged without `sync` (closed WALs are synced
+/// in the background, so a power failure can cut one): point-in-time recovery opens with the
+/// state at the cut, a prefix of the writes, and ignores the later WALs.
+#[test]
+fn cut_older_wal_before_unsynced_writes_recovers_to_the_cut() {
+    let (img, logs, acked) = db_with_older_wals(0);
+    let older = &logs[0];
+    let len = img.file_data(older).unwrap().len() as u64;
+    img.truncate(older, len - 10);
+    let report = Db::check(DB, options(&img)).unwrap();
+    assert!(report.wal_torn_tail_bytes > 0, "{report:?}");
+    assert_eq!(report.wal_files_ignored, logs.len() - 1, "{report:?}");
+    assert_recovers_to_a_cut(&img, acked);
+}
+
+/// Opens `img` and checks it holds a proper prefix of the `acked` writes, nothing after it.
+fn assert_recovers_to_a_cut(img: &MemFs, acked: usize) {
+    let db = Db::open(DB, options(img)).unwrap();
+    let kept = (0..acked)
+        .take_while(|&i| db.get(&key(i)).unwrap().is_some())
+        .count();
+    assert!(kept > 0 && kept < acked, "{kept} of {acked} writes kept");
+    assert_present(&db, 0..kept);
+    for i in kept..acked {
+        assert_eq!(db.get(&key(i)).unwrap(), None, "key {i} after the cut");
+    }
+}
+
+/// The end offsets of the records of a log whose records each fit in one block.
+fn record_ends(data: &[u8]) -> Vec<u64> {
+    let mut ends = Vec::new();
+    let mut at = 0usize;
+    while at + 7 <= data.len() {
+        let len = u16::from_le_bytes([data[at + 4], data[at + 5]]) as usize;
+        if len == 0 && data[at + 6] == 0 {
+            break;
+        }
+        at += 7 + len;
+        ends.push(at as u64);
+    }
+    ends
+}
+
+/// A closed WAL cut exactly at a record boundary leaves no damaged bytes: the gap in the
+/// sequence numbers shows it. Followed only by unsynced writes, recovery stops at the cut;
+/// followed by a synced write, it is corruption.
+#[test]
+fn older_wal_cut_at_a_record_boundary() {
+    for (sync_every, expect_corruption) in [(0, false), (5, true)] {
+        // The newer WAL must hold records (writes that reached it before the failed flush
+        // stopped them): retry the setup until it does.
+        let (img, logs, acked) = (0..50)
+            .map(|_| db_with_older_wals(sync_every))
+            .find(|(img, logs, _)| !record_ends(&img.file_data(&logs[1]).unwrap()).is_empty())
+            .expect("a newer WAL with records within 50 tries");
+        let older = &logs[0];
+        let ends = record_ends(&img.file_data(older).unwrap());
+        assert!(ends.len() > 3, "{ends:?}");
+        img.truncate(older, ends[ends.len() - 3]);
+        if expect_corruption {
+            let e = Db::open(DB, options(&img)).err().expect("open must fail");
+            assert!(e.is_corruption(), "{e}");
+            assert!(Db::check(DB, options(&img)).unwrap_err().is_corruption());
+        } else {
+            let report = Db::check(DB, options(&img)).unwrap();
+            assert_eq!(report.wal_torn_tail_bytes, 0, "{report:?}");
+            assert_eq!(report.wal_files_ignored, logs.len() - 1, "{report:?}");
+            assert_recovers_to_a_cut(&img, acked);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

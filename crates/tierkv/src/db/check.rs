@@ -8,7 +8,7 @@ use crate::log::LogReader;
 use crate::options::Options;
 use crate::sst::BlockCache;
 use crate::stats::{Counters, IoPurpose};
-use crate::version::{log_file_name, parse_file_name, FileKind, VersionSet};
+use crate::version::{log_file_name, parse_file_name, FileKind, FileMetaData, VersionSet};
 use crate::write_batch::decode_batch;
 use crate::{Error, Result};
 use std::path::Path;
@@ -25,8 +25,13 @@ pub struct CheckReport {
     pub wal_files_checked: usize,
     /// WAL records decoded.
     pub wal_records_checked: u64,
-    /// Bytes of a torn WAL tail (an unacknowledged write that recovery will drop).
+    /// Bytes of a torn WAL tail (an unacknowledged write, or unsynced writes a power failure
+    /// cut, that recovery will drop).
     pub wal_torn_tail_bytes: u64,
+    /// WALs that recovery will ignore (from the point where records are missing: the WAL
+    /// with the gap in sequence numbers, and every WAL after a cut one), holding only writes
+    /// acknowledged without sync.
+    pub wal_files_ignored: usize,
 }
 
 pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
@@ -61,39 +66,56 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
     );
     let mut report = CheckReport::default();
     for (stage, _, f) in version.runs() {
-        {
-            let table = cache.get(f, crate::stats::Part::Stage(stage))?;
-            let entries = table.verify()?;
-            let location = table.path().display().to_string();
-            let bad = |why: String| Err(Error::corruption(location.clone(), why));
-            if entries != f.num_entries {
-                return bad(format!(
-                    "{entries} entries, the manifest recorded {}",
-                    f.num_entries
-                ));
-            }
-            let mut it = table.iter(IoPurpose::Recovery, false);
-            it.seek_to_first();
-            if it.valid() && compare_internal(it.key(), &f.smallest).is_ne() {
-                return bad("first key differs from the manifest's smallest key".into());
-            }
-            let mut last = Vec::new();
-            while it.valid() {
-                last.clear();
-                last.extend_from_slice(it.key());
-                it.next();
-            }
-            it.status()?;
-            if entries > 0 && compare_internal(&last, &f.largest).is_ne() {
-                return bad("last key differs from the manifest's largest key".into());
-            }
-            report.tables_checked += 1;
-            report.entries_checked += entries;
-        }
+        let entries = check_run(&cache, stage, f)?;
+        report.tables_checked += 1;
+        report.entries_checked += entries;
     }
+    check_logs(dir, &versions, options, pm.as_ref(), &mut report)?;
+    Ok(report)
+}
+
+/// Reads and verifies every block of run `f` of `stage` and checks it against the manifest
+/// (entry count, first and last keys); returns its entry count.
+fn check_run(cache: &TableCache, stage: usize, f: &FileMetaData) -> Result<u64> {
+    let table = cache.get(f, crate::stats::Part::Stage(stage))?;
+    let entries = table.verify()?;
+    let location = table.path().display().to_string();
+    let bad = |why: String| Err(Error::corruption(location.clone(), why));
+    if entries != f.num_entries {
+        return bad(format!(
+            "{entries} entries, the manifest recorded {}",
+            f.num_entries
+        ));
+    }
+    let mut it = table.iter(IoPurpose::Recovery, false);
+    it.seek_to_first();
+    if it.valid() && compare_internal(it.key(), &f.smallest).is_ne() {
+        return bad("first key differs from the manifest's smallest key".into());
+    }
+    let mut last = Vec::new();
+    while it.valid() {
+        last.clear();
+        last.extend_from_slice(it.key());
+        it.next();
+    }
+    it.status()?;
+    if entries > 0 && compare_internal(&last, &f.largest).is_ne() {
+        return bad("last key differs from the manifest's largest key".into());
+    }
+    Ok(entries)
+}
+
+/// Decodes every record of the live WALs (on every tier); only the newest may end in a torn
+/// tail.
+fn check_logs(
+    dir: &Path,
+    versions: &VersionSet,
+    options: &Options,
+    pm: Option<&super::inner::PmTier>,
+    report: &mut CheckReport,
+) -> Result<()> {
     let mut logs: Vec<(u64, Arc<dyn FileSystem>)> = Vec::new();
-    let tiers =
-        std::iter::once(Arc::clone(&options.fs)).chain(pm.iter().map(|p| Arc::clone(&p.fs)));
+    let tiers = std::iter::once(Arc::clone(&options.fs)).chain(pm.map(|p| Arc::clone(&p.fs)));
     for fs in tiers {
         for name in fs.list(dir)? {
             if let Some((FileKind::Log, n)) = parse_file_name(&name) {
@@ -104,13 +126,40 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         }
     }
     logs.sort_unstable_by_key(|(n, _)| *n);
+    // Point in time, as recovery (`front_ends/wal_recovery.rs`): a cut (damaged bytes, or a gap
+    // in the sequence numbers) is a power failure's unless a synced write follows it.
+    let synced_after = |from: usize| -> Result<Option<String>> {
+        for (n, fs) in &logs[from..] {
+            let later = log_file_name(dir, *n);
+            let shown = later.display().to_string();
+            if crate::front_ends::holds_synced_record(fs.read_all(&later)?, &shown) {
+                return Ok(Some(shown));
+            }
+        }
+        Ok(None)
+    };
+    let mut next_seq: Option<u64> = None;
     for (i, (n, fs)) in logs.iter().enumerate() {
         let path = log_file_name(dir, *n);
         let location = path.display().to_string();
         let mut reader = LogReader::new(fs.read_all(&path)?, location.clone());
+        report.wal_files_checked += 1;
         while let Some(rec) = reader.next_record()? {
             let batch = decode_batch(&rec, "WAL record")
                 .map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
+            if next_seq.is_some_and(|e| e != batch.first_sequence) {
+                // The gap's own WAL is scanned whole: a synced record in it also proves damage.
+                if let Some(shown) = synced_after(i)? {
+                    return Err(Error::corruption(
+                        location,
+                        format!("writes are missing before a synced write in {shown}"),
+                    ));
+                }
+                // This WAL, from the gap on, and every later one.
+                report.wal_files_ignored = logs.len() - i;
+                return Ok(());
+            }
+            next_seq = Some(batch.first_sequence + u64::from(batch.count));
             for op in batch.ops {
                 op.map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
             }
@@ -118,15 +167,19 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         }
         let tail = reader.tail();
         if tail.dropped_bytes > 0 {
-            if i + 1 < logs.len() {
+            report.wal_torn_tail_bytes = tail.dropped_bytes;
+            if let Some(shown) = synced_after(i + 1)? {
                 return Err(Error::corruption(
                     location,
-                    "damaged tail in a WAL that a newer WAL follows",
+                    format!(
+                        "damaged tail in a WAL that a newer WAL follows, and {shown} holds a \
+                         write acknowledged with sync after it"
+                    ),
                 ));
             }
-            report.wal_torn_tail_bytes = tail.dropped_bytes;
+            report.wal_files_ignored = logs.len() - i - 1;
+            break;
         }
-        report.wal_files_checked += 1;
     }
-    Ok(report)
+    Ok(())
 }

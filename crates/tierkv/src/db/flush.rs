@@ -35,7 +35,13 @@ impl DbInner {
             let number = state.versions.new_file_number();
             state.pending_outputs.insert(number);
             drop(state);
-            let built = write_flush_run(self, &*source, number);
+            // Closed logs are synced off the write path, here; the log the flush edit will name
+            // as the oldest live one was created before this buffer was handed over, so its
+            // directory entry is durable before the manifest names it.
+            let built = self
+                .front
+                .sync_closed_logs(self)
+                .and_then(|()| write_flush_run(self, &*source, number));
             state = self.state.lock();
             state.pending_outputs.remove(&number);
             let result = built.and_then(|run| {

@@ -7,6 +7,7 @@ mod wal_memtable;
 mod wal_recovery;
 
 pub(crate) use wal_memtable::{WalMemtable, MAX_GROUP_BYTES};
+pub(crate) use wal_recovery::holds_synced_record;
 
 use crate::options::Options;
 use crate::pipeline::{FrontEnd, FrontEndKind};

@@ -8,6 +8,11 @@
 //! A failed WAL append or sync poisons the database: the memtable is not updated and every
 //! later write fails with [`Error::Poisoned`].
 //!
+//! A rotation does not sync the old WAL in the leader: closed WALs (and the new WAL's directory
+//! entry) are synced by the flush thread before it flushes, and by a sync write before it
+//! appends its record, so a synced record always follows fully durable WALs. A WAL retired by a
+//! flush needs no sync: its data is in the synced run.
+//!
 //! Locking: `queue` orders writers; the leader alone takes `wal`; `buffers` (the memtables) is
 //! a leaf lock taken under the database's state mutex or alone. Lock order: `wal` -> state ->
 //! `buffers`.
@@ -52,6 +57,20 @@ pub(crate) struct WalState {
     pub number: u64,
     /// The active memtable (the same `Arc` as `Buffers::mem`).
     pub mem: Arc<MemTable>,
+}
+
+/// Closed WALs not synced yet: a rotation hands its old WAL (and the directory entry of the new
+/// one) here instead of syncing them in the write leader; the flush thread syncs them in the
+/// background, and a sync write syncs them first itself.
+#[derive(Default)]
+struct ClosedLogs {
+    pending: Vec<LogWriter>,
+    /// A new WAL's directory entry is not synced yet.
+    dir_unsynced: bool,
+    /// Syncs running (their logs are no longer in `pending`).
+    in_flight: usize,
+    /// The first failed sync: the database is poisoned, and no later sync may report success.
+    failed: Option<String>,
 }
 
 /// The memtables readers see.
@@ -117,6 +136,8 @@ pub(crate) struct WalMemtable {
     queue_cv: Condvar,
     pub(super) wal: Mutex<WalState>,
     buffers: Mutex<Buffers>,
+    closed: Mutex<ClosedLogs>,
+    closed_cv: Condvar,
     /// The reserved memory of flushed memtables, reused by the next ones.
     pub(super) regions: Arc<RegionCache>,
 }
@@ -140,6 +161,8 @@ impl WalMemtable {
                 mem: placeholder,
                 imm: VecDeque::new(),
             }),
+            closed: Mutex::new(ClosedLogs::default()),
+            closed_cv: Condvar::new(),
             // One memtable's two regions (index and data): an active memtable and a kept flushed
             // one use no more memory than an active and an immutable one.
             regions: Arc::new(RegionCache::new(2)),
@@ -168,10 +191,18 @@ impl WalMemtable {
         }
         let mut wal = self.wal.lock();
         self.make_room_for_write(db, &mut wal, false, batch.encoded_len())?;
+        if sync {
+            // Everything acknowledged before a sync write must be durable when it is: the
+            // closed WALs first, before this record is appended (a synced record is then never
+            // found after a WAL torn by a power failure; see `wal_recovery`).
+            if let Err(e) = self.sync_closed(db) {
+                return Err(db.state.lock().poison("WAL sync failed", e));
+            }
+        }
         let first_seq = db.last_sequence.load(Acquire) + 1;
         let count = batch.len() as u64;
         let user_bytes = batch.user_bytes();
-        let record = batch.encode(first_seq);
+        let record = batch.encode(first_seq, sync);
         let appended = wal.writer.add_record(record).and_then(|n| {
             db.counters
                 .add_written(self.wal_tier, Part::FrontEnd, IoPurpose::Wal, n);
@@ -275,10 +306,10 @@ impl WalMemtable {
                 db.wait_for_background(&mut state, &mut stalled);
                 continue;
             }
-            // Rotate: sync the old WAL (so no later WAL can hold synced data while an earlier
-            // one lost unsynced data), start a new WAL, make the memtable immutable.
-            // The file I/O runs without the state lock (readers and background threads go on);
-            // the `wal` lock this leader holds keeps every other writer out.
+            // Rotate: start a new WAL, hand the old one to the background sync, make the
+            // memtable immutable. The file I/O runs without the state lock (readers and
+            // background threads go on); the `wal` lock this leader holds keeps every other
+            // writer out.
             let number = state.versions.new_file_number();
             drop(state);
             let rotated = self.rotate_wal(db, wal, number);
@@ -315,16 +346,58 @@ impl WalMemtable {
         db.bg_cv.notify_all();
     }
 
+    /// Starts WAL `number` for a new memtable. The old WAL and the new WAL's directory entry
+    /// are synced later, off the write path (RocksDB's closed-log sync): by the flush thread,
+    /// or first thing by a sync write.
     fn rotate_wal(&self, db: &DbInner, wal: &mut WalState, number: u64) -> Result<()> {
-        wal.writer.sync()?;
         let path = log_file_name(&db.dir, number);
-        let fs = db.fs_for(self.wal_tier);
-        let file = fs.create_log(&path)?;
-        fs.sync_dir(&db.dir)?;
-        wal.writer = LogWriter::new(file);
+        let file = db.fs_for(self.wal_tier).create_log(&path)?;
+        let old = std::mem::replace(&mut wal.writer, LogWriter::new(file));
+        {
+            let mut closed = self.closed.lock();
+            closed.pending.push(old);
+            closed.dir_unsynced = true;
+        }
         wal.number = number;
         wal.mem = self.new_memtable(number);
         Ok(())
+    }
+
+    /// Syncs the closed WALs and the directory entry of the newest one, and waits for syncs
+    /// other threads are running: when it returns Ok, everything written to WALs before the
+    /// active one is durable.
+    fn sync_closed(&self, db: &DbInner) -> Result<()> {
+        let (logs, dir) = {
+            let mut c = self.closed.lock();
+            c.in_flight += 1;
+            (
+                std::mem::take(&mut c.pending),
+                std::mem::take(&mut c.dir_unsynced),
+            )
+        };
+        let mut result = Ok(());
+        for mut log in logs {
+            result = result.and_then(|()| log.sync());
+        }
+        if dir {
+            result = result.and_then(|()| db.fs_for(self.wal_tier).sync_dir(&db.dir));
+        }
+        let mut c = self.closed.lock();
+        c.in_flight -= 1;
+        if let Err(e) = &result {
+            c.failed.get_or_insert_with(|| e.to_string());
+        }
+        self.closed_cv.notify_all();
+        while c.in_flight > 0 {
+            self.closed_cv.wait(&mut c);
+        }
+        match (result, &c.failed) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Some(first)) => Err(Error::Poisoned(format!(
+                "an earlier sync of a closed WAL failed: {first}"
+            ))),
+            (Ok(()), None) => Ok(()),
+        }
     }
 
     /// True if PM space for WALs will be freed without this writer doing anything: a memtable
@@ -448,6 +521,10 @@ impl FrontEnd for WalMemtable {
 
     fn kept_bytes(&self) -> u64 {
         self.regions.resident_bytes()
+    }
+
+    fn sync_closed_logs(&self, db: &DbInner) -> Result<()> {
+        self.sync_closed(db)
     }
 
     #[cfg(test)]

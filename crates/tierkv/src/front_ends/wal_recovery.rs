@@ -8,10 +8,16 @@
 //! covers a database with no WAL to replay). A recovery that fails before its manifest record
 //! deletes the runs it wrote.
 //!
-//! WAL damage: only the newest WAL may end in a torn tail (an append that never completed, so
-//! never acknowledged); it is dropped. Because the WAL is synced before each rotation, an older
-//! WAL with damage, or damage followed by valid records, is corruption and fails the open with
-//! an error naming the file.
+//! WAL damage, point-in-time: a torn tail (an append that never completed, or unsynced appends a
+//! power failure cut) ends the replay there. In the newest WAL that is the usual case. In an
+//! older WAL it can happen because closed WALs are synced in the background, not at rotation;
+//! the later WALs then hold only writes acknowledged without `sync` after the cut (a sync write
+//! syncs every closed WAL before it appends its record, and marks the record), so they are
+//! ignored, and the state recovered is the one at the cut. A cut that falls on a record
+//! boundary leaves no damaged bytes: it shows as a gap in the sequence numbers (writes are
+//! numbered consecutively) and is treated the same way. A marked (synced) record after the cut
+//! proves the cut is damage, not a power failure: corruption, naming the file. Damage followed
+//! by valid records in the same WAL is corruption too.
 
 use super::wal_memtable::{insert_ops, MemtableFlush, WalMemtable, WalState};
 use crate::db::{DbInner, Present, State};
@@ -120,7 +126,10 @@ fn replay(
 ) -> Result<()> {
     let mut max_seq = state.versions.last_sequence;
     let mut mem = front.new_memtable(0);
-    for (i, &(number, tier)) in logs.iter().enumerate() {
+    // The sequence the next record must start with: writes are numbered consecutively, so a
+    // gap means records were lost before it (a closed WAL cut at a record boundary).
+    let mut next_seq: Option<u64> = None;
+    'logs: for (i, &(number, tier)) in logs.iter().enumerate() {
         let path = log_file_name(&db.dir, number);
         let data = db.fs_for(tier).read_all(&path)?;
         db.counters
@@ -133,6 +142,28 @@ fn replay(
                 other => other,
             })?;
             let (first, count) = (batch.first_sequence, batch.count);
+            if let Some(expected) = next_seq.filter(|&e| e != first) {
+                // Point in time: stop at the gap, unless a synced write follows it.
+                let synced_after = batch.synced
+                    || rest_holds_synced_record(&mut reader)
+                    || first_synced_record(db, &logs[i + 1..])?.is_some();
+                if first < expected || synced_after {
+                    return Err(Error::corruption(
+                        location,
+                        format!(
+                            "the record of sequence {first} follows the one ending at {}:                              writes are missing{}",
+                            expected - 1,
+                            if synced_after {
+                                " before a write acknowledged with sync"
+                            } else {
+                                " or repeated"
+                            }
+                        ),
+                    ));
+                }
+                break 'logs;
+            }
+            next_seq = Some(first + u64::from(count));
             let n = insert_ops(&mem, batch.ops, first)
                 .map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
             // The decoder stops with an error at any count mismatch, so this is a pair assertion.
@@ -146,15 +177,59 @@ fn replay(
         }
         let tail = reader.tail();
         if tail.dropped_bytes > 0 && i + 1 < logs.len() {
-            return Err(Error::corruption(
-                format!("{location} at offset {}", tail.valid_end),
-                "damaged tail in a WAL that a newer WAL follows",
-            ));
+            if let Some(synced) = first_synced_record(db, &logs[i + 1..])? {
+                return Err(Error::corruption(
+                    format!("{location} at offset {}", tail.valid_end),
+                    format!(
+                        "damaged tail in a WAL that a newer WAL follows, and {synced} holds a \
+                         write acknowledged with sync after it: not a power failure's cut"
+                    ),
+                ));
+            }
+            // Point in time: the later WALs hold only unsynced writes after the cut.
+            break;
         }
     }
     flush_replayed(front, db, state, &mut mem, edit, written)?;
     state.versions.last_sequence = max_seq;
     Ok(())
+}
+
+/// True if a valid record after the reader's position was synced before it was acknowledged.
+fn rest_holds_synced_record(reader: &mut LogReader) -> bool {
+    while let Ok(Some(record)) = reader.next_record() {
+        if decode_batch(&record, "WAL record").is_ok_and(|b| b.synced) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The first of `logs` holding a record whose group was synced before it was acknowledged, if
+/// any.
+fn first_synced_record(db: &DbInner, logs: &[(u64, Tier)]) -> Result<Option<String>> {
+    for &(number, tier) in logs {
+        let path = log_file_name(&db.dir, number);
+        let data = db.fs_for(tier).read_all(&path)?;
+        db.counters
+            .add_read(tier, Part::FrontEnd, IoPurpose::Recovery, data.len() as u64);
+        if holds_synced_record(data, &path.display().to_string()) {
+            return Ok(Some(path.display().to_string()));
+        }
+    }
+    Ok(None)
+}
+
+/// True if the WAL `data` holds a valid record whose group was synced before it was
+/// acknowledged (damage ends the scan: what follows it cannot be trusted either way).
+pub(crate) fn holds_synced_record(data: Vec<u8>, location: &str) -> bool {
+    let mut reader = LogReader::new(data, location.to_string());
+    while let Ok(Some(record)) = reader.next_record() {
+        if decode_batch(&record, "WAL record").is_ok_and(|b| b.synced) {
+            return true;
+        }
+    }
+    false
 }
 
 fn flush_replayed(

@@ -124,6 +124,57 @@ pub fn open_pm_owners(
 ) -> Result<PmOpenReport> {
     let identity = how.identity();
     let names: Vec<String> = owners.iter().map(|o| o.root_name().to_string()).collect();
+    check_owner_names(&names)?;
+    // 1. The root directory and the identity, before any owner reads anything.
+    let table = pool.root_table()?;
+    let foreign = check_identity(&table, how, location, &names)?;
+    // 2. Owners open read-only and report their chunks.
+    let mut report = PmOpenReport::default();
+    let (mut claims, mut missing) =
+        collect_claims(pool, location, how, &table, owners, &names, &mut report)?;
+    // 3. Binding: a first binding, or the takeover of another database's empty pool.
+    if let Some(other) = foreign {
+        let held: Vec<String> = owners
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !missing.contains(i))
+            .filter_map(|(i, o)| o.holdings().map(|h| format!("{}: {h}", names[i])))
+            .collect();
+        if !held.is_empty() {
+            return Err(another_database(
+                location,
+                other,
+                identity,
+                &format!("; the pool holds its {}", held.join(", ")),
+            ));
+        }
+        pool.update_root_table(|t| {
+            t.identity = Some(identity);
+            t.roots.clear();
+        })?;
+        claims.clear();
+        missing = (0..owners.len()).collect();
+        for c in &mut report.chunks {
+            c.1 = 0;
+        }
+        report.took_over = true;
+    } else if table.identity.is_none() {
+        pool.update_root_table(|t| t.identity = Some(identity))?;
+    }
+    // 4. One rebuild, from every owner's chunks.
+    let mut live: Vec<u64> = claims.into_keys().collect();
+    live.sort_unstable();
+    pool.rebuild_allocator(&live)?;
+    // 5. Missing owners are created, then published.
+    for i in missing {
+        let root = owners[i].create()?;
+        pool.set_named_root(&names[i], root)?;
+        report.created.push(names[i].clone());
+    }
+    Ok(report)
+}
+
+fn check_owner_names(names: &[String]) -> Result<()> {
     for (i, name) in names.iter().enumerate() {
         tierkv_pm::check_root_name(name)?;
         if names[..i].contains(name) {
@@ -132,8 +183,26 @@ pub fn open_pm_owners(
             )));
         }
     }
-    // 1. The root directory and the identity, before any owner reads anything.
-    let table = pool.root_table()?;
+    Ok(())
+}
+
+fn another_database(location: &str, other: u128, identity: u128, holds: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "{location} belongs to another database (pool identity {other:032x}, this database's \
+         identity {identity:032x}{holds}); give the pool this database was created with"
+    ))
+}
+
+/// Step 1: the pool's identity against the database's. Returns the identity of another
+/// database whose pool a creating database may take over (if nothing in it is held), `None`
+/// when the pool is this database's or bound to none; refuses every other case.
+fn check_identity(
+    table: &tierkv_pm::RootTable,
+    how: PmFsOpen,
+    location: &str,
+    names: &[String],
+) -> Result<Option<u128>> {
+    let identity = how.identity();
     let foreign = match table.identity {
         Some(id) if id == identity => None,
         Some(other) => Some(other),
@@ -157,32 +226,39 @@ pub fn open_pm_owners(
             }
         },
     };
-    let another = |other: u128, holds: &str| {
-        Error::InvalidArgument(format!(
-            "{location} belongs to another database (pool identity {other:032x}, this \
-             database's identity {identity:032x}{holds}); give the pool this database was \
-             created with"
-        ))
-    };
     if let (Some(other), PmFsOpen::Existing(_)) = (foreign, how) {
-        return Err(another(other, ""));
+        return Err(another_database(location, other, identity, ""));
     }
     let unclaimed: Vec<&String> = table.roots.keys().filter(|n| !names.contains(n)).collect();
     if !unclaimed.is_empty() {
         let what =
             format!("holds structures under roots {unclaimed:?} that this database does not open");
         return Err(match foreign {
-            Some(other) => another(other, &format!("; the pool {what}")),
+            Some(other) => {
+                another_database(location, other, identity, &format!("; the pool {what}"))
+            }
             None => Error::InvalidArgument(format!(
                 "{location} {what} (their chunks would be freed); open it with the design \
                  that created it"
             )),
         });
     }
-    // 2. Owners open read-only and report their chunks.
+    Ok(foreign)
+}
+
+/// Step 2: every owner with a root opens read-only and reports its chunks (each a chunk of the
+/// pool, claimed once); owners without one are noted as missing.
+fn collect_claims(
+    pool: &PmPool,
+    location: &str,
+    how: PmFsOpen,
+    table: &tierkv_pm::RootTable,
+    owners: &mut [&mut dyn PmOwner],
+    names: &[String],
+    report: &mut PmOpenReport,
+) -> Result<(HashMap<u64, usize>, Vec<usize>)> {
     let chunk = pool.chunk_size();
     let mut claims: HashMap<u64, usize> = HashMap::new();
-    let mut report = PmOpenReport::default();
     let mut missing = Vec::new();
     for (i, owner) in owners.iter_mut().enumerate() {
         let name = &names[i];
@@ -216,44 +292,7 @@ pub fn open_pm_owners(
         }
         report.chunks.push((name.clone(), chunks.len() as u64));
     }
-    // 3. Binding: a first binding, or the takeover of another database's empty pool.
-    if let Some(other) = foreign {
-        let held: Vec<String> = owners
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !missing.contains(i))
-            .filter_map(|(i, o)| o.holdings().map(|h| format!("{}: {h}", names[i])))
-            .collect();
-        if !held.is_empty() {
-            return Err(another(
-                other,
-                &format!("; the pool holds its {}", held.join(", ")),
-            ));
-        }
-        pool.update_root_table(|t| {
-            t.identity = Some(identity);
-            t.roots.clear();
-        })?;
-        claims.clear();
-        missing = (0..owners.len()).collect();
-        for c in &mut report.chunks {
-            c.1 = 0;
-        }
-        report.took_over = true;
-    } else if table.identity.is_none() {
-        pool.update_root_table(|t| t.identity = Some(identity))?;
-    }
-    // 4. One rebuild, from every owner's chunks.
-    let mut live: Vec<u64> = claims.into_keys().collect();
-    live.sort_unstable();
-    pool.rebuild_allocator(&live)?;
-    // 5. Missing owners are created, then published.
-    for i in missing {
-        let root = owners[i].create()?;
-        pool.set_named_root(&names[i], root)?;
-        report.created.push(names[i].clone());
-    }
-    Ok(report)
+    Ok((claims, missing))
 }
 
 /// The engine's structures in a PM pool, opened together by [`open_pm_structures`].

@@ -82,6 +82,13 @@ pub(crate) trait FrontEnd: Send + Sync {
     /// a kind the front end does not own.
     fn is_obsolete(&self, kind: FileKind, number: u64, versions: &VersionSet) -> Option<bool>;
 
+    /// Background durability work the flush thread does before each flush (the WAL front end:
+    /// syncing closed WALs). An error poisons the database.
+    fn sync_closed_logs(&self, db: &DbInner) -> Result<()> {
+        let _ = db;
+        Ok(())
+    }
+
     /// DRAM kept for reuse by the next write buffers (flushed memtables' memory).
     fn kept_bytes(&self) -> u64;
 
