@@ -1,7 +1,10 @@
-//! Crash tests on `MemFs`: a deterministic workload is stopped at every crash point (the k-th
-//! mutating file-system operation, via `MemFs::freeze_after`), and the images a crash at that
-//! instant can leave behind (`SyncedOnly`, `ProcessCrash`, `Random(seed)`) are recovered and
-//! checked against the sequence of acknowledged writes:
+//! Crash tests on `MemFs`, for every design of the registry: a deterministic workload is
+//! stopped at every crash point (the k-th mutating SSD operation, via `MemFs::freeze_after`;
+//! a design that keeps data in PM has its crash-simulation pool imaged at the same instant, see
+//! `support/mod.rs`), and the images a crash at that instant can leave behind (`SyncedOnly`,
+//! `ProcessCrash`, `Random(seed)` of the SSD; the pool's persisted lines, or for a process
+//! crash everything stored) are recovered and checked against the sequence of acknowledged
+//! writes:
 //!
 //! (a) open succeeds;
 //! (b) every write acknowledged with `sync`, and every write acknowledged before it, is present;
@@ -15,15 +18,16 @@
 //! must pass (a)-(d) with the bounds of the FIRST crash, and (e) recover the same state as an
 //! uninterrupted recovery of the first image.
 
+mod support;
+
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
-use std::path::Path;
-use std::sync::Arc;
-use tierkv::fs::{CrashMode, MemFs};
-use tierkv::{Db, Options, WriteBatch, WriteOptions};
+use support::{Env, Image};
+use tierkv::fs::CrashMode;
+use tierkv::{Db, Design, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// The operations of one write batch: `None` value = delete.
@@ -31,12 +35,12 @@ type Ops = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
 const DB: &str = "/db";
 
-fn options(fs: &MemFs) -> Options {
+/// Tiny options for `env`'s design and store.
+fn options(env: &Env) -> Options {
     let mut o = Options {
         write_buffer_size: 4096,
         max_open_files: 16,
         block_cache_bytes: 64 << 10,
-        fs: Arc::new(fs.clone()),
         ..Options::default()
     };
     o.table.block_size = 1024;
@@ -45,7 +49,7 @@ fn options(fs: &MemFs) -> Options {
     o.compaction.max_bytes_for_level_base = 8 << 10;
     o.compaction.level_size_multiplier = 4;
     o.compaction.num_levels = 4;
-    o
+    env.options(o)
 }
 
 /// One step of the workload.
@@ -142,17 +146,20 @@ fn expected(steps: &[Step]) -> Expected {
 /// What the workload saw before it stopped.
 #[derive(Clone, Copy, Debug, Default)]
 struct Outcome {
-    /// Writes acknowledged (a prefix of the workload's writes).
+    /// Writes acknowledged at the crash point (a prefix of the workload's writes).
     acked: usize,
-    /// Writes up to and including the last one acknowledged with sync.
+    /// Writes up to and including the last one acknowledged with sync, at the crash point.
     synced: usize,
+    /// Writes acknowledged when the workload stopped (a design may acknowledge writes that do
+    /// not reach the SSD after the crash point: they are not in the image).
+    acked_final: usize,
     opened: bool,
 }
 
-/// Runs the workload on `fs` until the first error.
-fn run(fs: &MemFs, steps: &[Step]) -> Outcome {
+/// Runs the workload on `env` until the first error.
+fn run(env: &Env, steps: &[Step]) -> Outcome {
     let mut out = Outcome::default();
-    let Ok(db) = Db::open(DB, options(fs)) else {
+    let Ok(db) = Db::open(DB, options(env)) else {
         return out;
     };
     out.opened = true;
@@ -168,10 +175,8 @@ fn run(fs: &MemFs, steps: &[Step]) -> Outcome {
                 }
                 let r = db.write(&WriteOptions { sync: *sync }, b);
                 if r.is_ok() {
-                    out.acked += 1;
-                    if *sync {
-                        out.synced = out.acked;
-                    }
+                    env.progress.ack(*sync);
+                    out.acked_final += 1;
                 }
                 r
             }
@@ -182,6 +187,8 @@ fn run(fs: &MemFs, steps: &[Step]) -> Outcome {
             break;
         }
     }
+    drop(db);
+    (out.acked, out.synced) = env.counts_at_crash();
     out
 }
 
@@ -192,10 +199,17 @@ fn scan_all(db: &Db, ctx: &str) -> Model {
         .collect()
 }
 
-/// Checks (a)-(d) on the crash image `img`.
-fn check_image(img: &MemFs, mode: CrashMode, out: &Outcome, exp: &Expected, ctx: &str) {
+/// Checks (a)-(d) on the crash image `img` of `design`.
+fn check_image(
+    design: Design,
+    img: &Image,
+    mode: CrashMode,
+    out: &Outcome,
+    exp: &Expected,
+    ctx: &str,
+) {
     let ctx = format!(
-        "{ctx} {mode:?} (acked {}, synced {})",
+        "{design} {ctx} {mode:?} (acked {}, synced {})",
         out.acked, out.synced
     );
     if !img.exists_db() {
@@ -210,17 +224,25 @@ fn check_image(img: &MemFs, mode: CrashMode, out: &Outcome, exp: &Expected, ctx:
     } else {
         out.synced
     };
-    check_recovered(img, lower, out, exp, &ctx);
+    check_recovered(design, img, lower, out, exp, &ctx);
 }
 
 /// Checks (a)-(d) on the crash image `img`, of which the first `lower` writes must survive;
 /// returns the fingerprint of the state recovered (before the new writes of (d)).
-fn check_recovered(img: &MemFs, lower: usize, out: &Outcome, exp: &Expected, ctx: &str) -> u64 {
+fn check_recovered(
+    design: Design,
+    img: &Image,
+    lower: usize,
+    out: &Outcome,
+    exp: &Expected,
+    ctx: &str,
+) -> u64 {
+    let env = Env::from_image(design, img);
     // (a)
-    let db = Db::open(DB, options(img)).unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
+    let db = Db::open(DB, options(&env)).unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
     let state = scan_all(&db, ctx);
     // (b) + (c)
-    let upper = (out.acked + 1).min(exp.writes.len());
+    let upper = (out.acked_final + 1).min(exp.writes.len());
     let fp = fingerprint(&state);
     let prefix = (lower..=upper).find(|&p| exp.prefix[p] == fp);
     assert!(
@@ -247,10 +269,10 @@ fn check_recovered(img: &MemFs, lower: usize, out: &Outcome, exp: &Expected, ctx
     assert!(scan_all(&db, ctx) == state, "{ctx}: after new writes");
     db.close()
         .unwrap_or_else(|e| panic!("{ctx}: close after recovery: {e}"));
-    let db = Db::open(DB, options(img)).unwrap_or_else(|e| panic!("{ctx}: second open: {e}"));
+    let db = Db::open(DB, options(&env)).unwrap_or_else(|e| panic!("{ctx}: second open: {e}"));
     assert!(scan_all(&db, ctx) == state, "{ctx}: after second reopen");
     db.close().unwrap();
-    Db::check(DB, options(img)).unwrap_or_else(|e| panic!("{ctx}: check: {e}"));
+    Db::check(DB, options(&env)).unwrap_or_else(|e| panic!("{ctx}: check: {e}"));
     recovered
 }
 
@@ -258,34 +280,42 @@ trait ExistsDb {
     fn exists_db(&self) -> bool;
 }
 
-impl ExistsDb for MemFs {
+impl ExistsDb for Image {
     fn exists_db(&self) -> bool {
-        self.file_data(&Path::new(DB).join("CURRENT")).is_some()
+        self.ssd
+            .file_data(&std::path::Path::new(DB).join("CURRENT"))
+            .is_some()
     }
 }
 
-fn crash_points(seed: u64, len: usize, big_values: bool, step: u64) -> (u64, usize) {
+fn crash_points(
+    design: Design,
+    seed: u64,
+    len: usize,
+    big_values: bool,
+    step: u64,
+) -> (u64, usize) {
     let steps = workload(seed, len, big_values);
     let exp = expected(&steps);
-    let probe = MemFs::new();
+    let probe = Env::new(design);
     let out = run(&probe, &steps);
     assert_eq!(
         out.acked,
         exp.writes.len(),
-        "the workload runs without faults"
+        "{design}: the workload runs without faults"
     );
-    let count = probe.mutating_op_count();
+    let count = probe.ssd.mutating_op_count();
     let mut checked = 0;
     let mut k = 0;
     while k < count + 20 {
-        let fs = MemFs::new();
-        fs.freeze_after(k);
-        let out = run(&fs, &steps);
+        let env = Env::new(design);
+        env.freeze_after(k);
+        let out = run(&env, &steps);
         let ctx = format!("seed {seed} crash point {k}");
         let mut modes = vec![CrashMode::SyncedOnly, CrashMode::ProcessCrash];
         modes.extend([1, 2, 3].map(|r| CrashMode::Random(k * 10 + r)));
         for mode in modes {
-            check_image(&fs.crash(mode), mode, &out, &exp, &ctx);
+            check_image(design, &env.crash(mode), mode, &out, &exp, &ctx);
         }
         checked += 1;
         k += step;
@@ -293,38 +323,55 @@ fn crash_points(seed: u64, len: usize, big_values: bool, step: u64) -> (u64, usi
     (count, checked)
 }
 
-/// Every crash point of a ~300-step workload.
+/// Every crash point of a ~300-step workload, on every design.
 #[test]
 fn crash_at_every_point() {
-    let t = std::time::Instant::now();
-    let (count, checked) = crash_points(1, 300, false, 1);
-    eprintln!(
-        "{count} mutating ops, {checked} crash points x 5 modes in {:?}",
-        t.elapsed()
-    );
-    assert!(count > 300, "the workload flushes and compacts: {count}");
+    for &design in Design::ALL {
+        let t = std::time::Instant::now();
+        let (count, checked) = crash_points(design, 1, 300, false, 1);
+        eprintln!(
+            "{design}: {count} mutating SSD ops, {checked} crash points x 5 modes in {:?}",
+            t.elapsed()
+        );
+        // Designs with their log on PM make fewer SSD operations.
+        let min = if design.wal_tier(&Options::default()) == tierkv::Tier::Ssd {
+            300
+        } else {
+            100
+        };
+        assert!(
+            count > min,
+            "{design}: the workload flushes and compacts: {count}"
+        );
+    }
 }
 
-/// Every crash point of a workload with values larger than a log block (fragmented records).
+/// Every crash point of a workload with values larger than a log block (fragmented records),
+/// on every design.
 #[test]
 fn crash_at_every_point_large_values() {
-    let t = std::time::Instant::now();
-    let (count, checked) = crash_points(2, 200, true, 1);
-    eprintln!(
-        "{count} mutating ops, {checked} crash points x 5 modes in {:?}",
-        t.elapsed()
-    );
+    for &design in Design::ALL {
+        let t = std::time::Instant::now();
+        let (count, checked) = crash_points(design, 2, 200, true, 1);
+        eprintln!(
+            "{design}: {count} mutating SSD ops, {checked} crash points x 5 modes in {:?}",
+            t.elapsed()
+        );
+    }
 }
 
-/// A longer workload (more compactions into deeper levels), every fifth crash point.
+/// A longer workload (more compactions into deeper levels), every fifth crash point, on every
+/// design.
 #[test]
 fn crash_long_workload() {
-    let t = std::time::Instant::now();
-    let (count, checked) = crash_points(3, 800, false, 5);
-    eprintln!(
-        "{count} mutating ops, {checked} crash points x 5 modes in {:?}",
-        t.elapsed()
-    );
+    for &design in Design::ALL {
+        let t = std::time::Instant::now();
+        let (count, checked) = crash_points(design, 3, 800, false, 5);
+        eprintln!(
+            "{design}: {count} mutating SSD ops, {checked} crash points x 5 modes in {:?}",
+            t.elapsed()
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -337,7 +384,8 @@ fn crash_long_workload() {
 
 /// An image left by a crash of the first run, with what the workload saw before that crash.
 struct FirstCrash {
-    img: MemFs,
+    design: Design,
+    img: Image,
     out: Outcome,
     /// Writes that must survive every later crash: those acknowledged before the first crash
     /// for a process crash, those synced before it otherwise.
@@ -354,18 +402,12 @@ struct FirstCrash {
 /// the background threads, or nothing).
 const RECOVERY_EXTRA_POINTS: u64 = 4;
 
-/// An independent copy of `img` (every file of an image is durable, so a process-crash image of
-/// it is the same tree).
-fn copy(img: &MemFs) -> MemFs {
-    img.crash(CrashMode::ProcessCrash)
-}
-
 /// Recovers a copy of `img` without a crash: the fingerprint of the state and the number of
-/// mutating operations counted when `Db::open` returned.
-fn recover_uninterrupted(img: &MemFs, ctx: &str) -> (u64, u64) {
-    let fs = copy(img);
-    let db = Db::open(DB, options(&fs)).unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
-    let ops = fs.mutating_op_count();
+/// mutating SSD operations counted when `Db::open` returned.
+fn recover_uninterrupted(design: Design, img: &Image, ctx: &str) -> (u64, u64) {
+    let env = Env::from_image(design, img);
+    let db = Db::open(DB, options(&env)).unwrap_or_else(|e| panic!("{ctx}: recovery failed: {e}"));
+    let ops = env.ssd.mutating_op_count();
     let state = scan_all(&db, ctx);
     db.close()
         .unwrap_or_else(|e| panic!("{ctx}: close after recovery: {e}"));
@@ -376,11 +418,11 @@ fn recover_uninterrupted(img: &MemFs, ctx: &str) -> (u64, u64) {
 /// the frozen file system (its crash images are those of a crash at that point) and whether
 /// `Db::open` succeeded (the crash point lies past recovery: the background threads hit it, or
 /// nothing does).
-fn crash_recovery(img: &MemFs, k: u64) -> (MemFs, bool) {
-    let fs = copy(img);
-    fs.freeze_after(k);
-    let opened = Db::open(DB, options(&fs)).is_ok();
-    (fs, opened)
+fn crash_recovery(design: Design, img: &Image, k: u64) -> (Env, bool) {
+    let env = Env::from_image(design, img);
+    env.freeze_after(k);
+    let opened = Db::open(DB, options(&env)).is_ok();
+    (env, opened)
 }
 
 /// The modes of the images taken of a crash during recovery at point `k`.
@@ -394,9 +436,9 @@ fn recovery_crash_modes(k: u64) -> Vec<CrashMode> {
 /// of the FIRST crash (recovery started from durable files holding those writes, so no crash
 /// during it may lose them), and (e) the state is the one an uninterrupted recovery of the
 /// first image gives: a crash during recovery loses nothing and adds nothing.
-fn check_after_recovery_crash(img: &MemFs, first: &FirstCrash, exp: &Expected, ctx: &str) {
+fn check_after_recovery_crash(img: &Image, first: &FirstCrash, exp: &Expected, ctx: &str) {
     assert!(img.exists_db(), "{ctx}: the database vanished");
-    let got = check_recovered(img, first.lower, &first.out, exp, ctx);
+    let got = check_recovered(first.design, img, first.lower, &first.out, exp, ctx);
     let writes = |fp: u64| exp.prefix.iter().position(|&p| p == fp);
     assert!(
         got == first.reference,
@@ -407,63 +449,59 @@ fn check_after_recovery_crash(img: &MemFs, first: &FirstCrash, exp: &Expected, c
     );
 }
 
-/// Number of `.log` files of the database holding data, and number of `.sst` files.
-fn wal_and_table_count(fs: &MemFs) -> (usize, usize) {
-    let names = fs.file_names();
-    let ext = |p: &Path, e: &str| p.extension().is_some_and(|x| x == e);
-    let wals = names
-        .iter()
-        .filter(|p| ext(p, "log") && fs.file_data(p).is_some_and(|d| !d.is_empty()))
-        .count();
-    let tables = names.iter().filter(|p| ext(p, "sst")).count();
-    (wals, tables)
-}
-
-/// True if the newest WAL of `img` ends in a torn record (which recovery drops).
-fn has_torn_wal_tail(img: &MemFs) -> bool {
-    let report = Db::check(DB, options(&copy(img)))
-        .unwrap_or_else(|e| panic!("check of a first crash image: {e}"));
-    report.wal_torn_tail_bytes > 0
+/// What `check` sees in `img`: live WALs (on every tier) and tables, and the bytes of a torn
+/// WAL tail.
+fn check_report(design: Design, img: &Image) -> tierkv::CheckReport {
+    let env = Env::from_image(design, img);
+    Db::check(DB, options(&env)).unwrap_or_else(|e| panic!("check of a first crash image: {e}"))
 }
 
 /// Images of first crashes after which recovery has work to do: `points` crash points of
 /// `steps` (tried in order from a quarter of the way in) whose process-crash image holds at
-/// least two non-empty WALs and a table, each imaged in `modes` (with `torn_tail`, only the
-/// images whose newest WAL ends in a torn record, and only points with one).
+/// least two live WALs with records and a table, each imaged in `modes` (with `torn_tail`, only
+/// the images whose newest WAL ends in a torn record, and only points with one).
 fn first_crashes(
+    design: Design,
     seed: u64,
     steps: &[Step],
     points: usize,
     modes: &[CrashMode],
     torn_tail: bool,
 ) -> Vec<FirstCrash> {
-    let probe = MemFs::new();
+    let probe = Env::new(design);
     run(&probe, steps);
-    let count = probe.mutating_op_count();
+    let count = probe.ssd.mutating_op_count();
     let mut found = Vec::new();
     let mut accepted = 0;
     // Candidates from a quarter of the way in; after a match the search jumps ahead, so the
     // points spread over the rest of the workload.
     let mut k = count / 4;
     while accepted < points && k < count {
-        let fs = MemFs::new();
-        fs.freeze_after(k);
-        let out = run(&fs, steps);
-        let (wals, tables) = wal_and_table_count(&fs.crash(CrashMode::ProcessCrash));
+        let env = Env::new(design);
+        env.freeze_after(k);
+        let out = run(&env, steps);
+        let whole = check_report(design, &env.crash(CrashMode::ProcessCrash));
+        let rich = whole.wal_files_checked >= 2
+            && whole.wal_records_checked >= 2
+            && whole.tables_checked >= 1;
         let before = found.len();
-        for &mode in modes.iter().filter(|_| wals >= 2 && tables >= 1) {
-            let img = fs.crash(mode);
-            if torn_tail && !has_torn_wal_tail(&img) {
+        for &mode in modes.iter().filter(|_| rich) {
+            let img = env.crash(mode);
+            if torn_tail && check_report(design, &img).wal_torn_tail_bytes == 0 {
                 continue;
             }
-            let ctx = format!("seed {seed} first crash at {k} {mode:?} ({wals} WALs)");
+            let ctx = format!(
+                "{design} seed {seed} first crash at {k} {mode:?} ({} WALs)",
+                whole.wal_files_checked
+            );
             let lower = if mode == CrashMode::ProcessCrash {
                 out.acked
             } else {
                 out.synced
             };
-            let (reference, recovery_ops) = recover_uninterrupted(&img, &ctx);
+            let (reference, recovery_ops) = recover_uninterrupted(design, &img, &ctx);
             found.push(FirstCrash {
+                design,
                 img,
                 out,
                 lower,
@@ -481,7 +519,7 @@ fn first_crashes(
     }
     assert_eq!(
         accepted, points,
-        "seed {seed}: not enough crash points leave several WALs"
+        "{design} seed {seed}: not enough crash points leave several WALs"
     );
     found
 }
@@ -495,7 +533,7 @@ fn crash_every_recovery_point(firsts: &[FirstCrash], exp: &Expected) -> usize {
         // The first crash point at which recovery completed: every earlier one interrupted it.
         let mut end = None;
         for k in 0..=first.recovery_ops + RECOVERY_EXTRA_POINTS {
-            let (frozen, opened) = crash_recovery(&first.img, k);
+            let (frozen, opened) = crash_recovery(first.design, &first.img, k);
             if opened {
                 end.get_or_insert(k);
             }
@@ -526,12 +564,14 @@ fn crash_every_recovery_point(firsts: &[FirstCrash], exp: &Expected) -> usize {
 fn crash_during_recovery_at_every_point() {
     let t = std::time::Instant::now();
     let mut checked = 0;
-    for (seed, big_values) in [(4, false), (6, true)] {
-        let steps = workload(seed, 300, big_values);
-        let exp = expected(&steps);
-        let modes = [CrashMode::SyncedOnly, CrashMode::ProcessCrash];
-        let firsts = first_crashes(seed, &steps, 5, &modes, false);
-        checked += crash_every_recovery_point(&firsts, &exp);
+    for &design in Design::ALL {
+        for (seed, big_values) in [(4, false), (6, true)] {
+            let steps = workload(seed, 300, big_values);
+            let exp = expected(&steps);
+            let modes = [CrashMode::SyncedOnly, CrashMode::ProcessCrash];
+            let firsts = first_crashes(design, seed, &steps, 5, &modes, false);
+            checked += crash_every_recovery_point(&firsts, &exp);
+        }
     }
     eprintln!(
         "{checked} images of crashes during recovery in {:?}",
@@ -540,8 +580,8 @@ fn crash_during_recovery_at_every_point() {
 }
 
 /// The same with random first-crash images whose newest WAL ends in a torn record (a power
-/// failure kept part of an unsynced append).
-///
+/// failure kept part of an unsynced append), for every design whose WAL is on the SSD (a torn
+/// PM log is `pm_crash.rs`'s subject: its torn images of the pool).
 ///
 /// A recovery that made its new WAL durable before the manifest record moving `log_number`
 /// past the replayed WALs failed this test: a crash in between left the torn WAL followed by a
@@ -555,8 +595,15 @@ fn crash_during_recovery_torn_wal_tail() {
     let steps = workload(seed, 300, false);
     let exp = expected(&steps);
     let modes: Vec<_> = (0..4).map(|r| CrashMode::Random(seed * 100 + r)).collect();
-    let firsts = first_crashes(seed, &steps, 3, &modes, true);
-    let checked = crash_every_recovery_point(&firsts, &exp);
+    let mut checked = 0;
+    let ssd_logged = Design::ALL
+        .iter()
+        .filter(|d| d.wal_tier(&Options::default()) == tierkv::Tier::Ssd);
+    for &design in ssd_logged {
+        let firsts = first_crashes(design, seed, &steps, 3, &modes, true);
+        checked += crash_every_recovery_point(&firsts, &exp);
+    }
+    assert!(checked > 0, "some design logs to the SSD");
     eprintln!(
         "{checked} images of crashes during recovery in {:?}",
         t.elapsed()
@@ -575,9 +622,12 @@ fn crash_during_recovery_twice() {
     let exp = expected(&steps);
     let modes = [CrashMode::SyncedOnly, CrashMode::ProcessCrash];
     let mut checked = 0;
-    for first in first_crashes(seed, &steps, 1, &modes, false) {
+    let firsts = Design::ALL
+        .iter()
+        .flat_map(|&d| first_crashes(d, seed, &steps, 1, &modes, false));
+    for first in firsts {
         for k1 in (0..=first.recovery_ops + RECOVERY_EXTRA_POINTS).step_by(2) {
-            let (frozen1, _) = crash_recovery(&first.img, k1);
+            let (frozen1, _) = crash_recovery(first.design, &first.img, k1);
             for m1 in [
                 CrashMode::SyncedOnly,
                 CrashMode::ProcessCrash,
@@ -585,9 +635,9 @@ fn crash_during_recovery_twice() {
             ] {
                 let img = frozen1.crash(m1);
                 let ctx1 = format!("{}, recovery crash at {k1} {m1:?}", first.ctx);
-                let (_, ops) = recover_uninterrupted(&img, &ctx1);
+                let (_, ops) = recover_uninterrupted(first.design, &img, &ctx1);
                 for k2 in (0..=ops + RECOVERY_EXTRA_POINTS).step_by(3) {
-                    let (frozen2, _) = crash_recovery(&img, k2);
+                    let (frozen2, _) = crash_recovery(first.design, &img, k2);
                     for m2 in [
                         CrashMode::SyncedOnly,
                         CrashMode::ProcessCrash,

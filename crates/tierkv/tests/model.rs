@@ -1,4 +1,5 @@
-//! Model test: random operation sequences checked against a `BTreeMap` model.
+//! Model test: random operation sequences checked against a `BTreeMap` model, on every design
+//! of the registry.
 //!
 //! Every sequence is driven by one seed. Operations: put, delete, mixed batches, point gets,
 //! scans over random ranges (compared in full), iterator seeks, snapshots (later read back and
@@ -9,6 +10,8 @@
 //! `TIERKV_MODEL_SEEDS=N` raises the number of sequences run by `model_random_sequences_memfs`.
 //! A failure prints the seed and the op index; freeze it as `model_regression_seed_<N>`.
 
+mod support;
+
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
@@ -17,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use tierkv::fs::MemFs;
-use tierkv::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use tierkv::pm::PmPool;
+use tierkv::{Db, Design, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -149,26 +153,31 @@ fn diff(got: &[(Vec<u8>, Vec<u8>)], want: &[(Vec<u8>, Vec<u8>)]) -> String {
     format!("got {} entries, want {}", got.len(), want.len())
 }
 
-/// Where a sequence runs.
+/// Where a sequence runs: a design, on the in-memory file system (with a crash-simulation PM
+/// pool for a design that keeps data in PM) or on the real one (with a pool file in the
+/// database directory).
 #[derive(Clone)]
 enum Backend {
-    Mem(MemFs),
-    Disk(PathBuf),
-    /// The `leveled-pm` design on the real file system, its PM pool a temporary file.
-    LeveledPm(PathBuf),
+    Mem(Design, MemFs, Option<Arc<PmPool>>),
+    Disk(Design, PathBuf),
 }
 
 impl Backend {
+    /// A fresh in-memory store for `design`.
+    fn mem(design: Design) -> Backend {
+        let env = support::Env::new(design);
+        Backend::Mem(design, env.ssd, env.pool)
+    }
+
     fn options(&self, rng: &mut SmallRng) -> (PathBuf, Options) {
-        let mut o = small_options(rng);
+        let o = small_options(rng);
         match self {
-            Backend::Mem(fs) => {
-                o.fs = Arc::new(fs.clone());
-                (PathBuf::from("/db"), o)
-            }
-            Backend::Disk(p) => (p.clone(), o),
-            Backend::LeveledPm(p) => {
-                o.design = tierkv::Design::LEVELED_PM;
+            Backend::Mem(design, fs, pool) => (
+                PathBuf::from("/db"),
+                support::design_options(o, *design, fs, pool.as_ref()),
+            ),
+            Backend::Disk(design, p) => {
+                let mut o = design.options(o);
                 o.pm.chunk_bytes = 64 << 10;
                 o.pm.size_bytes = 4 << 20;
                 (p.clone(), o)
@@ -404,7 +413,7 @@ fn run_sequence(seed: u64, ops: usize, backend: Backend, partial_compactions: bo
         Db::open(&path, opts.clone()).unwrap_or_else(|e| panic!("seed {seed}: final reopen: {e}"));
     check_full(&d, &model, &format!("seed {seed} op {ops} (after reopen)"));
     d.close().unwrap();
-    if !matches!(backend, Backend::Disk(_)) {
+    if !matches!(backend, Backend::Disk(..)) {
         Db::check(&path, opts).unwrap_or_else(|e| panic!("seed {seed}: check: {e}"));
     }
     work
@@ -432,7 +441,7 @@ fn ops_for(seed: u64) -> usize {
 #[ignore = "debug helper: TIERKV_MODEL_SEED=N TIERKV_MODEL_TRACE=1"]
 fn model_one_seed_from_env() {
     let seed = std::env::var("TIERKV_MODEL_SEED").unwrap().parse().unwrap();
-    run_sequence(seed, ops_for(seed), Backend::Mem(MemFs::new()), true);
+    run_sequence(seed, ops_for(seed), Backend::mem(Design::LEVELED), true);
 }
 
 fn seed_count() -> u64 {
@@ -481,39 +490,43 @@ fn run_seeds(
     total
 }
 
-/// The main model test; `compact_range` runs on whole and partial key ranges.
+/// The main model test, on every design; `compact_range` runs on whole and partial key ranges.
 #[test]
 fn model_random_sequences_memfs() {
     let n = seed_count();
-    let start = std::time::Instant::now();
-    let work = run_seeds(0..n, true, |_| Backend::Mem(MemFs::new()));
-    eprintln!("{n} sequences in {:?}: {work:?}", start.elapsed());
-    // The options are small enough that the engine really flushes, compacts and reopens.
-    assert!(work.flushes > n && work.compactions > n / 2, "{work:?}");
-    assert!(work.deepest_level >= 2 && work.reopens > n / 2, "{work:?}");
+    for &design in Design::ALL {
+        let start = std::time::Instant::now();
+        let work = run_seeds(0..n, true, |_| Backend::mem(design));
+        eprintln!("{design}: {n} sequences in {:?}: {work:?}", start.elapsed());
+        // The options are small enough that the engine really flushes, compacts and reopens.
+        assert!(
+            work.flushes > n && work.compactions > n / 2,
+            "{design}: {work:?}"
+        );
+        assert!(
+            work.deepest_level >= 2 && work.reopens > n / 2,
+            "{design}: {work:?}"
+        );
+    }
 }
 
+/// Every design on the real file system (its PM pool, where it has one, a file in the
+/// database directory).
 #[test]
 fn model_random_sequences_real_fs() {
     let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().to_path_buf();
-    let work = run_seeds(1_000_000..1_000_008, false, move |seed| {
-        Backend::Disk(base.join(format!("db{seed}")))
-    });
-    assert!(work.flushes > 8 && work.compactions > 0, "{work:?}");
-}
-
-/// The model test against the `leveled-pm` design (WAL and L0 tables in a PM pool in a
-/// temporary file, deeper levels on the file system).
-#[test]
-fn model_random_sequences_leveled_pm() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().to_path_buf();
-    let n = (seed_count() / 10).max(50);
-    let work = run_seeds(2_000_000..2_000_000 + n, true, move |seed| {
-        Backend::LeveledPm(base.join(format!("db{seed}")))
-    });
-    assert!(work.flushes > n && work.compactions > 0, "{work:?}");
+    for &design in Design::ALL {
+        let base = dir.path().join(design.name());
+        let seeds = 1_000_000..1_000_000 + (seed_count() / 100).max(20);
+        let count = seeds.end - seeds.start;
+        let work = run_seeds(seeds, true, move |seed| {
+            Backend::Disk(design, base.join(format!("db{seed}")))
+        });
+        assert!(
+            work.flushes > count && work.compactions > 0,
+            "{design}: {work:?}"
+        );
+    }
 }
 
 /// 4 writers on disjoint key sets and 2 readers (gets, scans, snapshot scans) at once; then the
@@ -659,19 +672,25 @@ fn concurrent_run(path: &Path, opts: Options) {
 
 #[test]
 fn concurrent_writers_and_readers_real_fs() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut rng = SmallRng::seed_from_u64(7);
-    let mut opts = small_options(&mut rng);
-    opts.write_buffer_size = 16 << 10;
-    concurrent_run(dir.path(), opts);
+    for &design in Design::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut opts = design.options(small_options(&mut rng));
+        opts.write_buffer_size = 16 << 10;
+        opts.pm.chunk_bytes = 64 << 10;
+        opts.pm.size_bytes = 8 << 20;
+        concurrent_run(dir.path(), opts);
+    }
 }
 
 #[test]
 fn concurrent_writers_and_readers_memfs() {
-    let mut rng = SmallRng::seed_from_u64(8);
-    let mut opts = small_options(&mut rng);
-    opts.fs = Arc::new(MemFs::new());
-    concurrent_run(Path::new("/db"), opts);
+    for &design in Design::ALL {
+        let mut rng = SmallRng::seed_from_u64(8);
+        let env = support::Env::new(design);
+        let opts = env.options(small_options(&mut rng));
+        concurrent_run(Path::new("/db"), opts);
+    }
 }
 
 /// Replays a seed that failed when a manual compaction of a partial range moved only some L0
@@ -680,7 +699,7 @@ fn concurrent_writers_and_readers_memfs() {
 /// `partial_l0_manual_compaction_keeps_newest` reproduces the cause deterministically.
 fn replay_partial(seed: u64) {
     for _ in 0..20 {
-        run_sequence(seed, ops_for(seed), Backend::Mem(MemFs::new()), true);
+        run_sequence(seed, ops_for(seed), Backend::mem(Design::LEVELED), true);
     }
 }
 

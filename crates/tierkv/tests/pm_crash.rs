@@ -1,4 +1,5 @@
-//! Crash simulation over the PM tier of the `leveled-pm` design: the WAL append on the PM log,
+//! Crash simulation over the PM tier, for every design of the registry that keeps data in PM
+//! (`leveled` with its WAL on PM, `leveled-pm`): the WAL append on the PM log,
 //! the memtable flush into PM L0 tables, compactions out of PM, and every manifest change.
 //!
 //! A small workload (<= 50 operations) runs on an in-memory SSD (`MemFs`) and a
@@ -63,12 +64,15 @@ fn pool_options() -> PoolOptions {
     }
 }
 
-fn options(fs: &MemFs, pool: Arc<PmPool>) -> Options {
+/// Tiny options for `design`, keeping data in the pool: with its log on PM where that is an
+/// option (`pm.wal_on_pm`; designs that always keep data in PM ignore it).
+fn options(design: Design, fs: &MemFs, pool: Arc<PmPool>) -> Options {
     let mut o = Options {
-        design: Design::LEVELED_PM,
+        design,
         write_buffer_size: 4096,
         ..Options::default()
     };
+    o.pm.wal_on_pm = true;
     o.fs = Arc::new(fs.clone());
     o.pm.pool = Some(pool);
     o.pm.chunk_bytes = 64 << 10;
@@ -195,6 +199,7 @@ fn contents(db: &Db) -> Model {
 /// Opens a database on one crash image and checks it against the models; returns the state it
 /// recovered.
 fn verify_image(
+    design: Design,
     ops: &[Op],
     ssd: MemFs,
     image: Vec<u8>,
@@ -204,7 +209,7 @@ fn verify_image(
 ) -> Model {
     let pool = PmPool::open_crash_image(image, &pool_options())
         .unwrap_or_else(|e| panic!("{what}: pool image does not open: {e}"));
-    let opts = options(&ssd, Arc::clone(&pool));
+    let opts = options(design, &ssd, Arc::clone(&pool));
     let db = Db::open(Path::new("/db"), opts.clone())
         .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     let got = contents(&db);
@@ -292,12 +297,17 @@ fn capture_at_fence(
 /// Runs the workload once and captures the crash state at fence `target` (see
 /// [`capture_at_fence`]; 32 torn and 16 torn-lines images). Returns the capture (if the run
 /// reached that fence), the SSD, and the number of fences the run made.
-fn run_once(seed: u64, ops: &Arc<Vec<Op>>, target: u64) -> (Option<Captured>, MemFs, u64) {
+fn run_once(
+    design: Design,
+    seed: u64,
+    ops: &Arc<Vec<Op>>,
+    target: u64,
+) -> (Option<Captured>, MemFs, u64) {
     let ssd = MemFs::new();
     let pool = PmPool::create_crash_sim(&pool_options(), true).unwrap();
     let acked = Arc::new(AtomicUsize::new(0));
     let captured = capture_at_fence(&pool, &ssd, target, torn_kinds(seed, 32, 16), &acked);
-    if let Ok(db) = Db::open(Path::new("/db"), options(&ssd, Arc::clone(&pool))) {
+    if let Ok(db) = Db::open(Path::new("/db"), options(design, &ssd, Arc::clone(&pool))) {
         for op in ops.iter() {
             let r = match op {
                 Op::Put(k, v) => db.put(k, v),
@@ -359,11 +369,11 @@ fn run_once(seed: u64, ops: &Arc<Vec<Op>>, target: u64) -> (Option<Captured>, Me
 /// synced state; each must hold the state after a prefix of the writes in `lo..=hi + 1` and,
 /// if `reference` is given, exactly that state.
 fn verify_captured(
+    design: Design,
     ops: &[Op],
     c: Captured,
     ssd: &MemFs,
-    lo: usize,
-    hi: usize,
+    (lo, hi): (usize, usize),
     what: &str,
     reference: Option<&Model>,
 ) {
@@ -383,7 +393,15 @@ fn verify_captured(
     );
     for (kind, ssd, img) in images {
         let what = format!("{what} {kind}");
-        let got = verify_image(ops, ssd.crash(CrashMode::ProcessCrash), img, lo, hi, &what);
+        let got = verify_image(
+            design,
+            ops,
+            ssd.crash(CrashMode::ProcessCrash),
+            img,
+            lo,
+            hi,
+            &what,
+        );
         if let Some(reference) = reference {
             assert!(
                 got == *reference,
@@ -395,16 +413,16 @@ fn verify_captured(
 }
 
 /// Crashes at every fence of the workload of `seed`; returns (fences, writes).
-fn run(seed: u64) -> (u64, usize) {
+fn run(design: Design, seed: u64) -> (u64, usize) {
     let ops = Arc::new(workload(seed));
-    let (_, _, total) = run_once(seed, &ops, u64::MAX);
+    let (_, _, total) = run_once(design, seed, &ops, u64::MAX);
     let mut checked = 0;
     for target in 1..=total + 5 {
-        let (captured, ssd, _) = run_once(seed, &ops, target);
+        let (captured, ssd, _) = run_once(design, seed, &ops, target);
         let Some(c) = captured else { continue };
         let (lo, hi) = (c.acked_lo, c.acked_hi);
         let what = format!("seed {seed} fence {target}");
-        verify_captured(&ops, c, &ssd, lo, hi, &what, None);
+        verify_captured(design, &ops, c, &ssd, (lo, hi), &what, None);
         checked += 1;
     }
     let writes = ops.iter().filter(|o| is_write(o)).count();
@@ -412,16 +430,36 @@ fn run(seed: u64) -> (u64, usize) {
 }
 
 #[test]
-fn crash_at_every_pm_fence_leveled_pm() {
-    for seed in [1u64, 2] {
-        let (fences, writes) = run(seed);
-        // The workload really exercises the PM tier: WAL appends fence at least once each.
-        assert!(
-            fences as usize > writes,
-            "seed {seed}: only {fences} fences for {writes} writes"
-        );
-        eprintln!("seed {seed}: {fences} fences checked, 51 images each");
+fn crash_at_every_pm_fence() {
+    for design in pm_designs() {
+        for seed in [1u64, 2] {
+            let (fences, writes) = run(design, seed);
+            // The workload really exercises the PM tier: WAL appends fence at least once each.
+            assert!(
+                fences as usize > writes,
+                "{design} seed {seed}: only {fences} fences for {writes} writes"
+            );
+            eprintln!("{design} seed {seed}: {fences} fences checked, 51 images each");
+        }
     }
+}
+
+/// Every design of the registry that keeps data in the PM pool under this file's options.
+fn pm_designs() -> Vec<Design> {
+    let designs: Vec<Design> = Design::ALL
+        .iter()
+        .copied()
+        .filter(|&d| {
+            let mut o = Options {
+                design: d,
+                ..Options::default()
+            };
+            o.pm.wal_on_pm = true;
+            d.uses_pm(&o)
+        })
+        .collect();
+    assert!(!designs.is_empty());
+    designs
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -450,14 +488,22 @@ const RECOVERY_EXTRA_FENCES: u64 = 3;
 
 /// Opens copies of `pool` and `ssd` and recovers them without a crash: the state, the fences
 /// counted when `Db::open` returned, and whether recovery replayed WAL data into an L0 table.
-fn recover_uninterrupted(pool: &[u8], ssd: &MemFs, what: &str) -> (Model, u64, bool) {
+fn recover_uninterrupted(
+    design: Design,
+    pool: &[u8],
+    ssd: &MemFs,
+    what: &str,
+) -> (Model, u64, bool) {
     let pool = PmPool::open_crash_image_checked(pool.to_vec(), &pool_options(), true)
         .unwrap_or_else(|e| panic!("{what}: pool image does not open: {e}"));
     let ssd = ssd.crash(CrashMode::ProcessCrash);
-    let db = Db::open(Path::new("/db"), options(&ssd, Arc::clone(&pool)))
+    let db = Db::open(Path::new("/db"), options(design, &ssd, Arc::clone(&pool)))
         .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     let fences = pool.fence_count();
-    let replayed = db.stats().pm_written_flush > 0;
+    // Recovery wrote the replayed WAL data into stage 0 (on PM or, for a design whose L0 is
+    // on the SSD, there).
+    let s = db.stats();
+    let replayed = s.pm_written_flush + s.ssd_written_flush > 0;
     (contents(&db), fences, replayed)
 }
 
@@ -487,10 +533,10 @@ impl FirstImage {
 }
 
 /// True if the WAL of these images ends in a torn record (which recovery drops).
-fn has_torn_wal_tail(pool: &[u8], ssd: &MemFs) -> bool {
+fn has_torn_wal_tail(design: Design, pool: &[u8], ssd: &MemFs) -> bool {
     let pool = PmPool::open_crash_image(pool.to_vec(), &pool_options()).expect("opened before");
     let ssd = ssd.crash(CrashMode::ProcessCrash);
-    let report = Db::check(Path::new("/db"), options(&ssd, pool))
+    let report = Db::check(Path::new("/db"), options(design, &ssd, pool))
         .unwrap_or_else(|e| panic!("check of a first crash image: {e}"));
     report.wal_torn_tail_bytes > 0
 }
@@ -499,28 +545,29 @@ fn has_torn_wal_tail(pool: &[u8], ssd: &MemFs) -> bool {
 /// recovery replays WAL data into L0 tables: at each fence, the images of the kinds in `kinds`
 /// (with `torn_tail`, only those whose WAL ends in a torn record, and only fences with one).
 fn first_crashes(
+    design: Design,
     seed: u64,
     ops: &Arc<Vec<Op>>,
     points: usize,
     kinds: &[FirstImage],
     torn_tail: bool,
 ) -> Vec<FirstCrash> {
-    let (_, _, total) = run_once(seed, ops, u64::MAX);
+    let (_, _, total) = run_once(design, seed, ops, u64::MAX);
     let mut found = Vec::new();
     let mut accepted = 0;
     let mut target = total / 4;
     while accepted < points && target <= total {
-        let (c, ssd, _) = run_once(seed, ops, target);
+        let (c, ssd, _) = run_once(design, seed, ops, target);
         let mut replayed = false;
         let mut firsts = Vec::new();
         for &kind in kinds {
             let Some(c) = &c else { break };
             let (pool, ssd) = kind.take(c, &ssd);
-            if torn_tail && !has_torn_wal_tail(&pool, &ssd) {
+            if torn_tail && !has_torn_wal_tail(design, &pool, &ssd) {
                 continue;
             }
             let what = format!("seed {seed} first crash at fence {target} {kind:?}");
-            let (reference, fences, r) = recover_uninterrupted(&pool, &ssd, &what);
+            let (reference, fences, r) = recover_uninterrupted(design, &pool, &ssd, &what);
             replayed |= r;
             firsts.push(FirstCrash {
                 pool,
@@ -550,13 +597,13 @@ fn first_crashes(
 /// Recovers copies of `first`'s images with a crash at fence `target` of recovery (see
 /// [`capture_at_fence`]; 8 torn and 8 torn-lines images). Returns the capture (if recovery, or
 /// the background work after it, reached that fence) and the SSD.
-fn crash_recovery_at(first: &FirstCrash, target: u64) -> (Option<Captured>, MemFs) {
+fn crash_recovery_at(design: Design, first: &FirstCrash, target: u64) -> (Option<Captured>, MemFs) {
     let pool = PmPool::open_crash_image_checked(first.pool.clone(), &pool_options(), true)
         .expect("the first image opened before");
     let ssd = first.ssd.crash(CrashMode::ProcessCrash);
     let acked = Arc::new(AtomicUsize::new(0));
     let captured = capture_at_fence(&pool, &ssd, target, torn_kinds(target, 8, 8), &acked);
-    if let Ok(db) = Db::open(Path::new("/db"), options(&ssd, Arc::clone(&pool))) {
+    if let Ok(db) = Db::open(Path::new("/db"), options(design, &ssd, Arc::clone(&pool))) {
         // The crash point lies past recovery; the background threads hit it, or nothing does.
         drop(db);
     }
@@ -570,19 +617,19 @@ fn crash_recovery_at(first: &FirstCrash, target: u64) -> (Option<Captured>, MemF
 /// process-crash SSD, 8 torn, 8 torn-lines) must recover to a state holding every write
 /// acknowledged before the FIRST crash, and to exactly the state an uninterrupted recovery of
 /// the first images gives. Returns the number of recovery fences crashed at.
-fn crash_every_recovery_fence(ops: &[Op], firsts: &[FirstCrash]) -> usize {
+fn crash_every_recovery_fence(design: Design, ops: &[Op], firsts: &[FirstCrash]) -> usize {
     let mut checked = 0;
     for first in firsts {
         for target in 1..=first.fences + RECOVERY_EXTRA_FENCES {
-            let (captured, ssd) = crash_recovery_at(first, target);
+            let (captured, ssd) = crash_recovery_at(design, first, target);
             let Some(c) = captured else { continue };
             let what = format!("{}, recovery crash at fence {target}", first.what);
             verify_captured(
+                design,
                 ops,
                 c,
                 &ssd,
-                first.lo,
-                first.hi,
+                (first.lo, first.hi),
                 &what,
                 Some(&first.reference),
             );
@@ -597,14 +644,16 @@ fn crash_every_recovery_fence(ops: &[Op], firsts: &[FirstCrash]) -> usize {
 /// of recovery. Catches recovery deleting the replayed WALs before the manifest records their
 /// tables, and `CURRENT` switched without a synced rename before old files are deleted.
 #[test]
-fn crash_during_recovery_at_every_pm_fence_leveled_pm() {
+fn crash_during_recovery_at_every_pm_fence() {
     let t = Instant::now();
     let mut checked = 0;
-    for seed in [1u64, 2] {
-        let ops = Arc::new(workload(seed));
-        let kinds = [FirstImage::Strict, FirstImage::AllPendingProcess];
-        let firsts = first_crashes(seed, &ops, 3, &kinds, false);
-        checked += crash_every_recovery_fence(&ops, &firsts);
+    for design in pm_designs() {
+        for seed in [1u64, 2] {
+            let ops = Arc::new(workload(seed));
+            let kinds = [FirstImage::Strict, FirstImage::AllPendingProcess];
+            let firsts = first_crashes(design, seed, &ops, 3, &kinds, false);
+            checked += crash_every_recovery_fence(design, &ops, &firsts);
+        }
     }
     eprintln!("{checked} recovery fences x 19 images in {:?}", t.elapsed());
 }
@@ -615,12 +664,15 @@ fn crash_during_recovery_at_every_pm_fence_leveled_pm() {
 /// This failed while recovery created its new WAL before the manifest record moving
 /// `log_number` past the replayed WALs (see the SSD test of the same name).
 #[test]
-fn crash_during_recovery_torn_wal_tail_leveled_pm() {
+fn crash_during_recovery_torn_wal_tail() {
     let t = Instant::now();
     let seed = 2;
     let ops = Arc::new(workload(seed));
     let kinds: Vec<_> = (0..48).step_by(4).map(FirstImage::Torn).collect();
-    let firsts = first_crashes(seed, &ops, 2, &kinds, true);
-    let checked = crash_every_recovery_fence(&ops, &firsts);
+    let mut checked = 0;
+    for design in pm_designs() {
+        let firsts = first_crashes(design, seed, &ops, 2, &kinds, true);
+        checked += crash_every_recovery_fence(design, &ops, &firsts);
+    }
     eprintln!("{checked} recovery fences x 19 images in {:?}", t.elapsed());
 }

@@ -453,6 +453,8 @@ struct State {
     frozen: Option<Tree>,
     /// `mutating_ops` value at which the next mutating operation freezes the file system.
     freeze_at: Option<u64>,
+    /// Called once, at the instant the file system freezes (see [`MemFs::on_freeze`]).
+    freeze_hook: Option<Box<dyn FnOnce() + Send>>,
     mutating_ops: u64,
     next_inode: u64,
     next_seq: u64,
@@ -467,6 +469,7 @@ impl State {
             tree,
             frozen: None,
             freeze_at: None,
+            freeze_hook: None,
             mutating_ops: 0,
             next_inode,
             next_seq: 1,
@@ -519,6 +522,9 @@ impl State {
         if self.frozen.is_none() && self.freeze_at == Some(self.mutating_ops) {
             self.frozen = Some(self.tree.deep_clone());
             self.freeze_at = None;
+            if let Some(hook) = self.freeze_hook.take() {
+                hook();
+            }
         }
         if self.frozen.is_some() {
             return Err(frozen_error(op, path));
@@ -683,6 +689,13 @@ impl MemFs {
         if s.frozen.is_none() {
             s.freeze_at = Some(s.mutating_ops + mutating_ops);
         }
+    }
+
+    /// Calls `hook` at the instant the crash point is reached (inside the operation that
+    /// reaches it, before anything else can happen to this file system), e.g. to take a PM
+    /// pool's crash images at the same instant. The hook must not use this file system.
+    pub fn on_freeze(&self, hook: Box<dyn FnOnce() + Send>) {
+        self.state.lock().freeze_hook = Some(hook);
     }
 
     /// True once a crash point set by [`freeze_after`](Self::freeze_after) was reached.
