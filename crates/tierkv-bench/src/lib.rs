@@ -7,11 +7,14 @@
 //!   [`tierkv::Db`] and for test engines.
 //! * [`runner`]: runs each benchmark on N threads with per-thread HDR latency histograms.
 //! * [`report`]: result lines, the engine-figures block, and the JSON report.
+//! * [`figures`]: the amplification, footprint and stall figures per tier and pipeline part.
 //! * [`ycsb`]: the YCSB core workloads and YCSB's request-distribution generators.
 //! * [`verify`]: `--verify`, an engine wrapper that checks every read against the last write.
 //! * [`plot`]: `--plot`, SVG charts.
 //! * [`rocks`]: RocksDB behind the same seam (cargo feature `rocksdb`).
 //! * [`reproduce`] and [`experiments`]: `tierkv reproduce`, scaled-down paper experiments.
+//! * [`simulate`]: `tierkv simulate-compaction`, a design's compaction policies over a key
+//!   stream without I/O.
 //! * [`text`]: keys and values as command-line text (hex with `0x`).
 //! * [`commands`]: the subcommands (`bench`, `reproduce`, `put`, `get`, `delete`, `scan`,
 //!   `stats`, `check`).
@@ -22,11 +25,13 @@ pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod experiments;
+pub mod figures;
 pub mod plot;
 pub mod report;
 pub mod reproduce;
 pub mod rocks;
 pub mod runner;
+pub mod simulate;
 pub mod text;
 pub mod verify;
 pub mod workload;

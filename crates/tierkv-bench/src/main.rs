@@ -84,6 +84,9 @@ enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Puts a key stream through a design's stages and compaction policies without I/O and
+    /// prints each stage's write amplification.
+    SimulateCompaction(tierkv_bench::simulate::SimulateArgs),
 }
 
 fn run(command: Command) -> EngineResult<ExitCode> {
@@ -116,6 +119,9 @@ fn run(command: Command) -> EngineResult<ExitCode> {
         Command::Stats { db } => commands::stats(&db, &mut out)?,
         Command::Check { db } => commands::check(&db, &mut out)?,
         Command::Repair { db } => commands::repair(&db, &mut out)?,
+        Command::SimulateCompaction(args) => {
+            tierkv_bench::simulate::simulate_compaction(&args, &mut out)?
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

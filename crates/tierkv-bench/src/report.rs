@@ -504,6 +504,11 @@ pub fn format_stats(s: &StatsSummary) -> String {
             .unwrap_or_default();
         let _ = writeln!(o, "  L{i}: {:>6} files  {}{on_pm}", l.files, b(l.bytes));
     }
+    if !st.stages.is_empty() {
+        o.push_str(&crate::figures::format_figures(
+            &crate::figures::RunFigures::new(st, s.logical_bytes),
+        ));
+    }
     let d = &st.dram;
     let _ = writeln!(o, "DRAM footprint:         {}", b(d.total()));
     let _ = writeln!(o, "  memtables:            {}", b(d.memtable_bytes));
@@ -563,6 +568,9 @@ pub struct DesignRun {
     /// Amplification per tier (from `final_stats`).
     #[serde(default)]
     pub tiers: Vec<TierAmplification>,
+    /// The figures the designs are judged by (from `final_stats`; `docs/REPORT_SCHEMA.md`).
+    #[serde(default)]
+    pub figures: Option<crate::figures::RunFigures>,
 }
 
 impl DesignRun {
@@ -582,6 +590,10 @@ impl DesignRun {
                 .as_ref()
                 .map(tier_amplifications)
                 .unwrap_or_default(),
+            figures: final_stats
+                .as_ref()
+                .filter(|s| s.engine == "tierkv")
+                .map(|s| crate::figures::RunFigures::new(&s.stats, s.logical_bytes)),
             benchmarks,
             final_stats,
         }

@@ -67,6 +67,19 @@ fn bench_prints_engine_figures_and_json() {
             .unwrap()
             > 0
     );
+    // The figures of the schema (docs/REPORT_SCHEMA.md): the parts add up to the database.
+    let f = &run["figures"];
+    let bytes = |p: &serde_json::Value| p["bytes_written"].as_u64().unwrap();
+    let database = bytes(&f["database"]);
+    let tiers: u64 = f["tiers"].as_array().unwrap().iter().map(bytes).sum();
+    let parts: u64 = f["parts"].as_array().unwrap().iter().map(bytes).sum();
+    assert_eq!(database, tiers);
+    assert!(parts > 0 && parts <= database, "{parts} of {database}");
+    assert_eq!(f["parts"][1]["name"], "levels");
+    let a = &f["database"]["amplification"];
+    assert!(a["write"].as_f64().unwrap() > a["write_excluding_log"].as_f64().unwrap());
+    assert!(f["footprint"]["dram_bytes"].as_u64().unwrap() > 0);
+    assert!(stdout.contains("stage0 (levels)"), "{stdout}");
     assert!(db.exists(), "--db is kept");
     // The kept database is reusable; fills are skipped.
     let again = tierkv(&[
@@ -224,4 +237,30 @@ fn tools_read_the_design_from_the_manifest_and_repair_restores_current() {
     fails(&["put", "--db", db, &pm, "z", "z"], "no CURRENT");
     assert!(ok(&["repair", "--db", db, &pm]).contains("CURRENT now names MANIFEST-"));
     assert_eq!(ok(&["scan", "--db", db, &pm]), "a\t1\nb\t2\n");
+}
+
+/// `simulate-compaction` runs a design's policies over a key stream without I/O and reports
+/// each stage's write amplification.
+#[test]
+fn simulate_compaction_reports_per_stage_write_amplification() {
+    let out = tierkv(&[
+        "simulate-compaction",
+        "--design=leveled-pm",
+        "--num=50000",
+        "--write_buffer_size=65536",
+        "--max_bytes_for_level_base=262144",
+        "--target_file_size_base=65536",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("stage0 (levels): write amplification"),
+        "{stdout}"
+    );
+    let wa: f64 = stdout
+        .lines()
+        .find_map(|l| l.split("write amplification without the log ").nth(1))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("the total write amplification");
+    assert!(wa > 2.0, "random puts are compacted: {wa}\n{stdout}");
 }
