@@ -6,7 +6,10 @@
 # so both see the same machine noise.
 #
 # Usage: scripts/ab_fill_read.sh BEFORE_BINARY AFTER_BINARY [ROUNDS]
-# Prints one line per (round, binary, design, benchmark): ops/s, p99.9 and max latency (us).
+# Environment: SEPARATE=1 runs each design in its own process (`--design leveled`, then
+#      `--design leveled-pm`) instead of both in one `tierkv bench` invocation.
+# Prints one line per (round, binary, design, benchmark): ops/s, p99.9 and max latency (us); at
+# the end, per design and benchmark, the medians of both binaries and after / before of ops/s.
 set -euo pipefail
 before=${1:?before binary}
 after=${2:?after binary}
@@ -15,12 +18,20 @@ db=/tmp/tierkv-ab
 pool=/dev/shm/tierkv-ab.pool
 run() {
   local label=$1 bin=$2
+  if [ "${SEPARATE:-0}" = 1 ]; then
+    run_designs "$label" "$bin" leveled
+    run_designs "$label" "$bin" leveled-pm
+  else
+    run_designs "$label" "$bin" leveled,leveled-pm
+  fi
+}
+run_designs() {
+  local label=$1 bin=$2 designs=$3
   rm -rf "$db" "$pool"*
-  "$bin" bench --design leveled,leveled-pm --benchmarks=fillrandom,readrandom --num=1000000 \
+  "$bin" bench --design "$designs" --benchmarks=fillrandom,readrandom --num=1000000 \
     --key_size=16 --value_size=128 --db "$db" --pm_path "$pool" 2>&1 |
     awk -v label="$label" '
-      /^Design:/ || /^design/ { }
-      /^Database:/ { design = ($2 ~ /leveled-pm/) ? "leveled-pm" : "leveled" }
+      /^Design:/ { design = $2 }
       /^(fillrandom|readrandom) +:/ { bench = $1; ops = $5 }
       /latency \(micros\)/ && bench != "" {
         for (i = 1; i <= NF; i++) { if ($i == "p99.9") p999 = $(i + 1); if ($i == "max") max = $(i + 1) }
@@ -29,7 +40,24 @@ run() {
       }'
   rm -rf "$db" "$pool"*
 }
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 for r in $(seq 1 "$rounds"); do
   run "round$r before" "$before"
   run "round$r after" "$after"
+done | tee "$out"
+echo "medians over $rounds rounds (ops/s, p99.9 us, max us):"
+for key in "leveled fillrandom" "leveled readrandom" "leveled-pm fillrandom" "leveled-pm readrandom"; do
+  set -- $key
+  line="$1 $2:"
+  for label in before after; do
+    for field in 6 8 10; do
+      m=$(awk -v l="$label" -v d="$1" -v b="$2" -v f="$field" '$2 == l && $3 == d && $4 == b { print $f }' "$out" |
+        sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+      eval "${label}_${field}=\$m"
+    done
+    line="$line $label $(eval echo "\$${label}_6") ops/s p99.9 $(eval echo "\$${label}_8") max $(eval echo "\$${label}_10");"
+  done
+  ratio=$(awk -v a="$after_6" -v b="$before_6" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')
+  echo "$line after / before $ratio"
 done
