@@ -289,9 +289,13 @@ fn db_with_older_wals(sync_every: usize) -> (MemFs, Vec<PathBuf>, usize) {
 
 /// A cut older WAL followed by a write acknowledged with `sync` cannot be a power failure's cut
 /// (a sync write syncs every closed WAL first): corruption naming the WAL.
+///
+/// Every write is synced: the write that rotated the WAL is the newer WAL's first record
+/// whenever the failed flush stops the writes (sparser syncs could leave the newer WAL with no
+/// synced record, and the cut would then be a power failure's).
 #[test]
 fn damaged_tail_of_an_older_wal_before_a_synced_write_is_corruption() {
-    let (img, logs, _) = db_with_older_wals(5);
+    let (img, logs, _) = db_with_older_wals(1);
     let older = &logs[0];
     let len = img.file_data(older).unwrap().len() as u64;
     img.truncate(older, len - 10);
