@@ -1,0 +1,394 @@
+//! Skip-Array Tree floors: next pointers between sorted arrays, and the cascading search.
+//!
+//! A Skip-Array Tree (SAT) is a stack of [`PmArray`]s, `floors: &[Arc<PmArray>]`, indexed by
+//! floor slot: slot 0 is the bottom (oldest) floor, a higher slot a newer one. Floor `f > 0` is
+//! an array built for slot `f` (`floor_slot() == Some(f)`); floor 0 may also be a plain run
+//! (`None`), which has no pointers.
+//!
+//! # Next pointers
+//!
+//! For an entry `e` of floor `f`: `next(e) = (g, lower_bound_g(e))` where `g` is the *highest*
+//! floor below `f` whose *last* key is `>= e`; no pointer if there is none. Every floor `f > 0`
+//! also has an implicit *virtual min* entry before index 0 whose pointer is `(f - 1, 0)`: the
+//! paper's virtual `min` key (Fig. 5, non-overlapped case), made implicit so it is never stored
+//! and never seen by a merge. Two consequences the search relies on:
+//!
+//! * floors strictly between `g` and `f` hold only keys `< e` (their last key is `< e`);
+//! * pointers are monotone: for `a < b` in one floor, `floor(next(b)) <= floor(next(a))`, and
+//!   when equal, `next(a).offset <= next(b).offset` (a floor whose last key is `>= b` has its
+//!   last key `>= a`).
+//!
+//! [`PointerBuilder`] computes them for a new top floor by the paper's co-scan; the
+//! [`cascade_get`] / [`cascade_seek`] descent follows them.
+//!
+//! # The descent (Algorithm 1 of the paper, restated on lower bounds)
+//!
+//! Start at the top floor `f` with range `[lo, hi] = [0, len(f)]`. At floor `f`:
+//!
+//! 1. `p` = the lower bound of the target in `[lo, hi)`, `hi` if none: a binary search over the
+//!    half-open range whose answer may be `hi` itself. The range is built so that the floor's
+//!    true lower bound lies in `[lo, hi]`, so `p` is the floor's lower bound.
+//! 2. A get returns entry `p` if its user key is the target's (read with its checksum).
+//! 3. `a` = entry `p - 1`, or the virtual min if `p == 0` (every key of `f` before `p` is `<`
+//!    the target); `b` = entry `p`, or none if `p == len(f)`. If `a` has no pointer (floor 0's
+//!    virtual min, or no lower floor reaches `a`), every lower floor ends below `a`: stop.
+//! 4. The next floor is `g = floor(next(a))`. Since `a < target <= b`, the lower bound of the
+//!    target in `g` is in `[next(a).offset, next(b).offset]` when `next(b)` is in floor `g`;
+//!    otherwise (b's pointer goes lower, or b has none, or b is absent) floor `g`'s last key
+//!    is `< b`, and the range is `[next(a).offset, len(g)]`. Floors strictly between `g` and
+//!    `f` end below `a`: the target is past all their keys (their position is their `len`).
+//!
+//! Mapping to the paper's lines: lines 1-3 are the start and step 1 (the paper's `stop`, "the
+//! last key not greater than the target", is `p` when entry `p` equals the target, lines 4-5,
+//! and `p - 1 = a` otherwise). Lines 7-8 read `next(a)`. Lines 10-21 (the key at `next(a)` is
+//! `< target`) are step 4: line 14 is the same-floor range `[next(a), next(b)]`, line 17 the
+//! lower-`next(b)` range `[next(a), len(g)]`; line 20 (`next(b)` on a *higher* floor than
+//! `next(a)`) cannot happen by the monotonicity above. Lines 22-33 (the key at `next(a)` is
+//! `>= target`) search between the pointers of `stop - 1` and `stop`; here that case needs no
+//! branch: the first key `>= a` in `g` is then also the first `>= target`, so the answer is
+//! `next(a).offset` and the range of step 4 contains it (the paper's range collapses to one
+//! index). We do not read the key at `next(a)` first (line 9): the binary search over
+//! `[next(a), next(b)]` finds the same answer. The paper's corner cases ("if stop is at the
+//! end / beginning of a floor") are `b` absent and `a` = virtual min.
+//!
+//! Thread-safety: the functions take shared floors; a [`PointerBuilder`] has one owner.
+//!
+//! Invariants: floors are checked to be stacked in slot order, every pointer followed must
+//! name an existing floor and an index inside it with ranges that do not run backwards;
+//! otherwise the SAT is `Corruption` (naming the array) rather than a wrong answer.
+
+use super::reader::PmArray;
+use super::{IndexEntry, KeyHead, KeyValue, NextPtr, NO_FLOOR};
+use crate::format::{compare_internal, user_key, TRAILER_LEN};
+use crate::stats::IoPurpose;
+use crate::{Error, Result};
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// Checks `floors` is a SAT: floor `f > 0` built for slot `f`, floor 0 for slot 0 or none, at
+/// most 255 floors.
+fn check_floors(floors: &[Arc<PmArray>]) -> Result<()> {
+    if floors.len() > NO_FLOOR as usize {
+        return Err(Error::InvalidArgument(format!(
+            "a Skip-Array Tree of {} floors (at most 255)",
+            floors.len()
+        )));
+    }
+    for (f, a) in floors.iter().enumerate() {
+        let ok = match a.floor_slot() {
+            Some(s) => s as usize == f,
+            None => f == 0,
+        };
+        if !ok {
+            return Err(Error::InvalidArgument(format!(
+                "sorted array {} built for floor {:?} used as floor {f}",
+                a.path().display(),
+                a.floor_slot()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that pointer `p` found in `from` names an existing entry of the SAT.
+fn check_pointer(floors: &[Arc<PmArray>], from: &PmArray, p: NextPtr) -> Result<()> {
+    match floors.get(p.floor as usize) {
+        Some(g) if p.offset < g.len() => Ok(()),
+        _ => Err(Error::corruption(
+            from.path().display().to_string(),
+            format!(
+                "next pointer ({}, {}) names no entry of the Skip-Array Tree",
+                p.floor, p.offset
+            ),
+        )),
+    }
+}
+
+/// Computes the next pointers of a new top floor, for its keys given in increasing order, by
+/// the paper's co-scan ("Adding a new floor", Fig. 5): scan the old top floor forward from the
+/// previous answer for the first entry `>=` the key; when the floor is exhausted, continue at
+/// the floor and offset named by its last entry's pointer, and so on. Every entry of the old
+/// floors is read at most once (48 bytes, plus its key and value once when its head cannot
+/// decide a comparison), so the total reads are linear in the entries scanned.
+pub(crate) struct PointerBuilder {
+    floors: Vec<Arc<PmArray>>,
+    purpose: IoPurpose,
+    /// The scan position; `None` once every floor is exhausted (later keys get no pointer).
+    cursor: Option<Cursor>,
+    /// The previous key, to check the increasing order in debug builds.
+    #[cfg(debug_assertions)]
+    last_key: Vec<u8>,
+}
+
+/// A scan position and what is known of its entry.
+struct Cursor {
+    floor: usize,
+    pos: u32,
+    /// Entry `pos` once read.
+    entry: Option<IndexEntry>,
+    /// Entry `pos`'s internal key, checksum-verified, once a comparison needed it.
+    key: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for PointerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PointerBuilder")
+            .field("floors", &self.floors.len())
+            .field("cursor", &self.cursor.as_ref().map(|c| (c.floor, c.pos)))
+            .finish_non_exhaustive()
+    }
+}
+
+impl PointerBuilder {
+    /// A builder for a new floor on top of `floors` (a SAT, maybe empty); the new floor's slot
+    /// is `floors.len()`. `InvalidArgument` if `floors` is not a SAT or already has 255 floors.
+    pub(crate) fn new(floors: Vec<Arc<PmArray>>, purpose: IoPurpose) -> Result<PointerBuilder> {
+        check_floors(&floors)?;
+        if floors.len() >= NO_FLOOR as usize {
+            return Err(Error::InvalidArgument(
+                "a Skip-Array Tree holds at most 255 floors".into(),
+            ));
+        }
+        let cursor = floors.len().checked_sub(1).map(|top| Cursor {
+            floor: top,
+            pos: 0,
+            entry: None,
+            key: None,
+        });
+        Ok(PointerBuilder {
+            floors,
+            purpose,
+            cursor,
+            #[cfg(debug_assertions)]
+            last_key: Vec::new(),
+        })
+    }
+
+    /// The slot of the floor being built.
+    pub(crate) fn floor_slot(&self) -> u8 {
+        self.floors.len() as u8
+    }
+
+    /// The next pointer of `ikey`, a key of the new floor. REQUIRES: keys are given in strictly
+    /// increasing internal order.
+    pub(crate) fn next_for(&mut self, ikey: &[u8]) -> Result<Option<NextPtr>> {
+        if ikey.len() < TRAILER_LEN {
+            return Err(Error::InvalidArgument(
+                "pointer key shorter than an internal-key trailer".into(),
+            ));
+        }
+        #[cfg(debug_assertions)]
+        {
+            debug_assert!(
+                self.last_key.is_empty() || compare_internal(&self.last_key, ikey).is_lt(),
+                "pointer keys must be strictly increasing"
+            );
+            self.last_key = ikey.to_vec();
+        }
+        let target = KeyHead::of(ikey);
+        loop {
+            let Some(c) = &mut self.cursor else {
+                return Ok(None);
+            };
+            let floor = &self.floors[c.floor];
+            let mut last: Option<IndexEntry> = None;
+            while c.pos < floor.len() {
+                let e = match c.entry {
+                    Some(e) => e,
+                    None => *c.entry.insert(floor.entry(c.pos, self.purpose)?),
+                };
+                let o = match KeyHead::decide(&e.key_head(), &target) {
+                    Some(o) => o,
+                    None => {
+                        if c.key.is_none() {
+                            c.key = Some(floor.read_data(c.pos, &e, self.purpose)?.0);
+                        }
+                        compare_internal(c.key.as_deref().unwrap_or_default(), ikey)
+                    }
+                };
+                if o != Ordering::Less {
+                    return Ok(Some(NextPtr {
+                        floor: c.floor as u8,
+                        offset: c.pos,
+                    }));
+                }
+                last = Some(e);
+                c.pos += 1;
+                c.entry = None;
+                c.key = None;
+            }
+            // Floor exhausted: every floor between the one its last entry points to and this
+            // one ends below that entry, hence below `ikey`.
+            let last = match last {
+                Some(e) => e,
+                None => floor.entry(floor.len() - 1, self.purpose)?,
+            };
+            self.cursor = match last.next {
+                Some(p) => {
+                    check_pointer(&self.floors, floor, p)?;
+                    Some(Cursor {
+                        floor: p.floor as usize,
+                        pos: p.offset,
+                        entry: None,
+                        key: None,
+                    })
+                }
+                None => None,
+            };
+        }
+    }
+}
+
+/// One floor visited by the descent, for tests that follow its path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Step {
+    /// The floor slot.
+    pub floor: usize,
+    /// The searched range: the lower bound was looked for in `[lo, hi)`, answer in `[lo, hi]`.
+    pub lo: u32,
+    /// See `lo`.
+    pub hi: u32,
+    /// The floor's lower bound of the target.
+    pub index: u32,
+}
+
+/// The newest entry of the SAT for `user_key` visible at the lookup's sequence: the first entry
+/// `>= lookup_ikey` in the highest floor where that entry's user key is `user_key`, as
+/// `(internal key, value)` verified by its checksum (a deletion is returned as found; the
+/// caller interprets it). REQUIRES: `lookup_ikey` is `lookup_key(user_key, snapshot)`.
+pub(crate) fn cascade_get(
+    floors: &[Arc<PmArray>],
+    user_key: &[u8],
+    lookup_ikey: &[u8],
+    purpose: IoPurpose,
+) -> Result<Option<KeyValue>> {
+    if lookup_ikey.len() < TRAILER_LEN || crate::format::user_key(lookup_ikey) != user_key {
+        return Err(Error::InvalidArgument(
+            "cascade lookup key is not an internal key of the user key".into(),
+        ));
+    }
+    descend(floors, lookup_ikey, Some(user_key), purpose, &mut |_| {})
+}
+
+/// For every floor, the index of its first entry `>= target_ikey` (`len` if none), computed in
+/// one descent: floors the descent skips end below the target, so their position is `len`.
+pub(crate) fn cascade_seek(
+    floors: &[Arc<PmArray>],
+    target_ikey: &[u8],
+    purpose: IoPurpose,
+) -> Result<Vec<u32>> {
+    let mut positions: Vec<u32> = floors.iter().map(|f| f.len()).collect();
+    descend(floors, target_ikey, None, purpose, &mut |s| {
+        positions[s.floor] = s.index;
+    })?;
+    Ok(positions)
+}
+
+/// [`cascade_get`] that also reports every floor it visited.
+#[cfg(test)]
+pub(crate) fn cascade_get_traced(
+    floors: &[Arc<PmArray>],
+    user_key: &[u8],
+    lookup_ikey: &[u8],
+    purpose: IoPurpose,
+) -> Result<(Option<KeyValue>, Vec<Step>)> {
+    let mut steps = Vec::new();
+    let r = descend(floors, lookup_ikey, Some(user_key), purpose, &mut |s| {
+        steps.push(s)
+    })?;
+    Ok((r, steps))
+}
+
+/// The descent of the module doc. With `want`, returns entry `p` of the first floor where its
+/// user key is `want`; `visit` sees every floor searched.
+fn descend(
+    floors: &[Arc<PmArray>],
+    target: &[u8],
+    want: Option<&[u8]>,
+    purpose: IoPurpose,
+    visit: &mut dyn FnMut(Step),
+) -> Result<Option<KeyValue>> {
+    check_floors(floors)?;
+    let Some(top) = floors.len().checked_sub(1) else {
+        return Ok(None);
+    };
+    let (mut f, mut lo, mut hi) = (top, 0u32, floors[top].len());
+    loop {
+        let floor = &floors[f];
+        let found = floor.locate(target, lo, hi, purpose)?;
+        let p = found.index;
+        visit(Step {
+            floor: f,
+            lo,
+            hi,
+            index: p,
+        });
+        // b = entry p (none past the end); the search read it unless p == hi.
+        let b = match (found.at, p < floor.len()) {
+            (Some(e), _) => Some(e),
+            (None, true) => Some(floor.entry(p, purpose)?),
+            (None, false) => None,
+        };
+        if let (Some(uk), Some(be)) = (want, &b) {
+            if let Some(kv) = matching(floor, p, be, found.at_data, uk, purpose)? {
+                return Ok(Some(kv));
+            }
+        }
+        // a = entry p - 1 (the search read it unless p == lo), or the virtual min.
+        let next_a = match (p.checked_sub(1), found.below) {
+            (Some(_), Some(e)) => e.next,
+            (Some(i), None) => floor.entry(i, purpose)?.next,
+            (None, _) => f.checked_sub(1).map(|g| NextPtr {
+                floor: g as u8,
+                offset: 0,
+            }),
+        };
+        let Some(na) = next_a else {
+            return Ok(None);
+        };
+        check_pointer(floors, floor, na)?;
+        let g = na.floor as usize;
+        let g_len = floors[g].len();
+        // Exact range handling: the answer in g lies in [na.offset, new_hi], which is what
+        // a lower-bound search of the half-open [na.offset, new_hi) returns (new_hi when no
+        // entry before it is >= the target).
+        let new_hi = match b.and_then(|e| e.next) {
+            Some(nb) if nb.floor == na.floor => {
+                check_pointer(floors, floor, nb)?;
+                nb.offset
+            }
+            _ => g_len,
+        };
+        if na.offset > new_hi {
+            return Err(Error::corruption(
+                floor.path().display().to_string(),
+                format!(
+                    "next pointers of entries {} and {p} run backwards in floor {g}",
+                    p as i64 - 1
+                ),
+            ));
+        }
+        (f, lo, hi) = (g, na.offset, new_hi);
+    }
+}
+
+/// Entry `p` (read as `e`) if its user key is `want`, read with its checksum (`kv` when the
+/// search already read it so).
+fn matching(
+    floor: &PmArray,
+    p: u32,
+    e: &IndexEntry,
+    kv: Option<KeyValue>,
+    want: &[u8],
+    purpose: IoPurpose,
+) -> Result<Option<KeyValue>> {
+    // The head rules most entries out without the data area.
+    if e.user_key_len as usize != want.len() || e.head != super::pad_head(want) {
+        return Ok(None);
+    }
+    let kv = match kv {
+        Some(kv) => kv,
+        None => floor.read_data(p, e, purpose)?,
+    };
+    Ok((user_key(&kv.0) == want).then_some(kv))
+}
