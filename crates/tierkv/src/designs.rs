@@ -9,6 +9,9 @@
 
 mod leveled;
 mod leveled_pm;
+mod nvlsm;
+mod nvlsm_fragmented;
+mod nvlsm_leveled;
 
 use crate::options::Options;
 use crate::pipeline::{FrontEndKind, Stage};
@@ -29,6 +32,12 @@ pub(crate) struct DesignSpec {
     pub log_tier: fn(&Options) -> Option<Tier>,
     /// Whether the design keeps anything in the PM pool under `options`.
     pub uses_pm: fn(&Options) -> bool,
+    /// Whether every run the design writes lives in the PM pool (the pool holds the whole
+    /// database).
+    pub data_on_pm: bool,
+    /// Whether the design keeps a compaction log on PM (its flushes and compactions announce
+    /// each step there before it runs; recovery replays it). Requires the PM pool.
+    pub compaction_log: bool,
     /// The design's stages under `options`, in pipeline order (stage 0 receives the flushes).
     pub stages: fn(&Options) -> Vec<Box<dyn Stage>>,
     /// Applies the design's own defaults (the paper's parameters, scaled to this machine) to
@@ -48,8 +57,22 @@ impl Design {
     /// the PM pool (read in place), L1 and below on SSD.
     pub const LEVELED_PM: Design = Design(&leveled_pm::SPEC);
 
+    /// NVLSM: C1 runs and Skip-Array Trees of PM sorted arrays (accumulative compaction,
+    /// cascading search), all in the PM pool.
+    pub const NVLSM: Design = Design(&nvlsm::SPEC);
+    /// NVLSM-L: NVLSM's front end over leveled PM sorted arrays.
+    pub const NVLSM_LEVELED: Design = Design(&nvlsm_leveled::SPEC);
+    /// NVLSM-F: NVLSM's front end over PebblesDB-style guards of PM sorted arrays.
+    pub const NVLSM_FRAGMENTED: Design = Design(&nvlsm_fragmented::SPEC);
+
     /// Every design this build knows, in CLI order.
-    pub const ALL: &'static [Design] = &[Design::LEVELED, Design::LEVELED_PM];
+    pub const ALL: &'static [Design] = &[
+        Design::LEVELED,
+        Design::LEVELED_PM,
+        Design::NVLSM,
+        Design::NVLSM_LEVELED,
+        Design::NVLSM_FRAGMENTED,
+    ];
 
     /// The design's name in the CLI, the manifest and the reports.
     pub fn name(self) -> &'static str {
@@ -74,6 +97,17 @@ impl Design {
     /// True if the design keeps anything in the PM pool under `options`.
     pub fn uses_pm(self, options: &Options) -> bool {
         (self.0.uses_pm)(options)
+    }
+
+    /// True if every run the design writes lives in the PM pool, so the pool must hold the
+    /// whole database (with its space amplification), not only logs and a first stage.
+    pub fn data_on_pm(self) -> bool {
+        self.0.data_on_pm
+    }
+
+    /// True if the design keeps a compaction log on PM (see `DbStats::clog_discarded`).
+    pub fn compaction_log(self) -> bool {
+        self.0.compaction_log
     }
 
     /// The design's stages under `options`.

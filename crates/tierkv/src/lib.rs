@@ -37,11 +37,9 @@ pub(crate) mod iterator;
 pub(crate) mod log;
 pub(crate) mod memtable;
 pub(crate) mod options;
-// The PM sorted array and its Skip-Array Tree cascade: only its tests use it until the NVLSM
-// and TriangleKV stages arrive, so unused-code warnings are silenced outside test builds.
-#[cfg_attr(not(test), allow(dead_code, unused_imports))]
 pub(crate) mod parray;
 pub(crate) mod pipeline;
+pub(crate) mod runs;
 pub(crate) mod sst;
 pub(crate) mod stages;
 pub mod stats;
@@ -57,8 +55,8 @@ pub use compaction::simulate::{
 pub use db::{CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
-    CompactionOptions, Design, Options, PmOptions, ReadOptions, SsdModelOptions, TableOptions,
-    WriteOptions,
+    CompactionOptions, Design, FilterScope, NvlsmOptions, Options, PmOptions, ReadOptions,
+    SsdModelOptions, TableOptions, WriteOptions,
 };
 pub use stats::DbStats;
 pub use tier::Tier;

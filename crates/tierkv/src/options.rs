@@ -130,6 +130,41 @@ impl Default for CompactionOptions {
     }
 }
 
+/// Which Bloom filters a lookup in a set (a Skip-Array Tree, a guard) consults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FilterScope {
+    /// The set as a whole: if any floor's filter may hold the key, every floor is searched
+    /// (the cascade of a Skip-Array Tree; all runs of a guard). The paper's Fig. 7.
+    PerSet,
+    /// Each run: only the runs whose filter may hold the key are searched (guards; a
+    /// Skip-Array Tree still walks its cascade when any floor may hold the key).
+    PerRun,
+}
+
+/// The NVLSM designs' own options (`nvlsm`, `nvlsm-fragmented`; `nvlsm-leveled` has none).
+/// Their components use the compaction options: `num_levels` components (C1 included),
+/// `level0_compaction_trigger` runs fill C1, `target_file_size` is the run size,
+/// `level_size_multiplier` the capacity ratio between components.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NvlsmOptions {
+    /// Floors a Skip-Array Tree (runs a guard) holds before it is merged and pushed down: the
+    /// paper's `Max_Floor`. At least 2. Default 10 (the paper's).
+    pub max_floor: usize,
+    /// Which Bloom filters a lookup in a set consults. Default `PerSet`.
+    pub filter_scope: FilterScope,
+}
+
+impl Default for NvlsmOptions {
+    fn default() -> Self {
+        NvlsmOptions {
+            max_floor: 10,
+            filter_scope: FilterScope::PerSet,
+        }
+    }
+}
+
 /// Options of a database, given at open.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Options {
@@ -164,6 +199,9 @@ pub struct Options {
     /// The SSD model: bandwidth caps and direct reads on the SSD tier. Off by default.
     #[serde(default)]
     pub ssd: SsdModelOptions,
+    /// The NVLSM designs' options.
+    #[serde(default)]
+    pub nvlsm: NvlsmOptions,
     /// The file system; [`PosixFs`] unless a test substitutes another one.
     #[serde(skip, default = "default_fs")]
     pub fs: Arc<dyn FileSystem>,
@@ -189,6 +227,7 @@ impl Default for Options {
             compaction: CompactionOptions::default(),
             pm: PmOptions::default(),
             ssd: SsdModelOptions::default(),
+            nvlsm: NvlsmOptions::default(),
             fs: default_fs(),
         }
     }
@@ -210,6 +249,7 @@ impl std::fmt::Debug for Options {
             .field("compaction", &self.compaction)
             .field("pm", &self.pm)
             .field("ssd", &self.ssd)
+            .field("nvlsm", &self.nvlsm)
             .finish_non_exhaustive()
     }
 }
@@ -251,6 +291,12 @@ impl Options {
         }
         if t.bloom_bits_per_key > 64 {
             return bad("table.bloom_bits_per_key must be <= 64".into());
+        }
+        if !(2..=64).contains(&self.nvlsm.max_floor) {
+            return bad(format!(
+                "nvlsm.max_floor {} not in 2..=64",
+                self.nvlsm.max_floor
+            ));
         }
         let c = &self.compaction;
         if !(2..=20).contains(&c.num_levels) {

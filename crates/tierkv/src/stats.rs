@@ -147,6 +147,13 @@ pub struct Counters {
     pub flushes: AtomicU64,
     /// Completed compactions (trivial moves included).
     pub compactions: AtomicU64,
+    /// Recovery: half-done flushes and compactions the compaction log discarded.
+    pub clog_discarded: AtomicU64,
+    /// Recovery: published compactions whose last step the compaction log redid.
+    pub clog_redone: AtomicU64,
+    /// Recovery: run files no version named and no compaction log accounted for, removed by
+    /// the directory sweep.
+    pub unlogged_runs_removed: AtomicU64,
     /// WAL appends (one per group commit).
     pub wal_appends: AtomicU64,
     /// WAL syncs.
@@ -171,6 +178,9 @@ impl Default for Counters {
             stall_count: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
+            clog_discarded: AtomicU64::new(0),
+            clog_redone: AtomicU64::new(0),
+            unlogged_runs_removed: AtomicU64::new(0),
             wal_appends: AtomicU64::new(0),
             wal_syncs: AtomicU64::new(0),
             pm_flush_fallbacks: AtomicU64::new(0),
@@ -338,6 +348,13 @@ pub struct DbStats {
     pub flushes: u64,
     /// Completed compactions.
     pub compactions: u64,
+    /// Recovery: half-done flushes and compactions the compaction log discarded.
+    pub clog_discarded: u64,
+    /// Recovery: published compactions whose last step the compaction log redid.
+    pub clog_redone: u64,
+    /// Recovery: run files no version named and no compaction log accounted for, removed by
+    /// the directory sweep at open.
+    pub unlogged_runs_removed: u64,
     /// WAL appends (group commits).
     pub wal_appends: u64,
     /// WAL syncs.
@@ -356,6 +373,9 @@ pub struct DbStats {
     pub pm_read_recovery: u64,
     /// Flushes that went to SSD because the PM pool was full.
     pub pm_flush_fallbacks: u64,
+    /// Whether background work is pending: an unflushed immutable buffer, a running
+    /// compaction, or a stage whose policy would start one now.
+    pub background_pending: bool,
     /// The PM pool's own counters (device level: cache lines written back, fences, bytes read,
     /// bytes allocated), when the design uses PM.
     pub pm: Option<PmDeviceStats>,
@@ -424,6 +444,9 @@ impl DbStats {
             stall_count: g(&c.stall_count),
             flushes: g(&c.flushes),
             compactions: g(&c.compactions),
+            clog_discarded: g(&c.clog_discarded),
+            clog_redone: g(&c.clog_redone),
+            unlogged_runs_removed: g(&c.unlogged_runs_removed),
             wal_appends: g(&c.wal_appends),
             wal_syncs: g(&c.wal_syncs),
             pm_written_wal: sum(Tier::Pm, P::Wal, true),

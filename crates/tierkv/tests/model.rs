@@ -179,7 +179,7 @@ impl Backend {
             Backend::Disk(design, p) => {
                 let mut o = design.options(o);
                 o.pm.chunk_bytes = 64 << 10;
-                o.pm.size_bytes = 4 << 20;
+                o.pm.size_bytes = support::pool_options(*design).size;
                 (p.clone(), o)
             }
         }
@@ -678,7 +678,7 @@ fn concurrent_writers_and_readers_real_fs() {
         let mut opts = design.options(small_options(&mut rng));
         opts.write_buffer_size = 16 << 10;
         opts.pm.chunk_bytes = 64 << 10;
-        opts.pm.size_bytes = 8 << 20;
+        opts.pm.size_bytes = support::pool_options(design).size.max(8 << 20);
         concurrent_run(dir.path(), opts);
     }
 }

@@ -30,7 +30,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tierkv::fs::{CrashMode, MemFs};
-use tierkv::max_bytes_for_level;
 use tierkv::pm::{CrashImage, DurabilityMode, LatencyModel, PmPool, PoolOptions};
 use tierkv::{Db, Design, Options, WriteBatch, WriteOptions};
 
@@ -52,9 +51,15 @@ fn is_write(op: &Op) -> bool {
     !matches!(op, Op::Flush | Op::Compact | Op::Settle)
 }
 
-fn pool_options() -> PoolOptions {
+/// The pool of `design`: 2 MiB of 64 KiB chunks, 4 MiB for designs that keep every run in the
+/// pool (each run file takes at least one chunk).
+fn pool_options(design: Design) -> PoolOptions {
     PoolOptions {
-        size: 2 << 20,
+        size: if design.data_on_pm() {
+            4 << 20
+        } else {
+            2 << 20
+        },
         mode: DurabilityMode::Emulated,
         latency: LatencyModel {
             read_ns: 0,
@@ -146,17 +151,12 @@ fn workload(seed: u64) -> Vec<Op> {
     ops
 }
 
-/// Waits (up to 10 s) until no level needs a compaction, or the SSD froze (a crash stopped the
+/// Waits (up to 10 s) until no background work is pending, or the SSD froze (a crash stopped the
 /// background work). Returns true if the levels settled.
 fn settle(db: &Db, ssd: &MemFs) -> bool {
-    let c = &db.options().compaction;
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline && !ssd.is_frozen() {
-        let levels = db.stats().levels;
-        let last = levels.len() - 1;
-        let over = levels[0].files >= c.level0_compaction_trigger
-            || (1..last).any(|l| levels[l].bytes >= max_bytes_for_level(c, l));
-        if !over {
+        if !db.stats().background_pending {
             return true;
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -196,7 +196,14 @@ fn contents(db: &Db) -> Model {
         .collect::<BTreeMap<_, _>>()
 }
 
-/// Opens a database on one crash image and checks it against the models; returns the state it
+// Half-done jobs the compaction logs discarded, and published ones they redid, over every
+// image `verify_image` opened (per test thread: tests run side by side).
+thread_local! {
+    static CLOG_JOBS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Opens a database on one crash image and checks it against the models (and, for designs with
+/// a compaction log, that the log accounted for every run file left); returns the state it
 /// recovered.
 fn verify_image(
     design: Design,
@@ -207,12 +214,24 @@ fn verify_image(
     acked_hi: usize,
     what: &str,
 ) -> Model {
-    let pool = PmPool::open_crash_image(image, &pool_options())
+    let pool = PmPool::open_crash_image(image, &pool_options(design))
         .unwrap_or_else(|e| panic!("{what}: pool image does not open: {e}"));
     let opts = options(design, &ssd, Arc::clone(&pool));
     let db = Db::open(Path::new("/db"), opts.clone())
         .unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     let got = contents(&db);
+    if design.compaction_log() {
+        // Every run file a crash can leave is accounted for by the compaction log.
+        let st = db.stats();
+        assert_eq!(
+            st.unlogged_runs_removed, 0,
+            "{what}: runs left that no compaction log accounted for"
+        );
+        CLOG_JOBS.with(|c| {
+            let (d, r) = c.get();
+            c.set((d + st.clog_discarded, r + st.clog_redone));
+        });
+    }
     let writes = ops.iter().filter(|o| is_write(o)).count();
     let ok = (acked_lo..=(acked_hi + 1).min(writes)).any(|n| model_after(ops, n) == got);
     assert!(
@@ -242,6 +261,27 @@ struct Captured {
 
 /// The torn images taken at each fence: `torn` of `Torn` and `lines` of `TornLines`, seeded from
 /// `seed`.
+/// Torn and torn-lines images per fence of the main workload: 32 + 16, or 8 + 4 for the designs
+/// that keep every run on PM (their workloads make three times the fences, each a flush or
+/// compaction step, and the test must fit the CI budget).
+fn torn_images(design: Design) -> (u64, u64) {
+    if design.data_on_pm() {
+        (8, 4)
+    } else {
+        (32, 16)
+    }
+}
+
+/// The seeds of the main workload `design` runs: two, or one (a different one per design) for
+/// the designs that keep every run on PM.
+fn seeds(design: Design) -> Vec<u64> {
+    if design.data_on_pm() {
+        vec![1 + design.name().len() as u64 % 2]
+    } else {
+        vec![1, 2]
+    }
+}
+
 fn torn_kinds(seed: u64, torn: u64, lines: u64) -> Vec<CrashImage> {
     (0..torn)
         .map(|t| CrashImage::Torn(seed * 1000 + t))
@@ -304,10 +344,18 @@ fn run_once(
     target: u64,
 ) -> (Option<Captured>, MemFs, u64) {
     let ssd = MemFs::new();
-    let pool = PmPool::create_crash_sim(&pool_options(), true).unwrap();
+    let pool = PmPool::create_crash_sim(&pool_options(design), true).unwrap();
     let acked = Arc::new(AtomicUsize::new(0));
-    let captured = capture_at_fence(&pool, &ssd, target, torn_kinds(seed, 32, 16), &acked);
-    if let Ok(db) = Db::open(Path::new("/db"), options(design, &ssd, Arc::clone(&pool))) {
+    let (torn, lines) = torn_images(design);
+    let captured = capture_at_fence(&pool, &ssd, target, torn_kinds(seed, torn, lines), &acked);
+    let opened = Db::open(Path::new("/db"), options(design, &ssd, Arc::clone(&pool)));
+    if let Err(e) = &opened {
+        assert!(
+            ssd.is_frozen() || target != u64::MAX,
+            "{design} seed {seed}: open: {e}"
+        );
+    }
+    if let Ok(db) = opened {
         for op in ops.iter() {
             let r = match op {
                 Op::Put(k, v) => db.put(k, v),
@@ -351,10 +399,14 @@ fn run_once(
                 model_after(ops, writes),
                 "seed {seed}: final state"
             );
+            // Below L1 (leveled designs), or in a set or level past the first stage group (all
+            // on PM: a smaller workload relative to their larger groups).
             let levels = db.stats().levels;
+            let deep = if design.data_on_pm() { 1 } else { 2 };
             assert!(
-                levels[2..].iter().any(|l| l.files > 0),
-                "seed {seed}: the workload leaves data below L1: {levels:?}"
+                levels[deep..].iter().any(|l| l.files > 0),
+                "seed {seed}: the workload leaves data below group {}: {levels:?}",
+                deep - 1
             );
         }
     }
@@ -432,14 +484,29 @@ fn run(design: Design, seed: u64) -> (u64, usize) {
 #[test]
 fn crash_at_every_pm_fence() {
     for design in pm_designs() {
-        for seed in [1u64, 2] {
+        for seed in seeds(design) {
             let (fences, writes) = run(design, seed);
             // The workload really exercises the PM tier: WAL appends fence at least once each.
             assert!(
                 fences as usize > writes,
                 "{design} seed {seed}: only {fences} fences for {writes} writes"
             );
-            eprintln!("{design} seed {seed}: {fences} fences checked, 51 images each");
+            let (torn, lines) = torn_images(design);
+            eprintln!(
+                "{design} seed {seed}: {fences} fences checked, {} images each",
+                3 + torn + lines
+            );
+        }
+        if design.compaction_log() {
+            // Crashes fell inside flushes and compactions, before and after their manifest
+            // records: recovery both discarded and redid jobs.
+            let (discarded, redone) = CLOG_JOBS.with(|c| c.replace((0, 0)));
+            eprintln!("{design}: compaction log discarded {discarded} jobs, redid {redone}");
+            assert!(discarded > 0, "{design}: no crash left a half-done job");
+            assert!(
+                redone > 0,
+                "{design}: no crash fell between a manifest record and its commit"
+            );
         }
     }
 }
@@ -494,7 +561,7 @@ fn recover_uninterrupted(
     ssd: &MemFs,
     what: &str,
 ) -> (Model, u64, bool) {
-    let pool = PmPool::open_crash_image_checked(pool.to_vec(), &pool_options(), true)
+    let pool = PmPool::open_crash_image_checked(pool.to_vec(), &pool_options(design), true)
         .unwrap_or_else(|e| panic!("{what}: pool image does not open: {e}"));
     let ssd = ssd.crash(CrashMode::ProcessCrash);
     let db = Db::open(Path::new("/db"), options(design, &ssd, Arc::clone(&pool)))
@@ -534,7 +601,8 @@ impl FirstImage {
 
 /// True if the WAL of these images ends in a torn record (which recovery drops).
 fn has_torn_wal_tail(design: Design, pool: &[u8], ssd: &MemFs) -> bool {
-    let pool = PmPool::open_crash_image(pool.to_vec(), &pool_options()).expect("opened before");
+    let pool =
+        PmPool::open_crash_image(pool.to_vec(), &pool_options(design)).expect("opened before");
     let ssd = ssd.crash(CrashMode::ProcessCrash);
     let report = Db::check(Path::new("/db"), options(design, &ssd, pool))
         .unwrap_or_else(|e| panic!("check of a first crash image: {e}"));
@@ -598,7 +666,7 @@ fn first_crashes(
 /// [`capture_at_fence`]; 8 torn and 8 torn-lines images). Returns the capture (if recovery, or
 /// the background work after it, reached that fence) and the SSD.
 fn crash_recovery_at(design: Design, first: &FirstCrash, target: u64) -> (Option<Captured>, MemFs) {
-    let pool = PmPool::open_crash_image_checked(first.pool.clone(), &pool_options(), true)
+    let pool = PmPool::open_crash_image_checked(first.pool.clone(), &pool_options(design), true)
         .expect("the first image opened before");
     let ssd = first.ssd.crash(CrashMode::ProcessCrash);
     let acked = Arc::new(AtomicUsize::new(0));
@@ -648,7 +716,7 @@ fn crash_during_recovery_at_every_pm_fence() {
     let t = Instant::now();
     let mut checked = 0;
     for design in pm_designs() {
-        for seed in [1u64, 2] {
+        for seed in seeds(design) {
             let ops = Arc::new(workload(seed));
             let kinds = [FirstImage::Strict, FirstImage::AllPendingProcess];
             let firsts = first_crashes(design, seed, &ops, 3, &kinds, false);
@@ -659,7 +727,6 @@ fn crash_during_recovery_at_every_pm_fence() {
 }
 
 /// The same from torn first-crash images whose WAL on PM ends in a torn record.
-///
 ///
 /// This failed while recovery created its new WAL before the manifest record moving
 /// `log_number` past the replayed WALs (see the SSD test of the same name).

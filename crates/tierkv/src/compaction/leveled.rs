@@ -7,11 +7,12 @@
 //!   the overlapping L1 runs. A level-`n` compaction takes the first run after the level's
 //!   compaction pointer (wrapping around) plus the overlapping runs of level `n+1`.
 //! * A single input run with nothing overlapping below is moved, not rewritten.
-//! * Outputs go to SSD as SSTables, cut at `target_file_size` between user keys.
+//! * Outputs are runs of the stage's kind and tier (SSTables on SSD for `leveled`; see
+//!   `LeveledPolicy::with_output`), cut at `target_file_size` between user keys.
 //!
 //! The golden cases of `testdata/leveled_picks.txt` pin the picker down.
 
-use super::{CompactionPolicy, CompactionTask, PolicyView, Reason};
+use super::{CompactionPolicy, CompactionTask, OutputPlan, PolicyView, Reason};
 use crate::format::compare_internal;
 use crate::options::CompactionOptions;
 use crate::pipeline::RunTarget;
@@ -33,13 +34,23 @@ pub fn max_bytes_for_level(options: &CompactionOptions, level: usize) -> u64 {
 #[derive(Clone, Debug)]
 pub(crate) struct LeveledPolicy {
     options: CompactionOptions,
+    /// Where compaction outputs go and what they are made of.
+    output_tier: Tier,
+    output_kind: RunKind,
 }
 
 impl LeveledPolicy {
-    /// A policy with `options`.
+    /// A policy with `options` writing SSTables to SSD.
     pub fn new(options: &CompactionOptions) -> Self {
+        Self::with_output(options, Tier::Ssd, RunKind::Sst)
+    }
+
+    /// A policy with `options` writing runs of `kind` to `tier` (NVLSM-L: PM sorted arrays).
+    pub fn with_output(options: &CompactionOptions, tier: Tier, kind: RunKind) -> Self {
         LeveledPolicy {
             options: options.clone(),
+            output_tier: tier,
+            output_kind: kind,
         }
     }
 
@@ -75,6 +86,7 @@ impl LeveledPolicy {
             inputs: vec![(level, inputs), (level + 1, next_inputs)],
             output_group: level + 1,
             trivial_move,
+            plan: OutputPlan::BySize,
         }
     }
 }
@@ -145,8 +157,8 @@ impl CompactionPolicy for LeveledPolicy {
     fn output(&self, task: &CompactionTask) -> RunTarget {
         RunTarget {
             group: task.output_group,
-            tier: Tier::Ssd,
-            kind: RunKind::Sst,
+            tier: self.output_tier,
+            kind: self.output_kind,
         }
     }
 
@@ -210,6 +222,7 @@ mod tests {
                         largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
                         tier: Tier::Ssd,
                         kind: RunKind::Sst,
+                        set: 0,
                     },
                 ));
             }

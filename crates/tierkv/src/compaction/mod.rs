@@ -8,9 +8,11 @@
 //! ([`simulate`]) runs a policy over a key stream without I/O to report its write
 //! amplification in milliseconds.
 
+mod accumulative;
 mod leveled;
 pub mod simulate;
 
+pub(crate) use accumulative::AccumulativePolicy;
 pub use leveled::max_bytes_for_level;
 pub(crate) use leveled::LeveledPolicy;
 
@@ -26,6 +28,8 @@ pub enum Reason {
     LevelSize,
     /// `compact_range` asked for it.
     Manual,
+    /// A set (a Skip-Array Tree, a guard) reached its floor limit.
+    SetFull,
 }
 
 /// What a policy sees of one stage.
@@ -39,6 +43,70 @@ pub struct PolicyView<'a> {
     pub busy: &'a [bool],
     /// Per group: where the next size-triggered compaction starts (round-robin); empty = start.
     pub pointers: &'a [Vec<u8>],
+}
+
+/// One set of the output group a task adds floors to ([`OutputPlan::IntoSets`]).
+#[derive(Clone, Debug)]
+pub struct SetTarget {
+    /// The set's id.
+    pub id: u64,
+    /// The smallest user key the set takes: keys from here up to the next set's `lo` go to
+    /// this set (keys below the first set's `lo` go to the first set).
+    pub lo: Vec<u8>,
+    /// The set's floors now, bottom first: the new floor's cascade pointers point into them.
+    pub floors: Vec<Arc<FileMetaData>>,
+}
+
+/// How a task's merged output is cut into runs.
+#[derive(Clone, Debug)]
+pub enum OutputPlan {
+    /// Runs of about [`CompactionPolicy::target_run_bytes`], cut between user keys; the output
+    /// group's runs that overlap them are all inputs (leveled compaction, a write-back).
+    BySize,
+    /// One run per set of the output group (sorted by `lo`), which becomes the set's new top
+    /// floor; the set's older floors stay (NVLSM's accumulative compaction, a guard's new
+    /// run). Sets no key falls into get no run. With `cascade`, each new floor carries cascade
+    /// pointers into the floors below it (a Skip-Array Tree); without, it is a plain run.
+    IntoSets {
+        /// The output group's sets.
+        sets: Vec<SetTarget>,
+        /// Whether new floors get cascade pointers.
+        cascade: bool,
+    },
+}
+
+impl OutputPlan {
+    /// True if the outputs join older runs of the output group that are not inputs: a
+    /// tombstone written there still hides them and must be kept.
+    pub fn joins_older_runs(&self) -> bool {
+        matches!(self, OutputPlan::IntoSets { .. })
+    }
+}
+
+/// Routes the user keys of a merge, in increasing order, to the sets of an
+/// [`OutputPlan::IntoSets`] plan: the index of the set each key goes to.
+#[derive(Debug)]
+pub struct SetRouter<'a> {
+    sets: &'a [SetTarget],
+    current: usize,
+}
+
+impl<'a> SetRouter<'a> {
+    /// A router over `sets` (sorted by `lo`, not empty).
+    pub fn new(sets: &'a [SetTarget]) -> Self {
+        debug_assert!(!sets.is_empty());
+        SetRouter { sets, current: 0 }
+    }
+
+    /// The set of `user_key`; keys must come in non-decreasing order.
+    pub fn route(&mut self, user_key: &[u8]) -> usize {
+        while self.current + 1 < self.sets.len()
+            && self.sets[self.current + 1].lo.as_slice() <= user_key
+        {
+            self.current += 1;
+        }
+        self.current
+    }
 }
 
 /// What a compaction will do: merge `inputs` (runs of the stage's groups) into new runs of
@@ -55,6 +123,8 @@ pub struct CompactionTask {
     pub output_group: usize,
     /// Move the single input run down without rewriting it.
     pub trivial_move: bool,
+    /// How the merged output is cut into runs.
+    pub plan: OutputPlan,
 }
 
 impl CompactionTask {

@@ -12,9 +12,10 @@
 //!
 //! [`CompactionPolicy::apply`]: super::CompactionPolicy::apply
 
-use super::{CompactionTask, PolicyView};
+use super::{CompactionTask, OutputPlan, PolicyView, SetRouter};
 use crate::format::{make_internal_key, ValueType};
 use crate::options::Options;
+use crate::pipeline::RunTarget;
 use crate::pipeline::Stage;
 use crate::version::{FileMetaData, Version, VersionEdit};
 use crate::Result;
@@ -149,8 +150,8 @@ pub fn simulate(
 }
 
 impl Sim {
-    /// A run of `contents` (non-empty).
-    fn new_run(&mut self, contents: Contents, tier: crate::tier::Tier) -> FileMetaData {
+    /// A run of `contents` (non-empty) written as `target` says.
+    fn new_run(&mut self, contents: Contents, target: RunTarget) -> FileMetaData {
         let number = self.next_number;
         self.next_number += 1;
         self.seq += 1;
@@ -164,8 +165,9 @@ impl Sim {
             num_entries: contents.len() as u64,
             smallest: make_internal_key(first, self.seq, ValueType::Value),
             largest: make_internal_key(last, self.seq, ValueType::Value),
-            tier,
-            kind: crate::version::RunKind::Sst,
+            tier: target.tier,
+            kind: target.kind,
+            set: 0,
         };
         self.runs.insert(number, Arc::new(contents));
         meta
@@ -189,7 +191,7 @@ impl Sim {
 
     fn flush(&mut self, contents: Contents) -> Result<()> {
         let target = self.stages[0].ingest_target();
-        let meta = self.new_run(contents, target.tier);
+        let meta = self.new_run(contents, target);
         self.report.flushes += 1;
         self.report.stages[0].groups[target.group].bytes_written += meta.file_size;
         let mut edit = VersionEdit::default();
@@ -235,19 +237,38 @@ impl Sim {
                     merged.extend(self.runs[&f.number].iter().map(|(k, v)| (k.clone(), *v)));
                 }
             }
-            let cut = policy.target_run_bytes();
-            let mut piece = Contents::new();
-            let mut piece_bytes = 0;
-            for (k, v) in merged {
-                piece_bytes += entry_bytes(&k, v);
-                piece.insert(k, v);
-                if piece_bytes >= cut {
-                    outputs.push(self.new_run(std::mem::take(&mut piece), target.tier));
-                    piece_bytes = 0;
+            match &task.plan {
+                OutputPlan::BySize => {
+                    let cut = policy.target_run_bytes();
+                    let mut piece = Contents::new();
+                    let mut piece_bytes = 0;
+                    for (k, v) in merged {
+                        piece_bytes += entry_bytes(&k, v);
+                        piece.insert(k, v);
+                        if piece_bytes >= cut {
+                            let p = std::mem::take(&mut piece);
+                            outputs.push(self.new_run(p, target));
+                            piece_bytes = 0;
+                        }
+                    }
+                    if !piece.is_empty() {
+                        outputs.push(self.new_run(piece, target));
+                    }
                 }
-            }
-            if !piece.is_empty() {
-                outputs.push(self.new_run(piece, target.tier));
+                OutputPlan::IntoSets { sets, .. } => {
+                    let mut router = SetRouter::new(sets);
+                    let mut pieces: Vec<Contents> = vec![Contents::new(); sets.len()];
+                    for (k, v) in merged {
+                        pieces[router.route(&k)].insert(k, v);
+                    }
+                    for (piece, set) in pieces.into_iter().zip(sets) {
+                        if !piece.is_empty() {
+                            let mut run = self.new_run(piece, target);
+                            run.set = set.id;
+                            outputs.push(run);
+                        }
+                    }
+                }
             }
             self.report.stages[stage].groups[target.group].bytes_written +=
                 outputs.iter().map(|f| f.file_size).sum::<u64>();

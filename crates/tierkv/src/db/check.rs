@@ -3,9 +3,9 @@
 use super::table_cache::TableCache;
 use crate::format::compare_internal;
 use crate::fs::{FileSystem, PmFsOpen};
-use crate::iterator::InternalIterator;
 use crate::log::LogReader;
 use crate::options::Options;
+use crate::runs::OpenRun;
 use crate::sst::BlockCache;
 use crate::stats::{Counters, IoPurpose};
 use crate::version::{log_file_name, parse_file_name, FileKind, FileMetaData, VersionSet};
@@ -77,8 +77,11 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
 /// Reads and verifies every block of run `f` of `stage` and checks it against the manifest
 /// (entry count, first and last keys); returns its entry count.
 fn check_run(cache: &TableCache, stage: usize, f: &FileMetaData) -> Result<u64> {
-    let table = cache.get(f, crate::stats::Part::Stage(stage))?;
-    let entries = table.verify()?;
+    let table = cache.open(f, crate::stats::Part::Stage(stage))?;
+    let entries = match &table {
+        OpenRun::Sst(t) => t.verify()?,
+        OpenRun::Array(a) => a.verify(IoPurpose::Recovery)?,
+    };
     let location = table.path().display().to_string();
     let bad = |why: String| Err(Error::corruption(location.clone(), why));
     if entries != f.num_entries {

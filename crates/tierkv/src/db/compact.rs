@@ -10,16 +10,17 @@
 //! user key lives in one run per disjoint group.
 //!
 //! Outputs are synced and their directory is synced before the manifest record that installs
-//! them; any failure poisons the database.
+//! them; any failure poisons the database and removes the unfinished outputs. Designs with a
+//! compaction log announce each step there first (`clog`).
 
 use super::DbInner;
-use crate::compaction::{CompactionTask, PolicyView};
+use crate::compaction::{CompactionTask, OutputPlan, PolicyView, SetRouter, SetTarget};
 use crate::format::{parse_internal_key, ValueType};
 use crate::iterator::InternalIterator;
 use crate::pipeline::RunTarget;
-use crate::sst::TableBuilder;
+use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter};
 use crate::stats::{IoPurpose, Part};
-use crate::version::{table_file_name, FileMetaData, RunKind, Version};
+use crate::version::{FileMetaData, Version};
 use crate::{Error, Result};
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::time::Duration;
@@ -46,6 +47,15 @@ impl DbInner {
             let _ = self.run_task(task);
             state = self.state.lock();
         }
+    }
+
+    /// True while background work is pending: an immutable buffer to flush, a running
+    /// compaction, or a task a policy would start now.
+    pub(crate) fn background_pending(&self) -> bool {
+        let state = self.state.lock();
+        self.front.pending_flushes() > 0
+            || state.busy.iter().flatten().any(|&b| b)
+            || self.choose_task(&state).is_some()
     }
 
     /// The first stage's task whose groups are free, in pipeline order.
@@ -86,14 +96,26 @@ impl DbInner {
         let stage = &self.stages[task.stage];
         let policy = stage.policy();
         let mut outputs = Vec::new();
+        let mut job = None;
         if !task.trivial_move {
+            let target = policy.output(task);
+            job = self.clog_start(task.input_runs().map(|f| f.number).collect())?;
             // Output numbers stay in `pending_outputs` until the manifest names them.
-            let merged = self.merge(task, policy.output(task), &mut outputs);
+            let mut created = Vec::new();
+            let merged = self
+                .merge(task, target, job, &mut outputs, &mut created)
+                .and_then(|()| self.clog_merged(job));
             if let Err(e) = merged {
+                // The outputs are garbage: unregistered, removed (best effort: recovery
+                // removes what is left, as the log says).
                 let mut state = self.state.lock();
-                for m in &outputs {
-                    state.pending_outputs.remove(&m.number);
+                for n in &created {
+                    state.pending_outputs.remove(n);
+                    let _ =
+                        self.fs_for(target.tier)
+                            .remove(&run_file_name(&self.dir, *n, target.kind));
                 }
+                let _ = self.clog_finish(&mut state, job, false);
                 return Err(e);
             }
             for meta in &outputs {
@@ -124,32 +146,45 @@ impl DbInner {
         }
         applied?;
         state.install_super_version(&*self.front);
-        Ok(())
+        self.clog_finish(&mut state, job, true)
     }
 
-    /// Merges the task's input runs into new runs written as `target` says, appending each
-    /// finished output's metadata to `outputs` (whose numbers are registered as pending
-    /// outputs).
+    /// Merges the task's input runs into new runs written as `target` says and cut as the
+    /// task's plan says, appending each finished output's metadata to `outputs` (whose numbers
+    /// are registered as pending outputs).
+    /// `created` receives every output number as it is allocated (finished or not), `job` is
+    /// the task's compaction-log job.
     fn merge(
         &self,
         task: &CompactionTask,
         target: RunTarget,
+        job: Option<u64>,
         outputs: &mut Vec<FileMetaData>,
+        created: &mut Vec<u64>,
     ) -> Result<()> {
         let version = self.state.lock().versions.current();
         let smallest_snapshot = self.smallest_snapshot();
         let part = Part::Stage(task.stage);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in task.input_runs() {
-            let t = self.table_cache.get(f, part)?;
-            children.push(Box::new(t.iter(IoPurpose::Compaction, false)));
+            children.push(
+                self.table_cache
+                    .open(f, part)?
+                    .iter(IoPurpose::Compaction, false),
+            );
         }
         let mut input = super::MergingIterator::new(children);
         input.seek_to_first();
-        let mut builder: Option<(TableBuilder, u64)> = None;
+        let mut output: Option<Output> = None;
         let mut current_key: Option<Vec<u8>> = None;
         let mut last_seq_for_key = u64::MAX;
         let cut = self.stages[task.stage].policy().target_run_bytes();
+        let (sets, cascade) = match &task.plan {
+            OutputPlan::BySize => (&[][..], false),
+            OutputPlan::IntoSets { sets, cascade } => (sets.as_slice(), *cascade),
+        };
+        let mut router = (!sets.is_empty()).then(|| SetRouter::new(sets));
+        let mut slot = None;
         while input.valid() {
             let ikey = input.key();
             let p = parse_internal_key(ikey)
@@ -169,53 +204,109 @@ impl DbInner {
             last_seq_for_key = p.sequence;
             if !drop {
                 if new_user_key {
-                    if let Some((b, _)) = &builder {
-                        if b.file_size_estimate() >= cut {
-                            let (b, number) = builder.take().expect("open builder");
-                            outputs.push(finish(b, number, target)?);
+                    // Cut: at a set boundary (a plan into sets), or by size between user keys.
+                    let finished = match &mut router {
+                        Some(r) => {
+                            let s = r.route(p.user_key);
+                            let changed = slot != Some(s);
+                            slot = Some(s);
+                            changed
+                        }
+                        None => output
+                            .as_ref()
+                            .is_some_and(|o| o.writer.size_estimate() >= cut),
+                    };
+                    if finished {
+                        if let Some(o) = output.take() {
+                            outputs.push(o.finish(target)?);
                         }
                     }
                 }
-                if builder.is_none() {
-                    builder = Some(self.new_output(target)?);
+                if output.is_none() {
+                    let set = slot.map(|s| &sets[s]);
+                    output = Some(self.new_output(target, set, cascade, part, job, created)?);
                 }
-                let (b, _) = builder.as_mut().expect("open builder");
-                b.add(ikey, input.value())?;
+                output
+                    .as_mut()
+                    .expect("open output")
+                    .writer
+                    .add(ikey, input.value())?;
             }
             input.next();
         }
         input.status()?;
-        if let Some((b, number)) = builder.take() {
-            outputs.push(finish(b, number, target)?);
+        if let Some(o) = output.take() {
+            outputs.push(o.finish(target)?);
         }
         self.fs_for(target.tier).sync_dir(&self.dir)?;
         Ok(())
     }
 
-    /// A new output run's builder and number (registered as a pending output).
-    fn new_output(&self, target: RunTarget) -> Result<(TableBuilder, u64)> {
+    /// A new output run's writer and number (registered as a pending output); `set` is the
+    /// set it becomes the new top floor of, with cascade pointers into its floors if `cascade`.
+    fn new_output(
+        &self,
+        target: RunTarget,
+        set: Option<&SetTarget>,
+        cascade: bool,
+        part: Part,
+        job: Option<u64>,
+        created: &mut Vec<u64>,
+    ) -> Result<Output> {
         let number = {
             let mut state = self.state.lock();
             let n = state.versions.new_file_number();
             state.pending_outputs.insert(n);
             n
         };
-        match target.kind {
-            RunKind::Sst => {
-                let path = table_file_name(&self.dir, number);
-                let file = self.fs_for(target.tier).create(&path).inspect_err(|_| {
-                    self.state.lock().pending_outputs.remove(&number);
-                })?;
-                Ok((TableBuilder::new(&self.options.table, file, path), number))
-            }
-        }
+        created.push(number);
+        let writer = (|| {
+            self.clog_output(job, number)?;
+            let floor = match set {
+                Some(s) => Some(FloorSpec {
+                    slot: u8::try_from(s.floors.len()).map_err(|_| {
+                        Error::InvalidArgument(format!("set {} has too many floors", s.id))
+                    })?,
+                    below: if cascade {
+                        Some(
+                            s.floors
+                                .iter()
+                                .map(|f| self.table_cache.array(f, part))
+                                .collect::<Result<Vec<_>>>()?,
+                        )
+                    } else {
+                        None
+                    },
+                }),
+                None => None,
+            };
+            let path = run_file_name(&self.dir, number, target.kind);
+            create_writer(
+                &**self.fs_for(target.tier),
+                path,
+                target.kind,
+                &self.options.table,
+                floor,
+            )
+        })();
+        Ok(Output {
+            writer: writer?,
+            number,
+            set: set.map_or(0, |s| s.id),
+        })
     }
 
     /// True if a run below the task's output may hold `user_key`: a deeper group of the task's
-    /// stage, or any group of a later stage.
+    /// stage, or any group of a later stage; for outputs that join older runs of their group
+    /// (floors added to a set), the output group too.
     fn may_hold_below(&self, version: &Version, task: &CompactionTask, user_key: &[u8]) -> bool {
         let s = task.stage;
-        self.stages[s].may_hold_from(version.stage(s), task.output_group + 1, user_key)
+        let from = if task.plan.joins_older_runs() {
+            task.output_group
+        } else {
+            task.output_group + 1
+        };
+        self.stages[s].may_hold_from(version.stage(s), from, user_key)
             || (s + 1..self.stages.len())
                 .any(|later| self.stages[later].may_hold_from(version.stage(later), 0, user_key))
     }
@@ -285,15 +376,26 @@ fn set_busy(state: &mut super::State, task: &CompactionTask, busy: bool) {
     }
 }
 
-fn finish(builder: TableBuilder, number: u64, target: RunTarget) -> Result<FileMetaData> {
-    let s = builder.finish()?;
-    Ok(FileMetaData {
-        number,
-        file_size: s.file_size,
-        num_entries: s.num_entries,
-        smallest: s.smallest,
-        largest: s.largest,
-        tier: target.tier,
-        kind: target.kind,
-    })
+/// An output run being written.
+struct Output {
+    writer: Box<dyn RunWriter>,
+    number: u64,
+    /// The set it joins (0: none yet; the policy's `apply` decides).
+    set: u64,
+}
+
+impl Output {
+    fn finish(self, target: RunTarget) -> Result<FileMetaData> {
+        let s = self.writer.finish()?;
+        Ok(FileMetaData {
+            number: self.number,
+            file_size: s.file_size,
+            num_entries: s.num_entries,
+            smallest: s.smallest,
+            largest: s.largest,
+            tier: target.tier,
+            kind: target.kind,
+            set: self.set,
+        })
+    }
 }

@@ -9,10 +9,10 @@
 
 use super::DbInner;
 use crate::pipeline::{FlushSource, RunTarget};
-use crate::sst::TableBuilder;
+use crate::runs::{create_writer, run_file_name};
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{table_file_name, FileMetaData, RunKind, VersionEdit};
+use crate::version::{FileMetaData, VersionEdit};
 use crate::{Error, Result};
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::time::Duration;
@@ -38,9 +38,14 @@ impl DbInner {
             // Closed logs are synced off the write path, here; the log the flush edit will name
             // as the oldest live one was created before this buffer was handed over, so its
             // directory entry is durable before the manifest names it.
+            let mut job = None;
             let built = self
                 .front
                 .sync_closed_logs(self)
+                .and_then(|()| {
+                    job = self.clog_start(Vec::new())?;
+                    self.clog_output(job, number)
+                })
                 .and_then(|()| write_flush_run(self, &*source, number));
             state = self.state.lock();
             state.pending_outputs.remove(&number);
@@ -51,7 +56,8 @@ impl DbInner {
                 }
                 self.front.retire_flushed(&mut edit);
                 state.versions.last_sequence = self.last_sequence.load(Acquire);
-                state.versions.log_and_apply(edit)
+                state.versions.log_and_apply(edit)?;
+                self.clog_finish(&mut state, job, true)
             });
             match result {
                 Ok(_) => {
@@ -110,7 +116,7 @@ pub(crate) fn write_flush_run(
         Err(Error::NoSpace(_)) if target.tier == Tier::Pm => {
             let _ = db
                 .fs_for(Tier::Pm)
-                .remove(&table_file_name(&db.dir, number));
+                .remove(&run_file_name(&db.dir, number, target.kind));
             db.counters.pm_flush_fallbacks.fetch_add(1, Relaxed);
             build_run(
                 db,
@@ -135,29 +141,26 @@ fn build_run(
     number: u64,
     target: RunTarget,
 ) -> Result<FileMetaData> {
-    match target.kind {
-        RunKind::Sst => {
-            let fs = db.fs_for(target.tier);
-            let path = table_file_name(&db.dir, number);
-            let mut builder = TableBuilder::new(&db.options.table, fs.create(&path)?, path);
-            let mut it = source.iter();
-            it.seek_to_first();
-            while it.valid() {
-                builder.add(it.key(), it.value())?;
-                it.next();
-            }
-            it.status()?;
-            let summary = builder.finish()?;
-            fs.sync_dir(&db.dir)?;
-            Ok(FileMetaData {
-                number,
-                file_size: summary.file_size,
-                num_entries: summary.num_entries,
-                smallest: summary.smallest,
-                largest: summary.largest,
-                tier: target.tier,
-                kind: RunKind::Sst,
-            })
-        }
+    let fs = db.fs_for(target.tier);
+    let path = run_file_name(&db.dir, number, target.kind);
+    let mut writer = create_writer(&**fs, path, target.kind, &db.options.table, None)?;
+    let mut it = source.iter();
+    it.seek_to_first();
+    while it.valid() {
+        writer.add(it.key(), it.value())?;
+        it.next();
     }
+    it.status()?;
+    let summary = writer.finish()?;
+    fs.sync_dir(&db.dir)?;
+    Ok(FileMetaData {
+        number,
+        file_size: summary.file_size,
+        num_entries: summary.num_entries,
+        smallest: summary.smallest,
+        largest: summary.largest,
+        tier: target.tier,
+        kind: target.kind,
+        set: 0,
+    })
 }

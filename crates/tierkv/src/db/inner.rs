@@ -116,6 +116,8 @@ pub(crate) struct DbInner {
     /// The design's stages, in pipeline order.
     pub stages: Vec<Box<dyn Stage>>,
     pub state: Mutex<State>,
+    /// The compaction log, for designs that keep one (lock order: `state` before `clog`).
+    pub clog: Option<Mutex<super::clog::CompactionLog>>,
     /// Signalled when background work is queued or finishes, and on shutdown.
     pub bg_cv: Condvar,
     /// The last sequence number visible to readers.
@@ -182,19 +184,22 @@ impl DbInner {
         }
     }
 
-    /// Writes `source` as run `number` of stage 0 (see `flush.rs`); a helper the front ends'
-    /// recoveries use too.
+    /// Writes `source` as run `number` of stage 0 (see `flush.rs`) for a front end's recovery,
+    /// announced in the compaction log's recovery job first (`Self::clog_end_recovery` ends
+    /// it).
     pub(crate) fn write_flush_run(
         &self,
         source: &dyn FlushSource,
         number: u64,
     ) -> Result<Option<(usize, crate::version::FileMetaData)>> {
+        self.clog_recovery_output(number)?;
         super::flush::write_flush_run(self, source, number)
     }
 
     pub(crate) fn stats(&self) -> DbStats {
         let mut s = DbStats::from_counters(&self.counters);
         s.design = self.options.design.name().to_string();
+        s.background_pending = self.background_pending();
         let sv = self.super_version();
         s.stages = sv
             .version

@@ -21,6 +21,7 @@
 //! only to clone the current `SuperVersion` (one `Arc`), then read without locks.
 
 mod check;
+mod clog;
 mod compact;
 mod flush;
 mod inner;

@@ -25,6 +25,7 @@ impl DbInner {
         }
         live.extend(state.versions.current().file_numbers());
         let manifest = state.versions.manifest_number();
+        let clog = self.clog.as_ref().map(|c| c.lock().number());
         let mut out = Vec::new();
         let tiers: &[Tier] = if self.pm.is_some() {
             &[Tier::Ssd, Tier::Pm]
@@ -40,9 +41,10 @@ impl DbInner {
                     continue;
                 };
                 let obsolete = match kind {
-                    FileKind::Table => !live.contains(&n),
+                    FileKind::Run(_) => !live.contains(&n),
                     FileKind::Manifest => Some(n) != manifest,
                     FileKind::Temp => true,
+                    FileKind::CompactionLog => Some(n) != clog,
                     FileKind::Log => self
                         .front
                         .is_obsolete(kind, n, &state.versions)
@@ -52,7 +54,7 @@ impl DbInner {
                     out.push(ObsoleteFile {
                         tier,
                         path: self.dir.join(&name),
-                        table: (kind == FileKind::Table).then_some(n),
+                        table: matches!(kind, FileKind::Run(_)).then_some(n),
                     });
                 }
             }

@@ -18,6 +18,7 @@
 //! (only the leftovers of a creation that stopped before `CURRENT` existed are); see
 //! [`repair`] for pointing `CURRENT` at the newest valid manifest.
 
+use super::clog::{self, CompactionLog};
 use super::inner::{DbInner, PmTier, State};
 use super::{SnapshotList, TableCache};
 use crate::error::{Error, Result};
@@ -28,7 +29,7 @@ use crate::sst::BlockCache;
 use crate::stats::Counters;
 use crate::tier::Tier;
 use crate::version::{
-    current_file_name, new_identity, parse_file_name, set_current, table_file_name, FileKind,
+    current_file_name, new_identity, parse_file_name, run_file_name, set_current, FileKind,
     VersionEdit, VersionSet,
 };
 use parking_lot::{Condvar, Mutex};
@@ -36,6 +37,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use tierkv_pm::{PmPool, PoolOptions};
 
@@ -92,7 +94,16 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     for (_, n, _) in present.keys() {
         versions.mark_file_number_used(*n);
     }
-    delete_unreferenced(dir, &versions, &present, &*fs, pm.as_ref(), &*front);
+    let clog = recover_compaction_log(
+        dir,
+        &options,
+        &mut versions,
+        &present,
+        &*fs,
+        pm.as_ref(),
+        &*front,
+        &counters,
+    )?;
     let table_cache = Arc::new(TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&fs),
@@ -111,6 +122,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         front,
         stages,
         state: Mutex::new(state),
+        clog: clog.map(Mutex::new),
         bg_cv: Condvar::new(),
         last_sequence: AtomicU64::new(0),
         snapshots: Arc::new(SnapshotList::default()),
@@ -210,9 +222,9 @@ pub(crate) fn verify_files(
     let version = versions.current();
     for (_, _, f) in version.runs() {
         {
-            let path = table_file_name(dir, f.number);
+            let path = run_file_name(dir, f.number, f.kind);
             let location = path.display().to_string();
-            if !present.contains_key(&(FileKind::Table, f.number, f.tier)) {
+            if !present.contains_key(&(FileKind::Run(f.kind), f.number, f.tier)) {
                 return Err(Error::corruption(
                     location,
                     format!(
@@ -241,10 +253,67 @@ pub(crate) fn verify_files(
     Ok(())
 }
 
-/// Deletes what no durable state references, before recovery writes anything: tables the
+/// Replays the compaction logs (designs that keep one): removes what half-done jobs left and
+/// what committed ones left to free, then sweeps the directory (`delete_unreferenced`),
+/// counting runs no log accounted for, and replaces the old logs by a new one. Every step is
+/// idempotent: a crash during it leaves the old logs (replayed again) or nothing to replay.
+#[allow(clippy::too_many_arguments)]
+fn recover_compaction_log(
+    dir: &Path,
+    options: &Options,
+    versions: &mut VersionSet,
+    present: &Present,
+    ssd: &dyn FileSystem,
+    pm: Option<&PmTier>,
+    front: &dyn crate::pipeline::FrontEnd,
+    counters: &Counters,
+) -> Result<Option<CompactionLog>> {
+    let mut logs: Vec<u64> = present
+        .keys()
+        .filter(|(kind, _, tier)| *kind == FileKind::CompactionLog && *tier == Tier::Pm)
+        .map(|&(_, n, _)| n)
+        .collect();
+    logs.sort_unstable();
+    let keeps_log = options.design.spec().compaction_log;
+    let Some(p) = pm.filter(|_| keeps_log) else {
+        delete_unreferenced(dir, versions, present, ssd, pm, front, None, counters);
+        return Ok(None);
+    };
+    let live: HashSet<u64> = versions.current().file_numbers().collect();
+    let replay = clog::replay(&*p.fs, dir, &logs, &live)?;
+    for n in &replay.remove {
+        for (&(kind, m, tier), name) in present {
+            if m == *n && matches!(kind, FileKind::Run(_)) {
+                let fs = if tier == Tier::Pm { &*p.fs } else { ssd };
+                let _ = fs.remove(&dir.join(name));
+            }
+        }
+    }
+    counters.clog_discarded.fetch_add(replay.discarded, Relaxed);
+    counters.clog_redone.fetch_add(replay.redone, Relaxed);
+    delete_unreferenced(
+        dir,
+        versions,
+        present,
+        ssd,
+        pm,
+        front,
+        Some(&replay.accounted),
+        counters,
+    );
+    for n in logs {
+        p.fs.remove(&clog::clog_file_name(dir, n))?;
+    }
+    let log = CompactionLog::create(Arc::clone(&p.fs), dir, versions.new_file_number(), vec![])?;
+    Ok(Some(log))
+}
+
+/// Deletes what no durable state references, before recovery writes anything (counting, when
+/// the compaction logs' `accounted` runs are given, the runs they did not account for): tables the
 /// version does not name (outputs of flushes and compactions that never committed), WALs it
 /// retired, temporary files, and manifests other than the live one. Failures are ignored (the
 /// next open retries).
+#[allow(clippy::too_many_arguments)]
 fn delete_unreferenced(
     dir: &Path,
     versions: &VersionSet,
@@ -252,11 +321,21 @@ fn delete_unreferenced(
     ssd: &dyn FileSystem,
     pm: Option<&PmTier>,
     front: &dyn crate::pipeline::FrontEnd,
+    accounted: Option<&HashSet<u64>>,
+    counters: &Counters,
 ) {
     let live: HashSet<u64> = versions.current().file_numbers().collect();
     for (&(kind, n, tier), name) in present {
         let obsolete = match kind {
-            FileKind::Table => !live.contains(&n),
+            FileKind::Run(_) => {
+                let unreferenced = !live.contains(&n);
+                if unreferenced && accounted.is_some_and(|a| !a.contains(&n)) {
+                    counters.unlogged_runs_removed.fetch_add(1, Relaxed);
+                }
+                unreferenced
+            }
+            // The compaction log's replay removes the logs it read.
+            FileKind::CompactionLog => accounted.is_none(),
             FileKind::Log => front.is_obsolete(kind, n, versions).unwrap_or(false),
             FileKind::Temp => true,
             FileKind::Manifest => versions.recovered_manifest().is_some_and(|m| m != n),

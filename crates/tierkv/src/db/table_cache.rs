@@ -1,13 +1,16 @@
-//! The table cache: open table readers (file handle, parsed index and Bloom filter), bounded by
-//! `max_open_files` with least-recently-used eviction.
+//! The table cache: open run readers of every kind (an SSTable's file handle, parsed index and
+//! Bloom filter; a PM sorted array's footer and filter), bounded by `max_open_files` with
+//! least-recently-used eviction.
 //!
 //! Sharded by file number so concurrent readers rarely meet on one lock. Thread-safe.
 
 use crate::fs::FileSystem;
+use crate::parray::PmArray;
+use crate::runs::{run_file_name, OpenRun};
 use crate::sst::{BlockCache, Table};
 use crate::stats::{Counters, Part};
 use crate::tier::Tier;
-use crate::version::{table_file_name, FileMetaData};
+use crate::version::{FileMetaData, RunKind};
 use crate::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -18,10 +21,10 @@ use std::sync::Arc;
 const SHARDS: usize = 16;
 
 struct Shard {
-    tables: HashMap<u64, (Arc<Table>, u64)>,
+    tables: HashMap<u64, (OpenRun, u64)>,
 }
 
-/// Open table readers keyed by file number.
+/// Open run readers keyed by file number.
 pub struct TableCache {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
@@ -62,23 +65,23 @@ impl TableCache {
         }
     }
 
-    /// The reader of `meta`'s table, opening it on a miss; its reads count as `part`'s (the
+    /// The reader of `meta`'s run, opening it on a miss; its reads count as `part`'s (the
     /// stage holding the file when it was opened). A file whose size differs from what the
     /// manifest recorded is reported as corruption.
-    pub fn get(&self, meta: &FileMetaData, part: Part) -> Result<Arc<Table>> {
+    pub fn open(&self, meta: &FileMetaData, part: Part) -> Result<OpenRun> {
         let shard = &self.shards[meta.number as usize % SHARDS];
         let now = self.tick.fetch_add(1, Relaxed);
         if let Some(entry) = shard.lock().tables.get_mut(&meta.number) {
             entry.1 = now;
-            return Ok(Arc::clone(&entry.0));
+            return Ok(entry.0.clone());
         }
-        let path = table_file_name(&self.dir, meta.number);
+        let path = run_file_name(&self.dir, meta.number, meta.kind);
         let fs = match meta.tier {
             Tier::Ssd => &self.fs,
             Tier::Pm => self.pm_fs.as_ref().ok_or_else(|| {
                 Error::corruption(
                     path.display().to_string(),
-                    "table is on PM but the database has no PM pool",
+                    "run is on PM but the database has no PM pool",
                 )
             })?,
         };
@@ -94,23 +97,40 @@ impl TableCache {
                 ),
             ));
         }
-        let table = Table::open(
-            file,
-            meta.number,
-            path,
-            Arc::clone(&self.block_cache),
-            Arc::clone(&self.counters),
-            meta.tier,
-            part,
-        )?;
+        let counters = Arc::clone(&self.counters);
+        let run = match meta.kind {
+            RunKind::Sst => OpenRun::Sst(Table::open(
+                file,
+                meta.number,
+                path,
+                Arc::clone(&self.block_cache),
+                counters,
+                meta.tier,
+                part,
+            )?),
+            RunKind::PmArray => {
+                OpenRun::Array(PmArray::open(file, path, counters, meta.tier, part)?)
+            }
+        };
         let mut s = shard.lock();
         if s.tables.len() >= self.per_shard {
             if let Some(&victim) = s.tables.iter().min_by_key(|(_, e)| e.1).map(|(n, _)| n) {
                 s.tables.remove(&victim);
             }
         }
-        s.tables.insert(meta.number, (Arc::clone(&table), now));
-        Ok(table)
+        s.tables.insert(meta.number, (run.clone(), now));
+        Ok(run)
+    }
+
+    /// The reader of `meta`'s run, which must be a PM sorted array.
+    pub fn array(&self, meta: &FileMetaData, part: Part) -> Result<Arc<PmArray>> {
+        match self.open(meta, part)? {
+            OpenRun::Array(a) => Ok(a),
+            OpenRun::Sst(t) => Err(Error::corruption(
+                t.path().display().to_string(),
+                "a sorted array was expected, the file is an SSTable",
+            )),
+        }
     }
 
     /// Drops the reader of a deleted file.
@@ -126,12 +146,18 @@ impl TableCache {
         let mut filter = 0;
         let mut index = 0;
         for s in &self.shards {
-            for (t, _) in s.lock().tables.values() {
-                filter += t.filter_bytes();
-                index += t.index_bytes();
+            for (run, _) in s.lock().tables.values() {
+                let (f, i) = run.resident_bytes();
+                filter += f;
+                index += i;
             }
         }
         (filter, index)
+    }
+
+    /// The database's counters.
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.counters
     }
 
     /// The shared block cache.

@@ -16,6 +16,8 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
     front_end: FrontEndKind::WalMemtable,
     log_tier: |o| Some(if o.pm.wal_on_pm { Tier::Pm } else { Tier::Ssd }),
     uses_pm: |o| o.pm.wal_on_pm,
+    data_on_pm: false,
+    compaction_log: false,
     stages: |o| vec![Box::new(LeveledStage::new(&o.compaction, Tier::Ssd)) as Box<dyn Stage>],
     defaults: |_| {},
 };

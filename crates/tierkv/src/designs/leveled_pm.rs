@@ -20,6 +20,8 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
     front_end: FrontEndKind::WalMemtable,
     log_tier: |_| Some(Tier::Pm),
     uses_pm: |_| true,
+    data_on_pm: false,
+    compaction_log: false,
     stages: |o| vec![Box::new(LeveledStage::new(&o.compaction, Tier::Pm)) as Box<dyn Stage>],
     defaults: |_| {},
 };

@@ -25,7 +25,7 @@ use crate::log::{LogReader, LogWriter};
 use crate::memtable::MemTable;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{log_file_name, table_file_name, FileKind, VersionEdit, VersionSet};
+use crate::version::{log_file_name, run_file_name, FileKind, VersionEdit, VersionSet};
 use crate::write_batch::decode_batch;
 use crate::{Error, Result};
 use std::path::Path;
@@ -77,8 +77,12 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
     let mut written: Vec<(u64, Tier)> = Vec::new();
     if let Err(e) = replay(front, db, &mut state, &logs, &mut edit, &mut written) {
         for (number, tier) in written {
-            let _ = db.fs_for(tier).remove(&table_file_name(&db.dir, number));
+            let kind = db.stages[0].ingest_target().kind;
+            let _ = db
+                .fs_for(tier)
+                .remove(&run_file_name(&db.dir, number, kind));
         }
+        let _ = db.clog_end_recovery(&mut state, false);
         return Err(e);
     }
     // Name the runs and the next WAL's number, then free the replayed WALs, then create the new
@@ -87,6 +91,7 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
     edit.log_number = Some(number);
     edit.log_created = Some(false);
     state.versions.log_and_apply(edit)?;
+    db.clog_end_recovery(&mut state, true)?;
     let obsolete = db.collect_obsolete_files(&mut state);
     db.delete_files(obsolete);
     let path = log_file_name(&db.dir, number);

@@ -146,6 +146,7 @@ impl ArrayBuilder {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Entries added so far.
     pub(crate) fn num_entries(&self) -> u64 {
         self.num_entries as u64

@@ -164,6 +164,7 @@ impl PointerBuilder {
         })
     }
 
+    #[cfg(test)]
     /// The slot of the floor being built.
     pub(crate) fn floor_slot(&self) -> u8 {
         self.floors.len() as u8

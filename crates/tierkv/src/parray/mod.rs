@@ -2,11 +2,11 @@
 //! fixed-size index entries so that a binary search costs one small read per probe, and
 //! optional *next pointers* (cascade pointers) into the lower floors of a Skip-Array Tree.
 //!
-//! This is the run format of NVLSM (Zhang & Du, "Improving LSM-trees with NVM: accumulative
-//! compaction with Skip-Array Trees", ACM TOS 2021, section 4.2) and the building block of
-//! TriangleKV's RowTables. In production the file lives in the PM pool's file system (`PmFs`)
-//! and is read in place through [`RandomAccessFile::read_exact_at`]: PM is byte-addressable,
-//! so the index is *not* copied into DRAM; only the Bloom filter is.
+//! This is the run format of NVLSM (Zhang & Du, "NVLSM: A Persistent Memory Key-Value Store Using
+//! Log-Structured Merge Tree with Accumulative Compaction", ACM TOS 2021, section 4.2) and the
+//! building block of TriangleKV's RowTables. In production the file lives in the PM pool's file
+//! system (`PmFs`) and is read in place through [`RandomAccessFile::read_exact_at`]: PM is
+//! byte-addressable, so the index is *not* copied into DRAM; only the Bloom filter is.
 //!
 //! * [`ArrayBuilder`] writes an array from entries in [`compare_internal`] order;
 //! * [`PmArray`] opens one: entry reads, head-first comparisons, lower bounds, verified reads,
@@ -89,7 +89,7 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use builder::{ArrayBuilder, ArraySummary};
+pub(crate) use builder::ArrayBuilder;
 pub(crate) use cascade::{cascade_get, cascade_seek, PointerBuilder};
 pub(crate) use reader::{ArrayIterator, PmArray};
 

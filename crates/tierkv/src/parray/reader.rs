@@ -264,6 +264,7 @@ impl PmArray {
         self.floor_slot
     }
 
+    #[cfg(test)]
     /// True if some entry carries a next pointer.
     pub(crate) fn has_pointers(&self) -> bool {
         self.has_pointers
@@ -279,6 +280,7 @@ impl PmArray {
         self.filter.as_ref().map_or(0, |f| f.size() as u64)
     }
 
+    #[cfg(test)]
     /// The file's size in bytes.
     pub(crate) fn file_size(&self) -> u64 {
         self.file_size
@@ -338,6 +340,7 @@ impl PmArray {
         self.read_data(i, &e, purpose)
     }
 
+    #[cfg(test)]
     /// Compares entry `i`'s internal key with `target_ikey` (in [`compare_internal`] order).
     /// Decided by the entry's key head when it can be (a user key of at most 16 bytes is all
     /// in the head; a longer one whose first 16 bytes differ from the target's is decided
@@ -590,6 +593,7 @@ impl ArrayIterator {
         self.load(None);
     }
 
+    #[cfg(test)]
     /// The index of the current entry (`len()` when past the end).
     pub(crate) fn position(&self) -> u32 {
         self.pos

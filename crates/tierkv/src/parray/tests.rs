@@ -2,6 +2,7 @@
 //! `Vec` model, corruption and truncation, property tests of pointers and searches against
 //! brute force, the paper's Fig. 5 and Fig. 7, and the reads a cascading search saves.
 
+use super::builder::ArraySummary;
 use super::cascade::{cascade_get_traced, Step};
 use super::*;
 use crate::format::{

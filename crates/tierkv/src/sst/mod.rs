@@ -27,5 +27,5 @@ pub mod table_builder;
 mod tests;
 
 pub use cache::BlockCache;
-pub use table::{Table, TableIterator};
+pub use table::Table;
 pub use table_builder::TableBuilder;

@@ -9,6 +9,7 @@ use crate::format::{
 use crate::fs::{FileSystem, PosixFs, RandomAccessFile};
 use crate::iterator::InternalIterator;
 use crate::options::TableOptions;
+use crate::sst::table::TableIterator;
 use crate::stats::{Counters, IoPurpose, Part};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};

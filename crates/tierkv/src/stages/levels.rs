@@ -1,18 +1,19 @@
-//! The leveled stage: SSTables in levels, L0's runs overlapping (newest last), L1 and deeper
-//! sorted and disjoint, each level on its tier (L0 on the flush tier, the rest on SSD).
+//! The leveled stage: runs in levels, L0's runs overlapping (newest last), L1 and deeper
+//! sorted and disjoint, each level on its tier: SSTables with L0 on the flush tier and the
+//! rest on SSD (`leveled`, `leveled-pm`), or PM sorted arrays all on PM (`nvlsm-leveled`).
 //!
 //! A lookup reads L0's runs that cover the key, newest first, then at most one run per deeper
 //! level; inside a table the Bloom filter is checked first. Iterators: one per L0 run, one
 //! concatenating iterator per deeper level (tables opened as the iteration reaches them).
 //! Write pressure: `level0_slowdown_trigger` and `level0_stop_trigger` L0 runs.
 
+use super::concat::{before, ConcatIterator, Segments};
 use crate::compaction::{CompactionPolicy, LeveledPolicy};
 use crate::db::TableCache;
-use crate::format::{compare_internal, parse_internal_key};
+use crate::format::parse_internal_key;
 use crate::iterator::InternalIterator;
 use crate::options::CompactionOptions;
 use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
-use crate::sst::TableIterator;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{FileMetaData, GroupOrder, RunKind, StageLayout, StageVersion};
@@ -24,16 +25,29 @@ pub(crate) struct LeveledStage {
     options: CompactionOptions,
     /// Where L0 runs (flushes) are written.
     l0_tier: Tier,
+    /// What every run is made of.
+    kind: RunKind,
     policy: LeveledPolicy,
 }
 
 impl LeveledStage {
-    /// Levels shaped by `options`, L0 on `l0_tier`.
+    /// SSTable levels shaped by `options`, L0 on `l0_tier`, L1 and deeper on SSD.
     pub fn new(options: &CompactionOptions, l0_tier: Tier) -> Self {
         LeveledStage {
             options: options.clone(),
             l0_tier,
+            kind: RunKind::Sst,
             policy: LeveledPolicy::new(options),
+        }
+    }
+
+    /// Levels of runs of `kind`, every level on `tier` (NVLSM-L: PM sorted arrays on PM).
+    pub fn with_runs(options: &CompactionOptions, tier: Tier, kind: RunKind) -> Self {
+        LeveledStage {
+            options: options.clone(),
+            l0_tier: tier,
+            kind,
+            policy: LeveledPolicy::with_output(options, tier, kind),
         }
     }
 }
@@ -52,7 +66,7 @@ impl Stage for LeveledStage {
         RunTarget {
             group: 0,
             tier: self.l0_tier,
-            kind: RunKind::Sst,
+            kind: self.kind,
         }
     }
 
@@ -69,7 +83,7 @@ impl Stage for LeveledStage {
             .filter(|f| f.smallest_user_key() <= user_key && user_key <= f.largest_user_key());
         let deeper = (1..state.groups.len()).filter_map(|l| state.run_for_key(l, user_key));
         for f in level0.chain(deeper) {
-            let table = cx.tables.get(f, cx.part)?;
+            let table = cx.tables.open(f, cx.part)?;
             if let Some((ikey, value)) = table.get(lookup, cx.purpose, cx.fill_cache)? {
                 let p = parse_internal_key(&ikey).ok_or_else(|| {
                     Error::corruption(table.path().display().to_string(), "malformed internal key")
@@ -88,12 +102,12 @@ impl Stage for LeveledStage {
         out: &mut Vec<Box<dyn InternalIterator>>,
     ) -> Result<()> {
         for f in state.groups[0].iter().rev() {
-            let t = cx.tables.get(f, cx.part)?;
-            out.push(Box::new(t.iter(cx.purpose, cx.fill_cache)));
+            let t = cx.tables.open(f, cx.part)?;
+            out.push(t.iter(cx.purpose, cx.fill_cache));
         }
         for runs in state.groups.iter().skip(1) {
             if !runs.is_empty() {
-                out.push(Box::new(LevelIterator::new(cx, runs.clone())));
+                out.push(Box::new(level_iterator(cx, runs.clone())));
             }
         }
         Ok(())
@@ -127,100 +141,39 @@ impl Stage for LeveledStage {
     }
 }
 
-/// Concatenates the files of one level >= 1 (sorted, non-overlapping), opening each table only
-/// when the iteration reaches it.
-pub(crate) struct LevelIterator {
+/// The runs of one level >= 1 (sorted, disjoint) as segments of a [`ConcatIterator`].
+pub(crate) struct LevelRuns {
     tables: Arc<TableCache>,
     part: Part,
-    files: Vec<Arc<FileMetaData>>,
     purpose: IoPurpose,
     fill_cache: bool,
-    index: usize,
-    current: Option<TableIterator>,
-    error: Option<Error>,
+    files: Vec<Arc<FileMetaData>>,
 }
 
-impl LevelIterator {
-    /// Iterates `files` (one level's, in order).
-    pub(crate) fn new(cx: &ReadContext<'_>, files: Vec<Arc<FileMetaData>>) -> Self {
-        let index = files.len();
-        LevelIterator {
-            tables: Arc::clone(cx.tables),
-            part: cx.part,
-            purpose: cx.purpose,
-            fill_cache: cx.fill_cache,
-            files,
-            index,
-            current: None,
-            error: None,
-        }
+impl Segments for LevelRuns {
+    fn len(&self) -> usize {
+        self.files.len()
     }
-
-    fn open(&mut self, index: usize) {
-        self.index = index;
-        self.current = None;
-        if let Some(f) = self.files.get(index) {
-            match self.tables.get(f, self.part) {
-                Ok(t) => self.current = Some(t.iter(self.purpose, self.fill_cache)),
-                Err(e) => self.error = Some(e),
-            }
-        }
+    fn ends_before(&self, i: usize, target: &[u8]) -> bool {
+        before(&self.files[i].largest, target)
     }
-
-    /// Moves past exhausted files.
-    fn skip_empty_files(&mut self) {
-        while self.error.is_none() {
-            match &self.current {
-                Some(it) if it.valid() || it.status().is_err() => return,
-                None => return,
-                Some(_) => {
-                    self.open(self.index + 1);
-                    if let Some(it) = &mut self.current {
-                        it.seek_to_first();
-                    }
-                }
-            }
-        }
+    fn open(&self, i: usize) -> Result<Box<dyn InternalIterator>> {
+        let run = self.tables.open(&self.files[i], self.part)?;
+        Ok(run.iter(self.purpose, self.fill_cache))
     }
 }
 
-impl InternalIterator for LevelIterator {
-    fn valid(&self) -> bool {
-        self.error.is_none() && self.current.as_ref().is_some_and(|c| c.valid())
-    }
-    fn seek_to_first(&mut self) {
-        self.error = None;
-        self.open(0);
-        if let Some(it) = &mut self.current {
-            it.seek_to_first();
-        }
-        self.skip_empty_files();
-    }
-    fn seek(&mut self, target: &[u8]) {
-        self.error = None;
-        let i = self
-            .files
-            .partition_point(|f| compare_internal(&f.largest, target).is_lt());
-        self.open(i);
-        if let Some(it) = &mut self.current {
-            it.seek(target);
-        }
-        self.skip_empty_files();
-    }
-    fn next(&mut self) {
-        self.current.as_mut().expect("valid").next();
-        self.skip_empty_files();
-    }
-    fn key(&self) -> &[u8] {
-        self.current.as_ref().expect("valid").key()
-    }
-    fn value(&self) -> &[u8] {
-        self.current.as_ref().expect("valid").value()
-    }
-    fn status(&self) -> Result<()> {
-        if let Some(e) = &self.error {
-            return Err(e.duplicate());
-        }
-        self.current.as_ref().map_or(Ok(()), |c| c.status())
-    }
+/// Concatenates the files of one level >= 1, opening each run only when the iteration
+/// reaches it.
+pub(crate) type LevelIterator = ConcatIterator<LevelRuns>;
+
+/// An iterator over `files` (one level's, in order).
+pub(crate) fn level_iterator(cx: &ReadContext<'_>, files: Vec<Arc<FileMetaData>>) -> LevelIterator {
+    ConcatIterator::new(LevelRuns {
+        tables: Arc::clone(cx.tables),
+        part: cx.part,
+        purpose: cx.purpose,
+        fill_cache: cx.fill_cache,
+        files,
+    })
 }

@@ -25,6 +25,8 @@ const STAGE_GROUP_COUNT: u32 = 1;
 const STAGE_DELETED_RUN: u32 = 2;
 const STAGE_ADDED_RUN: u32 = 3;
 const STAGE_POINTER: u32 = 4;
+/// A run added to a set of a `Sets` group: the fields of `STAGE_ADDED_RUN`, then the set id.
+const STAGE_ADDED_SET_RUN: u32 = 5;
 
 /// The tier's code in the manifest.
 pub(crate) fn tier_code(tier: Tier) -> u32 {
@@ -228,7 +230,12 @@ fn encode_stage(s: &StageEdit) -> Vec<u8> {
         put_varint64(&mut b, *number);
     }
     for (group, f) in &s.added {
-        put_varint32(&mut b, STAGE_ADDED_RUN);
+        let tag = if f.set == 0 {
+            STAGE_ADDED_RUN
+        } else {
+            STAGE_ADDED_SET_RUN
+        };
+        put_varint32(&mut b, tag);
         put_varint32(&mut b, *group as u32);
         b.push(f.kind.code());
         put_varint32(&mut b, tier_code(f.tier));
@@ -237,6 +244,9 @@ fn encode_stage(s: &StageEdit) -> Vec<u8> {
         put_varint64(&mut b, f.num_entries);
         put_length_prefixed(&mut b, &f.smallest);
         put_length_prefixed(&mut b, &f.largest);
+        if f.set != 0 {
+            put_varint64(&mut b, f.set);
+        }
     }
     b
 }
@@ -258,7 +268,7 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                 let g = group(&mut d)?;
                 s.deleted.push((g, d.varint64().ok_or("deleted run")?));
             }
-            STAGE_ADDED_RUN => {
+            tag @ (STAGE_ADDED_RUN | STAGE_ADDED_SET_RUN) => {
                 let g = group(&mut d)?;
                 let kind = d.u8().and_then(RunKind::from_code).ok_or("run kind")?;
                 let tier = d.varint32().and_then(tier_from_code).ok_or("run tier")?;
@@ -270,8 +280,17 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                     largest: d.length_prefixed().ok_or("largest key")?.to_vec(),
                     tier,
                     kind,
+                    set: 0,
                 };
-                s.added.push((g, f));
+                let set = if tag == STAGE_ADDED_SET_RUN {
+                    match d.varint64() {
+                        Some(set) if set != 0 => set,
+                        _ => return Err("run set"),
+                    }
+                } else {
+                    0
+                };
+                s.added.push((g, FileMetaData { set, ..f }));
             }
             _ => return Err("stage tag"),
         }
@@ -293,6 +312,7 @@ mod tests {
             largest: make_internal_key(b"z", 2, ValueType::Deletion),
             tier,
             kind: RunKind::Sst,
+            set: 0,
         }
     }
 
@@ -316,6 +336,14 @@ mod tests {
         s0.deleted.extend([(1, 4), (2, 9)]);
         s0.added.push((3, run(11, Tier::Ssd)));
         e.stage_mut(2).added.push((0, run(12, Tier::Pm)));
+        e.stage_mut(2).added.push((
+            1,
+            FileMetaData {
+                kind: RunKind::PmArray,
+                set: 12,
+                ..run(13, Tier::Pm)
+            },
+        ));
         let enc = e.encode();
         assert_eq!(VersionEdit::decode(&enc, "m").unwrap(), e);
         for cut in 1..enc.len() {

@@ -22,7 +22,7 @@ pub use edit::VersionEdit;
 pub(crate) use set::set_current;
 pub use set::{
     current_file_name, log_file_name, new_identity, parse_file_name, read_creation_fields,
-    read_manifest_creation_fields, table_file_name, CreationFields, FileKind, VersionSet,
+    read_manifest_creation_fields, run_file_name, CreationFields, FileKind, VersionSet,
 };
 
 use crate::format::{compare_internal, user_key};
@@ -35,6 +35,9 @@ use std::sync::Arc;
 pub enum RunKind {
     /// An SSTable file (`NNNNNN.sst`) on SSD or in the PM pool's file system.
     Sst,
+    /// A PM sorted array (`NNNNNN.arr`): fixed-size index entries searched in place, optionally
+    /// with cascade pointers into the lower floors of its set (`parray`).
+    PmArray,
 }
 
 impl RunKind {
@@ -42,6 +45,7 @@ impl RunKind {
     pub fn code(self) -> u8 {
         match self {
             RunKind::Sst => 1,
+            RunKind::PmArray => 2,
         }
     }
 
@@ -49,6 +53,24 @@ impl RunKind {
     pub fn from_code(code: u8) -> Option<RunKind> {
         match code {
             1 => Some(RunKind::Sst),
+            2 => Some(RunKind::PmArray),
+            _ => None,
+        }
+    }
+
+    /// The extension of the kind's files.
+    pub fn extension(self) -> &'static str {
+        match self {
+            RunKind::Sst => "sst",
+            RunKind::PmArray => "arr",
+        }
+    }
+
+    /// The kind whose files have extension `ext`.
+    pub fn from_extension(ext: &str) -> Option<RunKind> {
+        match ext {
+            "sst" => Some(RunKind::Sst),
+            "arr" => Some(RunKind::PmArray),
             _ => None,
         }
     }
@@ -71,6 +93,9 @@ pub struct FileMetaData {
     pub tier: Tier,
     /// What the run is made of.
     pub kind: RunKind,
+    /// In a [`GroupOrder::Sets`] group, the set the run belongs to (a Skip-Array Tree or a
+    /// guard; the set's id is the number of its first run); 0 in other groups.
+    pub set: u64,
 }
 
 impl FileMetaData {
@@ -96,6 +121,23 @@ pub enum GroupOrder {
     Overlapping,
     /// Runs are sorted by smallest key and their key ranges are disjoint (L1 and deeper).
     Disjoint,
+    /// Runs belong to sets (by [`FileMetaData::set`]): the key ranges of different sets are
+    /// disjoint, the runs of one set may overlap and are its floors, older (lower number)
+    /// first. NVLSM's Skip-Array Trees and guards.
+    Sets,
+}
+
+/// One set of a [`GroupOrder::Sets`] group: its floors and its key range.
+#[derive(Clone, Debug)]
+pub struct RunSet {
+    /// The set's id ([`FileMetaData::set`] of its runs).
+    pub id: u64,
+    /// The smallest user key of any floor.
+    pub lo: Vec<u8>,
+    /// The largest user key of any floor.
+    pub hi: Vec<u8>,
+    /// The floors, bottom (oldest) first.
+    pub floors: Vec<Arc<FileMetaData>>,
 }
 
 /// The shape of one stage's state: its name and its groups.
@@ -112,6 +154,9 @@ pub struct StageLayout {
 pub struct StageVersion {
     /// Runs per group; see the module invariants.
     pub groups: Vec<Vec<Arc<FileMetaData>>>,
+    /// Per group, its sets sorted by key range ([`GroupOrder::Sets`] groups; empty for others),
+    /// derived from `groups` whenever the version changes.
+    pub sets: Vec<Arc<[RunSet]>>,
 }
 
 impl StageVersion {
@@ -119,7 +164,15 @@ impl StageVersion {
     pub fn new(groups: usize) -> Self {
         StageVersion {
             groups: vec![Vec::new(); groups],
+            sets: vec![Arc::from(Vec::new()); groups],
         }
+    }
+
+    /// In a [`GroupOrder::Sets`] group, the only set whose key range may hold `key`.
+    pub fn set_for_key(&self, group: usize, key: &[u8]) -> Option<&RunSet> {
+        let sets = &self.sets[group];
+        let i = sets.partition_point(|s| s.hi.as_slice() < key);
+        sets.get(i).filter(|s| s.lo.as_slice() <= key)
     }
 
     /// Total bytes in `group`.
@@ -189,6 +242,9 @@ impl Version {
         for (stage, layout) in self.stages.iter().zip(self.layouts.iter()) {
             for (group, (runs, order)) in stage.groups.iter().zip(&layout.groups).enumerate() {
                 check_group(layout.name, group, runs, *order)?;
+                if *order == GroupOrder::Sets {
+                    check_sets(layout.name, group, &stage.sets[group])?;
+                }
             }
         }
         Ok(())
@@ -222,11 +278,15 @@ impl Version {
             for (group, f) in &e.added {
                 group_mut(state, layout, *group)?.push(Arc::new(f.clone()));
             }
-            for (runs, order) in state.groups.iter_mut().zip(&layout.groups) {
+            for (g, (runs, order)) in state.groups.iter_mut().zip(&layout.groups).enumerate() {
                 match order {
                     GroupOrder::Overlapping => runs.sort_by_key(|f| f.number),
                     GroupOrder::Disjoint => {
                         runs.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest))
+                    }
+                    GroupOrder::Sets => {
+                        runs.sort_by_key(|f| (f.set, f.number));
+                        state.sets[g] = derive_sets(runs).into();
                     }
                 }
             }
@@ -249,6 +309,33 @@ impl Version {
                 .flat_map(move |(g, runs)| runs.iter().map(move |f| (s, g, f)))
         })
     }
+}
+
+/// The sets of a [`GroupOrder::Sets`] group whose runs are sorted by (set, number), sorted by
+/// their smallest keys.
+fn derive_sets(runs: &[Arc<FileMetaData>]) -> Vec<RunSet> {
+    let mut sets: Vec<RunSet> = Vec::new();
+    for f in runs {
+        match sets.last_mut() {
+            Some(s) if s.id == f.set => {
+                if f.smallest_user_key() < s.lo.as_slice() {
+                    s.lo = f.smallest_user_key().to_vec();
+                }
+                if f.largest_user_key() > s.hi.as_slice() {
+                    s.hi = f.largest_user_key().to_vec();
+                }
+                s.floors.push(Arc::clone(f));
+            }
+            _ => sets.push(RunSet {
+                id: f.set,
+                lo: f.smallest_user_key().to_vec(),
+                hi: f.largest_user_key().to_vec(),
+                floors: vec![Arc::clone(f)],
+            }),
+        }
+    }
+    sets.sort_by(|a, b| a.lo.cmp(&b.lo));
+    sets
 }
 
 fn group_mut<'a>(
@@ -282,10 +369,28 @@ fn check_group(
             ));
         }
     }
+    for f in runs {
+        if (order == GroupOrder::Sets) != (f.set != 0) {
+            return Err(Error::corruption(
+                "manifest",
+                format!(
+                    "{stage} group {group}: run {} has set {} in a group {} sets",
+                    f.number,
+                    f.set,
+                    if order == GroupOrder::Sets {
+                        "of"
+                    } else {
+                        "without"
+                    }
+                ),
+            ));
+        }
+    }
     for w in runs.windows(2) {
         let ok = match order {
             GroupOrder::Overlapping => w[0].number < w[1].number,
             GroupOrder::Disjoint => w[0].largest_user_key() < w[1].smallest_user_key(),
+            GroupOrder::Sets => (w[0].set, w[0].number) < (w[1].set, w[1].number),
         };
         if !ok {
             return Err(Error::corruption(
@@ -293,6 +398,22 @@ fn check_group(
                 format!(
                     "{stage} group {group}: runs {} and {} are out of order or overlap",
                     w[0].number, w[1].number
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The sets of a group have disjoint key ranges (and were derived in key order).
+fn check_sets(stage: &str, group: usize, sets: &[RunSet]) -> Result<()> {
+    for w in sets.windows(2) {
+        if w[0].hi >= w[1].lo {
+            return Err(Error::corruption(
+                "manifest",
+                format!(
+                    "{stage} group {group}: sets {} and {} overlap",
+                    w[0].id, w[1].id
                 ),
             ));
         }
@@ -314,6 +435,7 @@ mod tests {
             largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
             tier: Tier::Ssd,
             kind: RunKind::Sst,
+            set: 0,
         }
     }
 

@@ -8,6 +8,7 @@
 //!
 //! Thread-safety: not internally synchronized; the database keeps it under its state mutex.
 
+use super::RunKind;
 use super::{StageLayout, Version, VersionEdit};
 use crate::fs::FileSystem;
 use crate::log::{LogReader, LogWriter};
@@ -30,21 +31,23 @@ pub const MIN_FORMAT_VERSION: u32 = 3;
 pub enum FileKind {
     /// `NNNNNN.log`: a write-ahead log.
     Log,
-    /// `NNNNNN.sst`: a table.
-    Table,
+    /// `NNNNNN.sst` or `NNNNNN.arr`: a run of that kind.
+    Run(RunKind),
     /// `MANIFEST-NNNNNN`.
     Manifest,
     /// `NNNNNN.dbtmp`: a temporary file (e.g. the next `CURRENT`).
     Temp,
+    /// `NNNNNN.clog`: a compaction log (on PM, for designs that keep one).
+    CompactionLog,
 }
 
 /// Path of WAL file `n`.
 pub fn log_file_name(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:06}.log"))
 }
-/// Path of table file `n`.
-pub fn table_file_name(dir: &Path, n: u64) -> PathBuf {
-    dir.join(format!("{n:06}.sst"))
+/// Path of run file `n` of `kind` (`NNNNNN.sst`, `NNNNNN.arr`).
+pub fn run_file_name(dir: &Path, n: u64, kind: RunKind) -> PathBuf {
+    dir.join(format!("{n:06}.{}", kind.extension()))
 }
 /// Path of manifest `n`.
 pub fn manifest_file_name(dir: &Path, n: u64) -> PathBuf {
@@ -64,8 +67,9 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
     let n = num.parse().ok()?;
     match ext {
         "log" => Some((FileKind::Log, n)),
-        "sst" => Some((FileKind::Table, n)),
+        "sst" | "arr" => RunKind::from_extension(ext).map(|k| (FileKind::Run(k), n)),
         "dbtmp" => Some((FileKind::Temp, n)),
+        "clog" => Some((FileKind::CompactionLog, n)),
         _ => None,
     }
 }
@@ -552,7 +556,12 @@ mod tests {
         let d = Path::new("/db");
         for (p, k, n) in [
             (log_file_name(d, 7), FileKind::Log, 7),
-            (table_file_name(d, 123456789), FileKind::Table, 123456789),
+            (
+                run_file_name(d, 123456789, RunKind::Sst),
+                FileKind::Run(RunKind::Sst),
+                123456789,
+            ),
+            (d.join("000012.arr"), FileKind::Run(RunKind::PmArray), 12),
             (manifest_file_name(d, 3), FileKind::Manifest, 3),
         ] {
             let name = p.file_name().unwrap().to_str().unwrap();
@@ -586,6 +595,7 @@ mod tests {
                 largest: crate::format::make_internal_key(b"b", 2, crate::format::ValueType::Value),
                 tier: crate::tier::Tier::Ssd,
                 kind: super::super::RunKind::Sst,
+                set: 0,
             },
         ));
         e.stage_mut(0).pointers.push((1, b"pointer".to_vec()));

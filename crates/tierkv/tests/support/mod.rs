@@ -13,11 +13,16 @@ use tierkv::fs::{CrashMode, MemFs};
 use tierkv::pm::{CrashImage, PmPool, PoolOptions};
 use tierkv::{Design, Options};
 
-/// The pool of a test database: 32 chunks of 64 KiB (2 MiB, held in DRAM; every crash image
-/// copies it).
-pub fn pool_options() -> PoolOptions {
+/// The pool of a test database of `design`: 32 chunks of 64 KiB (2 MiB, held in DRAM; every
+/// crash image copies it), 512 (32 MiB) for a design whose whole database lives in the pool
+/// (every run of the tests' tiny write buffers takes a chunk).
+pub fn pool_options(design: Design) -> PoolOptions {
     PoolOptions {
-        size: 2 << 20,
+        size: if design.data_on_pm() {
+            32 << 20
+        } else {
+            2 << 20
+        },
         chunk_size: 64 << 10,
         ..PoolOptions::default()
     }
@@ -32,8 +37,8 @@ pub fn design_options(
 ) -> Options {
     options.design = design;
     options.fs = Arc::new(ssd.clone());
-    options.pm.chunk_bytes = pool_options().chunk_size;
-    options.pm.size_bytes = pool_options().size;
+    options.pm.chunk_bytes = pool_options(design).chunk_size;
+    options.pm.size_bytes = pool_options(design).size;
     options.pm.pool = pool.cloned();
     options
 }
@@ -99,8 +104,8 @@ fn uses_pm(design: Design) -> bool {
 impl Env {
     /// An empty store for `design`.
     pub fn new(design: Design) -> Env {
-        let pool =
-            uses_pm(design).then(|| PmPool::create_crash_sim(&pool_options(), false).unwrap());
+        let pool = uses_pm(design)
+            .then(|| PmPool::create_crash_sim(&pool_options(design), false).unwrap());
         Env::with(design, MemFs::new(), pool)
     }
 
@@ -119,7 +124,7 @@ impl Env {
         let pool = img
             .pool
             .clone()
-            .map(|bytes| PmPool::open_crash_image(bytes, &pool_options()).unwrap());
+            .map(|bytes| PmPool::open_crash_image(bytes, &pool_options(design)).unwrap());
         Env::with(design, img.ssd.crash(CrashMode::ProcessCrash), pool)
     }
 

@@ -1,0 +1,171 @@
+//! Runs of every kind behind one interface: the readers the table cache keeps open
+//! ([`OpenRun`]) and the writers flushes and compactions build runs with ([`RunWriter`]).
+//!
+//! Two kinds exist: SSTables (`sst/`, on SSD or in the PM pool, read through blocks) and PM
+//! sorted arrays (`parray/`, in the PM pool, searched in place entry by entry, optionally with
+//! cascade pointers into the lower floors of their set). A stage that only needs point lookups
+//! and iterators reads any kind through [`OpenRun`]; a stage that needs the array's own
+//! structure (the Skip-Array Tree's cascading search) takes it with [`OpenRun::array`].
+
+use crate::format::user_key;
+use crate::fs::FileSystem;
+use crate::iterator::InternalIterator;
+use crate::options::TableOptions;
+use crate::parray::{ArrayBuilder, PmArray, PointerBuilder};
+use crate::sst::table_builder::TableSummary;
+use crate::sst::{Table, TableBuilder};
+use crate::stats::IoPurpose;
+pub(crate) use crate::version::run_file_name;
+use crate::version::RunKind;
+use crate::Result;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// An open run.
+#[derive(Clone)]
+pub(crate) enum OpenRun {
+    /// An SSTable.
+    Sst(Arc<Table>),
+    /// A PM sorted array.
+    Array(Arc<PmArray>),
+}
+
+impl OpenRun {
+    /// The first entry `>= lookup` (an internal key) if it has the lookup's user key, as
+    /// `(internal key, value)`; `None` otherwise, or when the run's filter rules the key out.
+    pub fn get(
+        &self,
+        lookup: &[u8],
+        purpose: IoPurpose,
+        fill_cache: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        match self {
+            OpenRun::Sst(t) => t.get(lookup, purpose, fill_cache),
+            OpenRun::Array(a) => array_get(a, lookup, purpose),
+        }
+    }
+
+    /// An iterator over every entry; it keeps the run open.
+    pub fn iter(&self, purpose: IoPurpose, fill_cache: bool) -> Box<dyn InternalIterator> {
+        match self {
+            OpenRun::Sst(t) => Box::new(t.iter(purpose, fill_cache)),
+            OpenRun::Array(a) => Box::new(a.iter(purpose)),
+        }
+    }
+
+    /// The run's path.
+    pub fn path(&self) -> &Path {
+        match self {
+            OpenRun::Sst(t) => t.path(),
+            OpenRun::Array(a) => a.path(),
+        }
+    }
+
+    /// DRAM held by the open run: (filter bytes, index bytes).
+    pub fn resident_bytes(&self) -> (u64, u64) {
+        match self {
+            OpenRun::Sst(t) => (t.filter_bytes(), t.index_bytes()),
+            OpenRun::Array(a) => (a.filter_bytes(), 0),
+        }
+    }
+}
+
+/// [`OpenRun::get`] of a sorted array: the filter, then one binary search.
+fn array_get(a: &PmArray, lookup: &[u8], purpose: IoPurpose) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let uk = user_key(lookup);
+    if !a.may_contain(uk) {
+        return Ok(None);
+    }
+    let i = a.lower_bound(lookup, 0, a.len(), purpose)?;
+    if i == a.len() {
+        return Ok(None);
+    }
+    let (ikey, value) = a.read(i, purpose)?;
+    Ok((user_key(&ikey) == uk).then_some((ikey, value)))
+}
+
+/// Builds one run from entries in increasing internal-key order.
+pub(crate) trait RunWriter: Send {
+    /// Adds an entry.
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()>;
+    /// About how many bytes the run has so far (where outputs are cut).
+    fn size_estimate(&self) -> u64;
+    /// Writes the rest and syncs the file.
+    fn finish(self: Box<Self>) -> Result<TableSummary>;
+}
+
+impl RunWriter for TableBuilder {
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        TableBuilder::add(self, ikey, value)
+    }
+    fn size_estimate(&self) -> u64 {
+        self.file_size_estimate()
+    }
+    fn finish(self: Box<Self>) -> Result<TableSummary> {
+        TableBuilder::finish(*self)
+    }
+}
+
+/// A sorted array, with the cascade pointers of a new top floor when it has floors below.
+struct ArrayWriter {
+    builder: ArrayBuilder,
+    pointers: Option<PointerBuilder>,
+}
+
+impl RunWriter for ArrayWriter {
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let next = match &mut self.pointers {
+            Some(p) => p.next_for(ikey)?,
+            None => None,
+        };
+        self.builder.add(ikey, value, next)
+    }
+    fn size_estimate(&self) -> u64 {
+        self.builder.file_size_estimate()
+    }
+    fn finish(self: Box<Self>) -> Result<TableSummary> {
+        let s = self.builder.finish()?;
+        Ok(TableSummary {
+            file_size: s.file_size,
+            num_entries: s.num_entries,
+            smallest: s.smallest,
+            largest: s.largest,
+        })
+    }
+}
+
+/// Where a sorted array goes in its set: its floor slot, and the floors below it its cascade
+/// pointers point into (none: no pointers).
+pub(crate) struct FloorSpec {
+    /// The new floor's slot (the number of floors below it).
+    pub slot: u8,
+    /// The floors below, bottom first, when the array gets cascade pointers.
+    pub below: Option<Vec<Arc<PmArray>>>,
+}
+
+/// A writer for a new run of `kind` at `path` on `fs`; `floor` places a sorted array in its
+/// set (ignored for SSTables).
+pub(crate) fn create_writer(
+    fs: &dyn FileSystem,
+    path: PathBuf,
+    kind: RunKind,
+    table: &TableOptions,
+    floor: Option<FloorSpec>,
+) -> Result<Box<dyn RunWriter>> {
+    let file = fs.create(&path)?;
+    Ok(match kind {
+        RunKind::Sst => Box::new(TableBuilder::new(table, file, path)),
+        RunKind::PmArray => {
+            let slot = floor.as_ref().map(|f| f.slot);
+            let pointers = floor
+                .and_then(|f| f.below)
+                .filter(|below| !below.is_empty())
+                .map(|below| PointerBuilder::new(below, IoPurpose::Compaction))
+                .transpose()?;
+            Box::new(ArrayWriter {
+                builder: ArrayBuilder::new(file, path, table.bloom_bits_per_key, slot),
+                pointers,
+            })
+        }
+    })
+}
