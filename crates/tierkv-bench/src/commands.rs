@@ -4,7 +4,7 @@
 //!
 //! Keys and values are read and shown as described in [`crate::text`].
 
-use crate::config::{BenchConfig, DesignChoice, EngineKind};
+use crate::config::{BenchConfig, DesignChoice, DesignEntry, EngineKind};
 use crate::engine::{EngineResult, KvEngine, MemEngine, NullEngine, TierKvEngine};
 use crate::report::{self, BenchResult, DesignRun, JsonReport, StatsSummary};
 use crate::text::{display_bytes, parse_bytes_arg};
@@ -171,46 +171,52 @@ pub fn repair(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
     Ok(())
 }
 
-/// The directory of `design`'s database: `--db` (or `temp`) itself for a single design, else
-/// a subdirectory named after the design, so every design starts from a fresh database.
-fn design_path(config: &BenchConfig, root: &Path, design: DesignChoice) -> PathBuf {
+/// The directory of an entry's database: `--db` (or `temp`) itself for a single design, else
+/// a subdirectory named after the entry's label, so every design starts from a fresh database.
+fn design_path(config: &BenchConfig, root: &Path, entry: &DesignEntry) -> PathBuf {
     if config.design.len() == 1 {
         root.to_path_buf()
     } else {
-        root.join(design.name())
+        root.join(&entry.label)
     }
 }
 
-/// The full options `design` is opened with, as JSON (for the header and the report).
-pub fn design_options(config: &BenchConfig, design: DesignChoice) -> serde_json::Value {
-    match design {
-        DesignChoice::Tierkv(d) => {
-            serde_json::to_value(config.options_for(d)).unwrap_or(serde_json::Value::Null)
+/// The full options an entry is opened with, as JSON (for the header and the report).
+pub fn design_options(
+    config: &BenchConfig,
+    entry: &DesignEntry,
+) -> EngineResult<serde_json::Value> {
+    Ok(match entry.design {
+        DesignChoice::Tierkv(_) => {
+            serde_json::to_value(config.entry_options(entry)?).unwrap_or(serde_json::Value::Null)
         }
-        DesignChoice::Rocksdb => crate::rocks::options_json(config),
-    }
+        DesignChoice::Rocksdb => crate::rocks::options_json(&config.entry_config(entry)),
+    })
 }
 
-/// Opens the engine that runs `design` in `path` (null and memory engines ignore both), wrapped
+/// Opens the engine that runs `entry` in `path` (null and memory engines ignore both), wrapped
 /// in the verifier under `--verify`.
 pub fn open_engine(
     config: &BenchConfig,
-    design: DesignChoice,
+    entry: &DesignEntry,
     path: &Path,
 ) -> EngineResult<Box<dyn KvEngine>> {
-    let engine: Box<dyn KvEngine> = match (config.engine, design) {
+    let engine: Box<dyn KvEngine> = match (config.engine, entry.design) {
         (EngineKind::Null, _) => Box::new(NullEngine::default()),
         (EngineKind::Memory, _) => Box::new(MemEngine::default()),
-        (EngineKind::Tierkv, DesignChoice::Tierkv(d)) => {
-            if let (Some(pool), false) = (config.pm_path_for(d), config.use_existing_db) {
+        (EngineKind::Tierkv, DesignChoice::Tierkv(_)) => {
+            let options = config.entry_options(entry)?;
+            if let (Some(pool), false) = (&options.pm.path, config.use_existing_db) {
                 // A fresh database gets a fresh pool: the bench owns the file it was given.
-                let _ = std::fs::remove_file(&pool);
+                let _ = std::fs::remove_file(pool);
             }
-            let engine = TierKvEngine::open(path, config.options_for(d), config.write_options())
+            let engine = TierKvEngine::open(path, options, config.write_options())
                 .map_err(|e| format!("opening database {}: {e}", path.display()))?;
             Box::new(engine)
         }
-        (EngineKind::Tierkv, DesignChoice::Rocksdb) => crate::rocks::open(config, path)?,
+        (EngineKind::Tierkv, DesignChoice::Rocksdb) => {
+            crate::rocks::open(&config.entry_config(entry), path)?
+        }
     };
     Ok(if config.verify {
         Box::new(VerifyingEngine::new(engine))
@@ -241,19 +247,21 @@ pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<Desi
         "temporary, removed at exit"
     };
     let mut runs = Vec::with_capacity(config.design.len());
-    for &design in &config.design {
-        let path = design_path(config, &root, design);
+    for entry in config.design.iter() {
+        let path = design_path(config, &root, entry);
         if config.engine == EngineKind::Tierkv {
             writeln!(out, "Database:   {} ({kept})", path.display())?;
         }
-        let engine = open_engine(config, design, &path)?;
-        let run = run_design(
-            engine,
-            config,
-            design.name(),
-            design_options(config, design),
-            out,
-        )?;
+        if entry.is_variant() {
+            writeln!(out, "Variant:    {entry}")?;
+        }
+        let options = design_options(config, entry)?;
+        let engine = open_engine(config, entry, &path)?;
+        let mut run = run_design(engine, config, &entry.label, options, out)?;
+        if entry.is_variant() {
+            run.base_design = Some(entry.design.name().to_string());
+            run.overrides = entry.overrides.iter().map(|o| o.to_string()).collect();
+        }
         runs.push(run);
         if config.design.len() > 1 {
             writeln!(out, "{}", "=".repeat(72))?;
@@ -329,7 +337,10 @@ pub fn bench_with(
     options: &Options,
     out: &mut dyn Write,
 ) -> EngineResult<Vec<BenchResult>> {
-    let design = config.design.first().map_or("leveled", |d| d.name());
+    let design = config
+        .design
+        .first()
+        .map_or("leveled", |d| d.label.as_str());
     let options = serde_json::to_value(options).unwrap_or(serde_json::Value::Null);
     let run = run_design(engine, config, design, options, out)?;
     let runs = vec![run];

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use tierkv::{Design, Options, WriteOptions};
 
+use crate::overrides::{apply_overrides, split_top_level, OptionOverride};
 use crate::ycsb::{RequestDistribution, YcsbMix};
 
 /// The benchmarks run when `--benchmarks` is not given.
@@ -49,6 +50,10 @@ pub enum Benchmark {
     /// `threads` readers doing `readrandom` while one extra writer thread writes random keys
     /// until the readers finish; reports the readers' figures.
     Readwhilewriting,
+    /// Gets and puts of random keys uniform in `[0, num)`, `reads` operations per thread: in
+    /// each run of 100 operations the first `--readwritepercent` are gets and the rest puts
+    /// (db_bench's pattern); reports gets and puts separately.
+    Readrandomwriterandom,
     /// Flush the memtable (one operation).
     Flush,
     /// YCSB load phase: insert records `0..num` (in a seeded random order, split between the
@@ -85,6 +90,7 @@ impl Benchmark {
         Benchmark::Readseq,
         Benchmark::Seekrandom,
         Benchmark::Readwhilewriting,
+        Benchmark::Readrandomwriterandom,
         Benchmark::Flush,
         Benchmark::YcsbLoad,
         Benchmark::YcsbA,
@@ -105,6 +111,7 @@ impl Benchmark {
             Benchmark::Readseq => "readseq",
             Benchmark::Seekrandom => "seekrandom",
             Benchmark::Readwhilewriting => "readwhilewriting",
+            Benchmark::Readrandomwriterandom => "readrandomwriterandom",
             Benchmark::Flush => "flush",
             Benchmark::YcsbLoad => "ycsb-load",
             Benchmark::YcsbA => "ycsb-a",
@@ -251,6 +258,192 @@ impl<'de> Deserialize<'de> for DesignChoice {
     }
 }
 
+/// The parts of one `--design` entry as written, before the design is looked up: `DESIGN`, or
+/// a variant `LABEL=DESIGN+PATH=VALUE+PATH=VALUE...`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntrySyntax {
+    /// The name the entry is reported under: LABEL, or the design's name.
+    pub label: String,
+    /// The design's name.
+    pub design: String,
+    /// The variant's overrides, in order.
+    pub overrides: Vec<OptionOverride>,
+}
+
+/// True for a label usable as a directory and file-name part: letters, digits, `.`, `_`, `-`
+/// (not `.` or `..`), at most 64 characters.
+fn valid_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= 64
+        && label != "."
+        && label != ".."
+        && label
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// Splits a `--design` entry into its label, design name and overrides (nothing is looked up,
+/// so this works for designs the build does not have).
+pub fn parse_entry_syntax(entry: &str) -> Result<EntrySyntax, String> {
+    let entry = entry.trim();
+    let mut parts = split_top_level(entry, '+').into_iter();
+    let head = parts.next().unwrap_or_default().trim();
+    let overrides = parts
+        .map(|p| {
+            p.trim()
+                .parse::<OptionOverride>()
+                .map_err(|e| format!("design entry {entry:?}: {e}"))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let (label, design) = match head.split_once('=') {
+        Some((l, d)) => (l.trim(), d.trim()),
+        None if overrides.is_empty() => (head, head),
+        None => {
+            return Err(format!(
+                "design entry {entry:?} has overrides but no label: write \
+                 LABEL={head}+PATH=VALUE..."
+            ))
+        }
+    };
+    if design.is_empty() {
+        return Err(format!("design entry {entry:?} names no design"));
+    }
+    if !valid_label(label) {
+        return Err(format!(
+            "design entry {entry:?}: label {label:?} must be 1-64 letters, digits, '.', '_' or \
+             '-' (it names the design's database directory and pool file)"
+        ));
+    }
+    Ok(EntrySyntax {
+        label: label.to_string(),
+        design: design.to_string(),
+        overrides,
+    })
+}
+
+/// One entry of `--design`: a design, or a variant of one (the design with option overrides,
+/// reported under its own label).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DesignEntry {
+    /// The name in every report, the database directory and the pool file suffix: the
+    /// design's name, or the variant's LABEL.
+    pub label: String,
+    /// The design run.
+    pub design: DesignChoice,
+    /// The variant's overrides, applied after `--set`.
+    pub overrides: Vec<OptionOverride>,
+}
+
+impl DesignEntry {
+    /// The plain entry of `design`.
+    pub fn plain(design: DesignChoice) -> Self {
+        DesignEntry {
+            label: design.name().to_string(),
+            design,
+            overrides: Vec::new(),
+        }
+    }
+
+    /// True for an entry that is more than a design's name.
+    pub fn is_variant(&self) -> bool {
+        !self.overrides.is_empty() || self.label != self.design.name()
+    }
+}
+
+impl fmt::Display for DesignEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.is_variant() {
+            return f.write_str(self.design.name());
+        }
+        write!(f, "{}={}", self.label, self.design)?;
+        for o in &self.overrides {
+            write!(f, "+{o}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for DesignEntry {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let syntax = parse_entry_syntax(s)?;
+        let design = DesignChoice::from_str(&syntax.design).map_err(|e| {
+            if syntax.label == syntax.design && syntax.overrides.is_empty() {
+                e
+            } else {
+                format!("design entry {:?}: {e}", s.trim())
+            }
+        })?;
+        Ok(DesignEntry {
+            label: syntax.label,
+            design,
+            overrides: syntax.overrides,
+        })
+    }
+}
+
+/// The entries of `--design`, in order. Serialized as an array of the entries as written
+/// (`["leveled", "l0-8=leveled+compaction.level0_compaction_trigger=8"]`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DesignList(pub Vec<DesignEntry>);
+
+impl DesignList {
+    /// The plain entries of `designs`.
+    pub fn of(designs: &[DesignChoice]) -> Self {
+        DesignList(designs.iter().map(|d| DesignEntry::plain(*d)).collect())
+    }
+}
+
+impl std::ops::Deref for DesignList {
+    type Target = Vec<DesignEntry>;
+    fn deref(&self) -> &Vec<DesignEntry> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for DesignList {
+    fn deref_mut(&mut self) -> &mut Vec<DesignEntry> {
+        &mut self.0
+    }
+}
+
+impl FromStr for DesignList {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim().is_empty() {
+            return Ok(DesignList::default());
+        }
+        split_top_level(s, ',')
+            .into_iter()
+            .map(|e| {
+                if e.trim().is_empty() {
+                    Err(format!("empty entry in the design list {s:?}"))
+                } else {
+                    e.parse()
+                }
+            })
+            .collect::<Result<Vec<_>, String>>()
+            .map(DesignList)
+    }
+}
+
+impl Serialize for DesignList {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|e| e.to_string()))
+    }
+}
+
+impl<'de> Deserialize<'de> for DesignList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let entries = Vec::<String>::deserialize(d)?;
+        entries
+            .iter()
+            .map(|e| e.parse().map_err(serde::de::Error::custom))
+            .collect::<Result<Vec<_>, _>>()
+            .map(DesignList)
+    }
+}
+
 /// Bytes in the MB of `--ssd_write_mbps` and `--ssd_read_mbps`.
 pub const MB: u64 = 1_000_000;
 
@@ -265,11 +458,16 @@ fn default_sample_interval() -> u64 {
     1000
 }
 
+fn default_readwritepercent() -> u32 {
+    90
+}
+
 /// The flags of `tierkv bench`.
 #[derive(clap::Args, Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchConfig {
     /// Comma-separated benchmarks, run in order on one database: fillseq, fillrandom,
-    /// overwrite, readrandom, readseq, seekrandom, readwhilewriting, flush, and the YCSB core
+    /// overwrite, readrandom, readseq, seekrandom, readwhilewriting, readrandomwriterandom
+    /// (see --readwritepercent), flush, and the YCSB core
     /// workloads ycsb-load, ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f.
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_BENCHMARKS)]
     pub benchmarks: Vec<Benchmark>,
@@ -279,8 +477,9 @@ pub struct BenchConfig {
     #[arg(long, default_value_t = 1_000_000)]
     pub num: u64,
 
-    /// Reads (or seeks, or iterated entries) per thread; -1 means --num. For the YCSB
-    /// workloads: the operation count of all threads together (alias --ops).
+    /// Reads (or seeks, or iterated entries, or readrandomwriterandom's gets and puts) per
+    /// thread; -1 means --num. For the YCSB workloads: the operation count of all threads
+    /// together (alias --ops).
     #[arg(long, alias = "ops", default_value_t = -1, allow_negative_numbers = true)]
     pub reads: i64,
 
@@ -313,8 +512,40 @@ pub struct BenchConfig {
     /// Comma-separated designs, each run on a fresh database with the same benchmarks and
     /// seeds and compared in one table: TierKV designs (leveled, ...) and rocksdb (with the
     /// `rocksdb` cargo feature). With several designs and --db, each gets `DIR/<design>`.
-    #[arg(long, value_delimiter = ',', default_value = "leveled", value_parser = DesignChoice::from_str)]
-    pub design: Vec<DesignChoice>,
+    ///
+    /// An entry may also be a variant, LABEL=DESIGN+PATH=VALUE+PATH=VALUE...: DESIGN with
+    /// those option overrides (as --set, applied after it), run and reported under the name
+    /// LABEL (in the tables, the side-by-side ratios, the JSON report and the charts), with its
+    /// own database directory (`DIR/<LABEL>`) and pool file (`FILE-<LABEL>`). Example:
+    /// --design 'leveled,l0-8=leveled+compaction.level0_compaction_trigger=8'. LABEL is
+    /// letters, digits, '.', '_' and '-'. For rocksdb, overrides reach the options RocksDB
+    /// takes from TierKV's (compaction, block size, memtable count, open files).
+    #[arg(long, default_value = "leveled", value_parser = DesignList::from_str)]
+    pub design: DesignList,
+
+    /// Sets one field of the engine's options by its serde path: PATH=VALUE, repeatable, e.g.
+    /// --set compaction.level0_compaction_trigger=8 --set pm.wal_on_pm=true.
+    ///
+    /// PATH is the field names of the options the run header prints, joined by dots. VALUE is
+    /// JSON (8, true, "text", null, {"write_ns":400}); other text is a string
+    /// (pm.path=/dev/shm/pool). Applied after every other flag and the design's defaults, to
+    /// every design; an unknown path or a value of the wrong type is an error. The header and
+    /// the JSON report show the options as set.
+    #[arg(long = "set", value_name = "PATH=VALUE", value_parser = OptionOverride::from_str)]
+    #[serde(default)]
+    pub set: Vec<OptionOverride>,
+
+    /// readrandomwriterandom: the percentage of operations that are gets (the rest are puts),
+    /// 0..=100, as in db_bench.
+    #[arg(long = "readwritepercent", default_value_t = 90)]
+    #[serde(default = "default_readwritepercent")]
+    pub readwritepercent: u32,
+
+    /// readrandomwriterandom: the percentage of operations that are puts (the put ratio of the
+    /// NVLSM paper): --put_ratio=P is --readwritepercent=100-P.
+    #[arg(long = "put_ratio", conflicts_with = "readwritepercent")]
+    #[serde(default)]
+    pub put_ratio: Option<u32>,
 
     /// YCSB request distribution: zipfian (scrambled, 0.99), latest, uniform. Default: the
     /// workload's own (zipfian; latest for ycsb-d).
@@ -426,6 +657,15 @@ impl BenchConfig {
         u64::try_from(self.reads).unwrap_or(self.num)
     }
 
+    /// The percentage of readrandomwriterandom's operations that are gets: 100 - --put_ratio,
+    /// else --readwritepercent.
+    pub fn read_percent(&self) -> u32 {
+        match self.put_ratio {
+            Some(p) => 100u32.saturating_sub(p),
+            None => self.readwritepercent,
+        }
+    }
+
     /// Checks the flags together; the error says which flag is wrong.
     pub fn validate(&self) -> Result<(), String> {
         if self.benchmarks.is_empty() {
@@ -458,15 +698,27 @@ impl BenchConfig {
         if self.use_existing_db && self.db.is_none() {
             return Err("--use_existing_db needs --db=DIR".into());
         }
+        if self.readwritepercent > 100 {
+            return Err(format!(
+                "--readwritepercent={} must be in 0..=100",
+                self.readwritepercent
+            ));
+        }
+        if let Some(p) = self.put_ratio.filter(|&p| p > 100) {
+            return Err(format!("--put_ratio={p} must be in 0..=100"));
+        }
         if self.design.is_empty() {
             return Err("--design is empty".into());
         }
         for (i, d) in self.design.iter().enumerate() {
-            if self.design[..i].contains(d) {
-                return Err(format!("--design names {d} twice"));
+            if self.design[..i].iter().any(|o| o.label == d.label) {
+                return Err(format!("--design names {} twice", d.label));
             }
         }
-        if self.design.contains(&DesignChoice::Rocksdb)
+        if self
+            .design
+            .iter()
+            .any(|d| d.design == DesignChoice::Rocksdb)
             && !ROCKSDB_ENABLED
             && self.engine == EngineKind::Tierkv
         {
@@ -492,22 +744,40 @@ impl BenchConfig {
                 ));
             }
         }
-        self.options().validate().map_err(|e| e.to_string())?;
+        for entry in self.design.iter() {
+            let o = self.entry_options(entry)?;
+            o.validate().map_err(|e| {
+                if entry.is_variant() {
+                    format!("design {}: {e}", entry.label)
+                } else {
+                    e.to_string()
+                }
+            })?;
+        }
         Ok(())
     }
 
-    /// The TierKV designs among `--design`.
+    /// The TierKV designs among `--design` (a design once per entry that runs it).
     pub fn tierkv_designs(&self) -> impl Iterator<Item = Design> + '_ {
-        self.design.iter().filter_map(|d| match d {
-            DesignChoice::Tierkv(d) => Some(*d),
+        self.design.iter().filter_map(|d| match d.design {
+            DesignChoice::Tierkv(d) => Some(d),
             DesignChoice::Rocksdb => None,
         })
     }
 
-    /// The engine options these flags select for the first TierKV design of `--design`
-    /// (leveled when there is none).
+    /// The engine options of the first TierKV entry of `--design` (leveled when there is
+    /// none), with every override.
     pub fn options(&self) -> Options {
-        self.options_for(self.tierkv_designs().next().unwrap_or(Design::LEVELED))
+        let first = self
+            .design
+            .iter()
+            .find(|e| matches!(e.design, DesignChoice::Tierkv(_)));
+        match first {
+            Some(e) => self
+                .entry_options(e)
+                .unwrap_or_else(|_| self.base_options(self.tierkv_design_of(e), &e.label)),
+            None => self.options_for(Design::LEVELED),
+        }
     }
 
     /// The YCSB request distribution of a workload: `--distribution`, else the workload's own.
@@ -515,8 +785,17 @@ impl BenchConfig {
         self.distribution.unwrap_or(mix.distribution)
     }
 
-    /// The engine options these flags select for `design` (everything else at its default).
-    pub fn options_for(&self, design: Design) -> Options {
+    /// The TierKV design whose options an entry runs with (RocksDB takes leveled's).
+    fn tierkv_design_of(&self, entry: &DesignEntry) -> Design {
+        match entry.design {
+            DesignChoice::Tierkv(d) => d,
+            DesignChoice::Rocksdb => Design::LEVELED,
+        }
+    }
+
+    /// The options the flags select for `design` and its defaults, before any override; the
+    /// pool file is the one of the entry labelled `label`.
+    fn base_options(&self, design: Design, label: &str) -> Options {
         let mut o = Options {
             design,
             create_if_missing: !self.use_existing_db,
@@ -526,7 +805,7 @@ impl BenchConfig {
             ..Options::default()
         };
         o.table.bloom_bits_per_key = usize::try_from(self.bloom_bits).unwrap_or(usize::MAX);
-        o.pm.path = self.pm_path_for(design);
+        o.pm.path = self.pm_path_for(label);
         o.pm.size_bytes = self.pm_size;
         o.pm.mode = self.pm_mode;
         o.pm.latency = self.pm_latency;
@@ -537,16 +816,42 @@ impl BenchConfig {
         // Benchmark keys and values must be accepted whatever their configured sizes.
         o.max_key_size = o.max_key_size.max(self.key_size);
         o.max_value_size = o.max_value_size.max(self.value_size);
-        o
+        design.options(o)
     }
 
-    /// The pool file of `design`: `--pm_path`, suffixed with the design name when several
-    /// designs run.
-    pub fn pm_path_for(&self, design: Design) -> Option<PathBuf> {
+    /// The engine options these flags select for `design`: the flags, the design's defaults,
+    /// then `--set` (everything else at its default). [`validate`](Self::validate) refuses
+    /// overrides that do not apply; unchecked, they are left out here.
+    pub fn options_for(&self, design: Design) -> Options {
+        let base = self.base_options(design, design.name());
+        apply_overrides(&base, &self.set).unwrap_or(base)
+    }
+
+    /// The engine options of one `--design` entry: the flags, the design's defaults, `--set`,
+    /// then the variant's own overrides. For a rocksdb entry: the leveled options RocksDB's
+    /// are taken from. The error names the override that does not apply.
+    pub fn entry_options(&self, entry: &DesignEntry) -> Result<Options, String> {
+        let base = self.base_options(self.tierkv_design_of(entry), &entry.label);
+        let o = apply_overrides(&base, &self.set).map_err(|e| format!("--set {e}"))?;
+        apply_overrides(&o, &entry.overrides)
+            .map_err(|e| format!("design {}: override {e}", entry.label))
+    }
+
+    /// The flags of one entry run alone, for engines configured from the flags (RocksDB): its
+    /// overrides are appended to `--set`.
+    pub fn entry_config(&self, entry: &DesignEntry) -> BenchConfig {
+        let mut c = self.clone();
+        c.set.extend(entry.overrides.iter().cloned());
+        c
+    }
+
+    /// The pool file of the entry labelled `label`: `--pm_path`, suffixed with the label when
+    /// several designs run.
+    pub fn pm_path_for(&self, label: &str) -> Option<PathBuf> {
         let p = self.pm_path.as_ref()?;
         if self.design.len() > 1 {
             let mut name = p.file_name().unwrap_or_default().to_os_string();
-            name.push(format!("-{}", design.name()));
+            name.push(format!("-{label}"));
             Some(p.with_file_name(name))
         } else {
             Some(p.clone())
@@ -593,7 +898,10 @@ pub(crate) mod tests {
         assert!(!c.sync && !c.use_existing_db);
         assert_eq!(c.db, None);
         assert_eq!(c.json, None);
-        assert_eq!(c.design, vec![DesignChoice::Tierkv(Design::LEVELED)]);
+        assert_eq!(
+            c.design,
+            DesignList::of(&[DesignChoice::Tierkv(Design::LEVELED)])
+        );
         assert_eq!(c.distribution, None);
         assert_eq!(c.sample_interval_ms, 1000);
         assert_eq!(c.plot, None);
@@ -702,7 +1010,7 @@ pub(crate) mod tests {
         assert_eq!(c.sample_interval_ms, 100);
         assert_eq!(
             c.design,
-            vec![DesignChoice::Tierkv(Design::LEVELED), DesignChoice::Rocksdb]
+            DesignList::of(&[DesignChoice::Tierkv(Design::LEVELED), DesignChoice::Rocksdb])
         );
         assert_eq!(c.plot, Some(PathBuf::from("/tmp/p")));
         assert!(c.verify);
@@ -715,7 +1023,7 @@ pub(crate) mod tests {
         // Every design of this build parses by name, and names are checked.
         for d in Design::ALL {
             let c = parse(&[&format!("--design={}", d.name())]).unwrap();
-            assert_eq!(c.design, vec![DesignChoice::Tierkv(*d)]);
+            assert_eq!(c.design, DesignList::of(&[DesignChoice::Tierkv(*d)]));
         }
         let err = parse(&["--design=leveled,nosuch"]).unwrap_err().to_string();
         assert!(err.contains("unknown design \"nosuch\""), "{err}");
@@ -819,5 +1127,120 @@ pub(crate) mod tests {
                 .use_direct_reads
         );
         assert!(parse(&["--ssd_write_mbps=-1"]).is_err());
+    }
+
+    #[test]
+    fn design_variants_and_set_select_the_options() {
+        let c = parse(&[
+            "--design=leveled,l0-8=leveled+compaction.level0_compaction_trigger=8+table.block_size=16384",
+            "--set",
+            "table.block_size=8192",
+            "--set=compaction.level0_slowdown_trigger=30",
+            "--pm_path=/dev/shm/p",
+            "--write_buffer_size=1048576",
+        ])
+        .unwrap();
+        c.validate().unwrap();
+        let (plain, variant) = (&c.design[0], &c.design[1]);
+        assert!(!plain.is_variant() && variant.is_variant());
+        assert_eq!(variant.label, "l0-8");
+        assert_eq!(variant.design, DesignChoice::Tierkv(Design::LEVELED));
+        assert_eq!(variant.overrides.len(), 2);
+        // --set applies to every design after the flags; a variant's own overrides after it.
+        let o = c.entry_options(plain).unwrap();
+        assert_eq!(o.table.block_size, 8192);
+        assert_eq!(o.compaction.level0_slowdown_trigger, 30);
+        assert_eq!(o.compaction.level0_compaction_trigger, 4);
+        assert_eq!(o.write_buffer_size, 1 << 20);
+        assert_eq!(o.pm.path, Some(PathBuf::from("/dev/shm/p-leveled")));
+        let v = c.entry_options(variant).unwrap();
+        assert_eq!(v.table.block_size, 16384, "the variant's override wins");
+        assert_eq!(v.compaction.level0_compaction_trigger, 8);
+        assert_eq!(v.compaction.level0_slowdown_trigger, 30);
+        assert_eq!(v.pm.path, Some(PathBuf::from("/dev/shm/p-l0-8")));
+        assert_eq!(c.options().table.block_size, 8192, "the first design's");
+        assert_eq!(c.options_for(Design::LEVELED).table.block_size, 8192);
+        // RocksDB takes its options from the flags: the entry's overrides join --set.
+        assert_eq!(c.entry_config(variant).set.len(), 4);
+        // The flags serialise the entries as written, and read back.
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(
+            json["design"],
+            serde_json::json!([
+                "leveled",
+                "l0-8=leveled+compaction.level0_compaction_trigger=8+table.block_size=16384"
+            ])
+        );
+        assert_eq!(
+            json["set"],
+            serde_json::json!([
+                "table.block_size=8192",
+                "compaction.level0_slowdown_trigger=30"
+            ])
+        );
+        let back: BenchConfig = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, c);
+        // Flags of a report written before --set and readrandomwriterandom read back.
+        let mut old = json;
+        for k in ["set", "readwritepercent", "put_ratio"] {
+            old.as_object_mut().unwrap().remove(k);
+        }
+        let back: BenchConfig = serde_json::from_value(old).unwrap();
+        assert!(back.set.is_empty());
+        assert_eq!(back.read_percent(), 90);
+        // Values with commas and pluses stay whole inside JSON.
+        let c = parse(&[
+            "--design",
+            "slow=leveled+pm.latency={\"read_ns\":1,\"write_ns\":2},leveled",
+        ])
+        .unwrap();
+        assert_eq!(c.design.len(), 2);
+        assert_eq!(
+            c.entry_options(&c.design[0]).unwrap().pm.latency.write_ns,
+            2
+        );
+        // Labels are unique; a bad override is named.
+        assert!(parse(&["--design=a=leveled,a=leveled-pm"])
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .contains("names a twice"));
+        let c = parse(&["--design=x=leveled+compaction.nosuch=1"]).unwrap();
+        let e = c.validate().unwrap_err();
+        assert!(
+            e.starts_with("design x: override compaction.nosuch=1: unknown option path"),
+            "{e}"
+        );
+        let c = parse(&["--set=compaction.nosuch=1"]).unwrap();
+        let e = c.validate().unwrap_err();
+        assert!(
+            e.starts_with("--set compaction.nosuch=1: unknown option path"),
+            "{e}"
+        );
+        for bad in ["+x=1", "a=", "=leveled", "v=leveled+x", "a b=leveled"] {
+            assert!(parse(&["--design", bad]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn read_write_percent_and_put_ratio() {
+        assert_eq!(parse(&[]).unwrap().read_percent(), 90);
+        assert_eq!(
+            parse(&["--readwritepercent=25"]).unwrap().read_percent(),
+            25
+        );
+        let c = parse(&["--put_ratio=80"]).unwrap();
+        assert_eq!((c.read_percent(), c.put_ratio), (20, Some(80)));
+        c.validate().unwrap();
+        assert!(parse(&["--put_ratio=80", "--readwritepercent=20"]).is_err());
+        let e = parse(&["--readwritepercent=101"])
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("--readwritepercent=101"), "{e}");
+        assert_eq!(
+            "readrandomwriterandom".parse::<Benchmark>().unwrap(),
+            Benchmark::Readrandomwriterandom
+        );
     }
 }

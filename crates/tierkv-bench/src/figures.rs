@@ -49,6 +49,9 @@ pub struct PartFigures {
     pub log_bytes_written: u64,
     /// Bytes read to answer user reads.
     pub user_bytes_read: u64,
+    /// Every byte read through the engine's file layer (user reads, compaction, recovery).
+    #[serde(default)]
+    pub bytes_read: u64,
     /// Live bytes.
     pub live_bytes: u64,
     /// For the PM tier: bytes written at the device (cache lines written back x 64) / user bytes
@@ -101,16 +104,24 @@ fn tier_name(t: Tier) -> &'static str {
     t.name()
 }
 
-/// Sums the byte counters `keep` selects: (written, log written, user read).
-fn sums(io: &[IoCount], keep: impl Fn(&IoCount) -> bool) -> (u64, u64, u64) {
+/// The byte counters of one part, summed.
+#[derive(Clone, Copy, Default)]
+struct Sums {
+    written: u64,
+    log_written: u64,
+    user_read: u64,
+    read: u64,
+}
+
+/// Sums the byte counters `keep` selects.
+fn sums(io: &[IoCount], keep: impl Fn(&IoCount) -> bool) -> Sums {
     io.iter()
         .filter(|c| keep(c))
-        .fold((0, 0, 0), |(w, l, r), c| {
-            (
-                w + c.written,
-                l + if c.purpose == "wal" { c.written } else { 0 },
-                r + if c.purpose == "user_read" { c.read } else { 0 },
-            )
+        .fold(Sums::default(), |s, c| Sums {
+            written: s.written + c.written,
+            log_written: s.log_written + if c.purpose == "wal" { c.written } else { 0 },
+            user_read: s.user_read + if c.purpose == "user_read" { c.read } else { 0 },
+            read: s.read + c.read,
         })
 }
 
@@ -118,22 +129,22 @@ impl RunFigures {
     /// The figures of `stats`, with the logical size when it was measured.
     pub fn new(stats: &DbStats, logical_bytes: Option<u64>) -> RunFigures {
         let (uw, ur) = (stats.user_bytes_written, stats.user_bytes_read);
-        let part =
-            |part: &str, name: Option<String>, (w, l, r): (u64, u64, u64), live: u64| PartFigures {
-                part: part.to_string(),
-                name,
-                amplification: Amplification {
-                    write: ratio(w, uw),
-                    write_excluding_log: ratio(w - l, uw),
-                    read: ratio(r, ur),
-                    space: logical_bytes.and_then(|lb| ratio(live, lb)),
-                },
-                bytes_written: w,
-                log_bytes_written: l,
-                user_bytes_read: r,
-                live_bytes: live,
-                device_write_amplification: None,
-            };
+        let part = |part: &str, name: Option<String>, s: Sums, live: u64| PartFigures {
+            part: part.to_string(),
+            name,
+            amplification: Amplification {
+                write: ratio(s.written, uw),
+                write_excluding_log: ratio(s.written - s.log_written, uw),
+                read: ratio(s.user_read, ur),
+                space: logical_bytes.and_then(|lb| ratio(live, lb)),
+            },
+            bytes_written: s.written,
+            log_bytes_written: s.log_written,
+            user_bytes_read: s.user_read,
+            bytes_read: s.read,
+            live_bytes: live,
+            device_write_amplification: None,
+        };
         let pm_live = stats.pm_live_bytes() + stats.pm_wal_bytes;
         let ssd_live = stats.ssd_live_bytes();
         let mut tiers = vec![part(
@@ -292,6 +303,9 @@ mod tests {
         assert_eq!(db.write_excluding_log, Some(2.84));
         assert_eq!(db.read, Some(0.5));
         assert_eq!(db.space, Some((200.0 + 80.0 + 100.0) / 200.0));
+        assert_eq!(f.database.bytes_read, 185);
+        assert_eq!((f.tiers[0].bytes_read, f.tiers[1].bytes_read), (185, 0));
+        assert_eq!(f.parts[1].bytes_read, 185);
         assert_eq!(f.tiers[0].amplification.write, Some(2.04));
         assert_eq!(f.tiers[1].amplification.write, Some(1.8));
         assert_eq!(f.tiers[1].device_write_amplification, Some(2.56));

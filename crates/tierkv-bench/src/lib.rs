@@ -12,7 +12,9 @@
 //! * [`verify`]: `--verify`, an engine wrapper that checks every read against the last write.
 //! * [`plot`]: `--plot`, SVG charts.
 //! * [`rocks`]: RocksDB behind the same seam (cargo feature `rocksdb`).
-//! * [`reproduce`] and [`experiments`]: `tierkv reproduce`, scaled-down paper experiments.
+//! * [`reproduce`] and [`experiments`]: `tierkv reproduce`, scaled-down paper experiments
+//!   with checks judged over rounds ([`verdict`]).
+//! * [`overrides`]: `--set PATH=VALUE` and design variants' option overrides.
 //! * [`simulate`]: `tierkv simulate-compaction`, a design's compaction policies over a key
 //!   stream without I/O.
 //! * [`text`]: keys and values as command-line text (hex with `0x`).
@@ -26,6 +28,7 @@ pub mod config;
 pub mod engine;
 pub mod experiments;
 pub mod figures;
+pub mod overrides;
 pub mod plot;
 pub mod report;
 pub mod reproduce;
@@ -33,9 +36,10 @@ pub mod rocks;
 pub mod runner;
 pub mod simulate;
 pub mod text;
+pub mod verdict;
 pub mod verify;
 pub mod workload;
 pub mod ycsb;
 
-pub use config::{BenchConfig, Benchmark, DesignChoice};
+pub use config::{BenchConfig, Benchmark, DesignChoice, DesignEntry, DesignList};
 pub use engine::{EngineError, EngineResult, KvCursor, KvEngine};

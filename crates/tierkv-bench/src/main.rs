@@ -28,8 +28,9 @@ enum Command {
     /// Runs db_bench-style benchmarks (flags as in db_bench: --benchmarks=fillseq,readrandom
     /// --num=1000000 ...).
     Bench(Box<BenchConfig>),
-    /// Runs a scaled-down version of a paper's experiment and writes a markdown report with
-    /// SVG charts (--list shows the experiments).
+    /// Runs a scaled-down version of a paper's experiment (every phase, --rounds times),
+    /// judges its checks on the medians over the rounds and writes a markdown report with SVG
+    /// charts (--list shows the experiments).
     Reproduce(ReproduceArgs),
     /// Writes KEY -> VALUE (creates the database if needed). 0x-prefixed arguments are hex.
     Put {
@@ -212,12 +213,15 @@ mod tests {
             "--out=/tmp/x",
             "--num=10",
             "--ops=5",
+            "--rounds=3",
         ])
         .unwrap();
         match cli.command {
             Command::Reproduce(a) => {
                 assert_eq!(a.experiment.as_deref(), Some("leveled-vs-leveled-pm"));
                 assert_eq!((a.num, a.reads), (Some(10), Some(5)));
+                assert_eq!(a.rounds, Some(3));
+                assert!(!a.rejudge && !a.self_test);
             }
             other => panic!("{other:?}"),
         }

@@ -278,13 +278,28 @@ pub fn format_header(
         cap(config.ssd_read_mbps),
         if config.use_direct_reads { "on" } else { "off" }
     );
-    if design == "rocksdb" {
+    if options.get("engine").and_then(|e| e.as_str()) == Some("rocksdb") {
         if let Some(note) = crate::rocks::ssd_model_note(config) {
             let _ = writeln!(s, "Note:       {note}");
         }
     }
     let names: Vec<_> = config.benchmarks.iter().map(|b| b.name()).collect();
     let _ = writeln!(s, "Benchmarks: {}", names.join(","));
+    if config
+        .benchmarks
+        .contains(&crate::config::Benchmark::Readrandomwriterandom)
+    {
+        let r = config.read_percent();
+        let _ = writeln!(
+            s,
+            "Read/write: {r}% gets, {}% puts (readrandomwriterandom)",
+            100 - r
+        );
+    }
+    if !config.set.is_empty() {
+        let set: Vec<String> = config.set.iter().map(|o| o.to_string()).collect();
+        let _ = writeln!(s, "Set:        {}", set.join(" "));
+    }
     if config.benchmarks.iter().any(|b| b.ycsb_mix().is_some()) {
         let dist = config
             .distribution
@@ -571,6 +586,13 @@ pub struct DesignRun {
     /// The figures the designs are judged by (from `final_stats`; `docs/REPORT_SCHEMA.md`).
     #[serde(default)]
     pub figures: Option<crate::figures::RunFigures>,
+    /// For a variant (`LABEL=DESIGN+PATH=VALUE...`): the design it runs (`design` is the
+    /// label). Absent for a plain design.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_design: Option<String>,
+    /// For a variant: its own overrides (`PATH=VALUE`, applied after `--set`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
 }
 
 impl DesignRun {
@@ -596,6 +618,8 @@ impl DesignRun {
                 .map(|s| crate::figures::RunFigures::new(&s.stats, s.logical_bytes)),
             benchmarks,
             final_stats,
+            base_design: None,
+            overrides: Vec::new(),
         }
     }
 }
@@ -612,8 +636,9 @@ pub struct ComparisonRow {
     pub ratios: Vec<Option<f64>>,
 }
 
-/// The side-by-side figures of `runs`: per benchmark ops/s and p99, then write, read and space
-/// amplification, stall time and DRAM.
+/// The side-by-side figures of `runs`: per benchmark ops/s and p99 (for a benchmark of several
+/// operation types also the average latency, and each type's average and p99), then write,
+/// read and space amplification, stall time and DRAM.
 pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
     let mut names: Vec<&str> = Vec::new();
     for r in runs {
@@ -648,6 +673,31 @@ pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
         row(format!("{name} p99 us"), &|r| {
             bench(r).map(|b| b.latency.p99_us)
         });
+        // Benchmarks of several operation types (readrandomwriterandom, YCSB): the average
+        // latency, and each type's average and p99.
+        let mut ops: Vec<String> = Vec::new();
+        for r in runs {
+            if let Some(b) = bench(r).filter(|b| b.ops_by_type.len() > 1) {
+                for o in &b.ops_by_type {
+                    if !ops.contains(&o.op) {
+                        ops.push(o.op.clone());
+                    }
+                }
+            }
+        }
+        if !ops.is_empty() {
+            row(format!("{name} avg us"), &|r| {
+                bench(r).map(|b| b.latency.avg_us)
+            });
+        }
+        for op in &ops {
+            row(format!("{name} {op} avg us"), &|r| {
+                bench(r).and_then(|b| b.op(op).map(|o| o.latency.avg_us))
+            });
+            row(format!("{name} {op} p99 us"), &|r| {
+                bench(r).and_then(|b| b.op(op).map(|o| o.latency.p99_us))
+            });
+        }
     }
     let stats = |r: &DesignRun| r.final_stats.clone();
     row("write amplification".into(), &|r| {
@@ -820,6 +870,10 @@ pub struct JsonReport {
     pub runs: Vec<DesignRun>,
     /// The designs side by side (ratios to the first design).
     pub comparison: Vec<ComparisonRow>,
+    /// For `tierkv reproduce`: the experiment, its rounds and phases, and every check with
+    /// its verdict. Absent from `tierkv bench` reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduce: Option<crate::reproduce::ReproduceSummary>,
 }
 
 impl JsonReport {
@@ -833,6 +887,7 @@ impl JsonReport {
             flags: flags.clone(),
             comparison: compare(&runs),
             runs,
+            reproduce: None,
         }
     }
 

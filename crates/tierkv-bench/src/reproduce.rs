@@ -1,21 +1,37 @@
 //! `tierkv reproduce EXPERIMENT`: runs a scaled-down version of a paper's experiment (from the
 //! registry in [`crate::experiments`]) and writes a markdown report with its SVG charts.
 //!
-//! The report (`--out DIR`, default `./reproduce-out/<name>/`) holds `report.md` (the paper,
-//! its figure, the designs, the workload and how it was scaled, the paper's claim, the measured
-//! side-by-side figures and whether the claim held at this scale), `report.json` (every figure,
-//! as `tierkv bench --json` writes it) and the charts of `--plot`.
+//! `--rounds N` runs the whole experiment (every phase) N times; each check is judged on the
+//! median over the rounds with their spread ([`crate::verdict`]). The output directory
+//! (`--out DIR`, default `./reproduce-out/<name>/`) holds:
+//!
+//! * `report.md`: the paper, its figure, the designs, the workload and how it was scaled, the
+//!   paper's claim; per check: the claim, the paper's number, the measured median and spread,
+//!   the band and the verdict; per phase the side-by-side figures (medians over the rounds),
+//!   the command that runs it and its charts;
+//! * `report.json`: the first phase's first round as `tierkv bench --json` writes it, with the
+//!   checks and their verdicts in its `reproduce` field (`docs/REPORT_SCHEMA.md`);
+//! * per phase (in `DIR`, or `DIR/<phase>/` when there are several): `round-<r>.json`, every
+//!   figure of round r, and the charts of `--plot` for round 1.
+//!
+//! `--rejudge` judges the checks again on the rounds already in the output directory (after a
+//! band changed, say) and rewrites the reports without running anything.
 
 use crate::commands;
-use crate::config::{BenchConfig, DesignChoice};
+use crate::config::{parse_entry_syntax, BenchConfig, DesignChoice, DesignEntry, DesignList};
 use crate::engine::EngineResult;
-use crate::experiments::{Check, Experiment, Metric, EXPERIMENTS};
-use crate::report::{self, compare, DesignRun};
+use crate::experiments::{Check, Compare, Experiment, Phase, EXPERIMENTS, SELF_TEST_EXPERIMENTS};
+use crate::report::{self, compare, ComparisonRow, DesignRun, JsonReport};
+use crate::verdict::{judge, judge_increasing, median, paired_ratios, Spread, Verdict};
 use clap::Parser;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+
+/// Most rounds `--rounds` accepts.
+pub const MAX_ROUNDS: usize = 1000;
 
 /// The flags of `tierkv reproduce`.
 #[derive(clap::Args, Clone, Debug, Default, PartialEq)]
@@ -28,12 +44,24 @@ pub struct ReproduceArgs {
     /// Output directory. Default: `./reproduce-out/<experiment>`.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Override the experiment's --num (for a quicker, smaller run).
+    /// Override the --num of every phase (for a quicker, smaller run).
     #[arg(long)]
     pub num: Option<u64>,
-    /// Override the experiment's --reads / --ops.
+    /// Override the --reads / --ops of every phase.
     #[arg(long, alias = "ops")]
     pub reads: Option<i64>,
+    /// Run the whole experiment N times and judge each check on the median over the rounds,
+    /// with their spread (min..max): a check whose spread crosses its bar is inconclusive.
+    /// Default: the experiment's own (see --list), else 1.
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// Judge the checks again on the rounds already measured in the output directory (its
+    /// round-<r>.json files) and rewrite report.md and report.json, without running anything.
+    #[arg(long)]
+    pub rejudge: bool,
+    /// Also find the harness's self-test experiments (for its tests).
+    #[arg(long = "self-test", hide = true)]
+    pub self_test: bool,
 }
 
 #[derive(Parser)]
@@ -42,55 +70,80 @@ struct BenchFlags {
     config: BenchConfig,
 }
 
-/// The experiment named `name`.
-pub fn find(name: &str) -> Result<&'static Experiment, String> {
-    EXPERIMENTS.iter().find(|e| e.name == name).ok_or_else(|| {
-        let known: Vec<_> = EXPERIMENTS.iter().map(|e| e.name).collect();
-        format!(
-            "unknown experiment {name:?}; known experiments: {}",
-            known.join(", ")
-        )
-    })
+/// The experiment named `name` (among the self-test ones too with `self_test`).
+pub fn find(name: &str, self_test: bool) -> Result<&'static Experiment, String> {
+    let extra: &[Experiment] = if self_test {
+        SELF_TEST_EXPERIMENTS
+    } else {
+        &[]
+    };
+    EXPERIMENTS
+        .iter()
+        .chain(extra)
+        .find(|e| e.name == name)
+        .ok_or_else(|| {
+            let known: Vec<_> = EXPERIMENTS.iter().map(|e| e.name).collect();
+            format!(
+                "unknown experiment {name:?}; known experiments: {}",
+                known.join(", ")
+            )
+        })
 }
 
-/// The designs of `exp`, resolved against this build; the error names the missing design.
-pub fn resolve_designs(exp: &Experiment) -> Result<Vec<DesignChoice>, String> {
-    exp.designs
+/// The design entries of `phase`, resolved against this build; the error names the missing
+/// design.
+pub fn resolve_designs(exp: &Experiment, phase: &Phase) -> Result<DesignList, String> {
+    let entries = exp.phase_designs(phase);
+    entries
         .iter()
-        .map(|name| {
-            DesignChoice::from_str(name).map_err(|e| {
+        .map(|text| {
+            let syntax =
+                parse_entry_syntax(text).map_err(|e| format!("experiment {}: {e}", exp.name))?;
+            let design = DesignChoice::from_str(&syntax.design).map_err(|e| {
                 format!(
-                    "experiment {} compares designs {}, but design {name:?} is missing from \
-                     this build ({e})",
+                    "experiment {} compares designs {}, but design {:?} is missing from this \
+                     build ({e})",
                     exp.name,
-                    exp.designs.join(", ")
+                    entries.join(", "),
+                    syntax.design
                 )
+            })?;
+            Ok(DesignEntry {
+                label: syntax.label,
+                design,
+                overrides: syntax.overrides,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()
+        .map(DesignList)
 }
 
-/// The `tierkv bench` configuration of `exp` (designs resolved, overrides applied, reports
-/// into `out`).
+/// The `tierkv bench` configuration of one phase of `exp` (designs resolved, `--num` and
+/// `--reads` overrides applied; no reports yet).
 pub fn config_for(
     exp: &Experiment,
+    phase: &Phase,
     args: &ReproduceArgs,
-    out: &Path,
 ) -> Result<BenchConfig, String> {
-    let flags = std::iter::once("bench").chain(exp.bench_args.iter().copied());
+    let flags = std::iter::once("bench").chain(phase.bench_args.iter().copied());
     let mut config = BenchFlags::try_parse_from(flags)
-        .map_err(|e| format!("experiment {}: bad bench flags: {e}", exp.name))?
+        .map_err(|e| {
+            format!(
+                "experiment {}, phase {}: bad bench flags: {e}",
+                exp.name, phase.name
+            )
+        })?
         .config;
-    config.design = resolve_designs(exp)?;
+    config.design = resolve_designs(exp, phase)?;
     if let Some(n) = args.num {
         config.num = n;
     }
     if let Some(r) = args.reads {
         config.reads = r;
     }
-    config.json = Some(out.join("report.json"));
-    config.plot = Some(out.to_path_buf());
-    config.validate()?;
+    config
+        .validate()
+        .map_err(|e| format!("experiment {}, phase {}: {e}", exp.name, phase.name))?;
     Ok(config)
 }
 
@@ -100,113 +153,421 @@ pub fn list(out: &mut dyn Write) -> EngineResult<()> {
         writeln!(out, "{}", e.name)?;
         writeln!(out, "    paper:   {}", e.paper)?;
         writeln!(out, "    figure:  {}", e.figure)?;
-        writeln!(out, "    designs: {}", e.designs.join(", "))?;
+        writeln!(out, "    designs: {}", e.all_designs().join(", "))?;
+        for p in e.phases {
+            let benchmarks = p
+                .bench_args
+                .iter()
+                .find_map(|a| a.strip_prefix("--benchmarks="))
+                .unwrap_or(crate::config::DEFAULT_BENCHMARKS);
+            writeln!(out, "    phase {}: {benchmarks}", p.name)?;
+        }
         writeln!(out, "    claim:   {}", e.claim)?;
+        for c in e.checks {
+            writeln!(out, "    check:   {} (paper: {})", c.claim, c.paper)?;
+        }
+        writeln!(out, "    rounds:  {}", e.rounds.max(1))?;
     }
     Ok(())
 }
 
-/// The measured verdict on `check` from the runs, as one sentence.
-pub fn verdict(check: &Check, runs: &[DesignRun]) -> String {
-    let value = |design: &str| {
-        runs.iter()
-            .find(|r| r.design == design)
-            .and_then(|r| r.benchmarks.iter().find(|b| b.name == check.benchmark))
-            .map(|b| match check.metric {
-                Metric::OpsPerSec => b.ops_per_sec,
-                Metric::P99 => b.latency.p99_us,
+/// One design's figure over the rounds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DesignValues {
+    /// The design's label.
+    pub design: String,
+    /// Its figure per round (`null`: not measured in that round).
+    pub rounds: Vec<Option<f64>>,
+    /// Over the rounds that measured it.
+    pub spread: Option<Spread>,
+}
+
+/// One step of an ordering: `higher`'s figure / `lower`'s, which must be above 1.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OrderStep {
+    /// The design that should have the lower figure.
+    pub lower: String,
+    /// The design that should have the higher figure.
+    pub higher: String,
+    /// The ratio higher / lower over the rounds.
+    pub ratio: Option<Spread>,
+    /// This step's verdict.
+    pub verdict: Verdict,
+}
+
+/// A check's measured figures and verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckOutcome {
+    /// The claim in words.
+    pub claim: String,
+    /// The paper's number.
+    pub paper: String,
+    /// The phase its figures come from.
+    pub phase: String,
+    /// The figure, in words.
+    pub metric: String,
+    /// What is compared, e.g. `WA w/o log(nvlsm) / WA w/o log(nvlsm-leveled)`, or
+    /// `leveled < nvlsm < nvlsm-fragmented`.
+    pub compared: String,
+    /// The bar, e.g. `<= 0.5`, `in [0.8, 1.25]`, `each step > 1`.
+    pub band: String,
+    /// The quantity judged (the design's figure, or the ratio a / b of each round) over the
+    /// rounds; absent for an ordering (see `steps`) or when nothing was measured.
+    pub measured: Option<Spread>,
+    /// Each compared design's figure over the rounds.
+    pub designs: Vec<DesignValues>,
+    /// For an ordering: each step.
+    #[serde(default)]
+    pub steps: Vec<OrderStep>,
+    /// Rounds run.
+    pub rounds: usize,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// Judges `check` on `rounds` (each round: the runs of the check's phase).
+pub fn evaluate(check: &Check, rounds: &[Vec<DesignRun>]) -> CheckOutcome {
+    let values = |design: &str| -> Vec<Option<f64>> {
+        rounds
+            .iter()
+            .map(|runs| {
+                runs.iter()
+                    .find(|r| r.design == design)
+                    .and_then(|r| check.metric.value(r))
             })
+            .collect()
     };
-    let (what, higher_better) = match check.metric {
-        Metric::OpsPerSec => ("ops/s", true),
-        Metric::P99 => ("p99 latency", false),
+    let designs: Vec<DesignValues> = check
+        .compare
+        .designs()
+        .into_iter()
+        .map(|d| {
+            let v = values(d);
+            DesignValues {
+                design: d.to_string(),
+                spread: Spread::of_rounds(&v),
+                rounds: v,
+            }
+        })
+        .collect();
+    let short = check.metric.short();
+    let mut outcome = CheckOutcome {
+        claim: check.claim.to_string(),
+        paper: check.paper.to_string(),
+        phase: check.phase.to_string(),
+        metric: check.metric.describe(),
+        compared: String::new(),
+        band: String::new(),
+        measured: None,
+        designs: Vec::new(),
+        steps: Vec::new(),
+        rounds: rounds.len(),
+        verdict: Verdict::NotMeasured,
     };
-    match (value(check.better), value(check.than)) {
-        (Some(b), Some(t)) if t > 0.0 => {
-            let ratio = b / t;
-            let holds = if higher_better {
-                ratio > 1.0
-            } else {
-                ratio < 1.0
-            };
-            format!(
-                "{} {what} of {}: {b:.1} vs {t:.1} for {} ({ratio:.2}x): the claim {} at this \
-                 scale.",
-                check.benchmark,
-                check.better,
-                check.than,
-                if holds { "holds" } else { "does not hold" }
-            )
+    match check.compare {
+        Compare::Value { design, band } => {
+            outcome.compared = format!("{short}({design})");
+            outcome.band = band.to_string();
+            outcome.measured = designs[0].spread.clone();
+            outcome.verdict = judge(outcome.measured.as_ref(), band);
         }
-        _ => format!(
-            "{} was not measured for both {} and {}.",
-            check.benchmark, check.better, check.than
-        ),
+        Compare::Ratio { a, b, band } => {
+            outcome.compared = format!("{short}({a}) / {short}({b})");
+            outcome.band = band.to_string();
+            outcome.measured = Spread::of(&paired_ratios(&designs[0].rounds, &designs[1].rounds));
+            outcome.verdict = judge(outcome.measured.as_ref(), band);
+        }
+        Compare::Increasing(order) => {
+            outcome.compared = format!("{short}: {}", order.join(" < "));
+            outcome.band = "each step > 1".into();
+            let per: Vec<Vec<Option<f64>>> = designs.iter().map(|d| d.rounds.clone()).collect();
+            let (steps, verdict) = judge_increasing(&per);
+            outcome.steps = steps
+                .into_iter()
+                .enumerate()
+                .map(|(i, (ratio, verdict))| OrderStep {
+                    lower: order[i].to_string(),
+                    higher: order[i + 1].to_string(),
+                    ratio,
+                    verdict,
+                })
+                .collect();
+            outcome.verdict = verdict;
+        }
+    }
+    outcome.designs = designs;
+    outcome
+}
+
+/// What a phase ran, in the JSON report's `reproduce`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    /// The phase.
+    pub name: String,
+    /// Its design entries, as written.
+    pub designs: Vec<String>,
+    /// The `tierkv bench` command line that runs one round of it.
+    pub command: String,
+    /// Each round's full report, relative to the output directory.
+    pub reports: Vec<String>,
+    /// The designs side by side: each figure's median over the rounds, and the median of its
+    /// per-round ratios to the first design.
+    pub comparison: Vec<ComparisonRow>,
+}
+
+/// The `reproduce` field of a `tierkv reproduce` report.json.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReproduceSummary {
+    /// The experiment's name.
+    pub experiment: String,
+    /// The paper.
+    pub paper: String,
+    /// The paper's figure or table.
+    pub figure: String,
+    /// The paper's claim.
+    pub claim: String,
+    /// How the workload was scaled.
+    pub scaling: String,
+    /// Rounds run.
+    pub rounds: usize,
+    /// The phases, in order.
+    pub phases: Vec<PhaseSummary>,
+    /// Every check, with its verdict.
+    pub checks: Vec<CheckOutcome>,
+}
+
+/// The directory of `phase`'s round reports and charts: the output directory, or a
+/// subdirectory named after the phase when the experiment has several.
+pub fn phase_dir(exp: &Experiment, phase: &Phase, out: &Path) -> PathBuf {
+    if exp.phases.len() == 1 {
+        out.to_path_buf()
+    } else {
+        out.join(phase.name)
     }
 }
 
-/// The markdown report of a finished experiment.
-pub fn markdown(
-    exp: &Experiment,
-    config: &BenchConfig,
-    runs: &[DesignRun],
-    charts: &[String],
-) -> String {
+fn round_file(r: usize) -> String {
+    format!("round-{r}.json")
+}
+
+/// The `tierkv bench` command line of a phase, as run.
+pub fn command_line(config: &BenchConfig, phase: &Phase) -> String {
+    let mut args: Vec<String> = phase
+        .bench_args
+        .iter()
+        .filter(|a| !a.starts_with("--num=") && !a.starts_with("--reads="))
+        .map(|s| s.to_string())
+        .collect();
+    args.insert(0, format!("--num={}", config.num));
+    args.insert(1, format!("--reads={}", config.reads));
+    let designs: Vec<String> = config.design.iter().map(|e| e.to_string()).collect();
+    let designs = designs.join(",");
+    let safe = designs
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-,=+/".contains(c));
+    let designs = if safe {
+        designs
+    } else {
+        format!("'{}'", designs.replace('\'', "'\\''"))
+    };
+    format!("tierkv bench --design={designs} {}", args.join(" "))
+}
+
+/// The side-by-side figures of several rounds: each cell the median over the rounds, each
+/// ratio the median of the per-round ratios.
+pub fn median_comparison(rounds: &[Vec<DesignRun>]) -> Vec<ComparisonRow> {
+    let tables: Vec<Vec<ComparisonRow>> = rounds.iter().map(|r| compare(r)).collect();
+    let Some(first) = tables.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .map(|row| {
+            let same: Vec<&ComparisonRow> = tables
+                .iter()
+                .filter_map(|t| t.iter().find(|r| r.figure == row.figure))
+                .collect();
+            let cells = |pick: &dyn Fn(&ComparisonRow, usize) -> Option<f64>| {
+                (0..row.values.len())
+                    .map(|i| {
+                        let v: Vec<f64> = same.iter().filter_map(|r| pick(r, i)).collect();
+                        median(&v)
+                    })
+                    .collect::<Vec<_>>()
+            };
+            ComparisonRow {
+                figure: row.figure.clone(),
+                values: cells(&|r, i| r.values.get(i).copied().flatten()),
+                ratios: cells(&|r, i| r.ratios.get(i).copied().flatten()),
+            }
+        })
+        .collect()
+}
+
+/// A figure for the report: three significant-ish digits.
+fn num(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// `median (min..max)`, or the value alone for one round.
+fn spread_text(s: Option<&Spread>) -> String {
+    match s {
+        None => "n/a".into(),
+        Some(s) if s.values.len() == 1 || s.min == s.max => num(s.median),
+        Some(s) => format!("{} ({}..{})", num(s.median), num(s.min), num(s.max)),
+    }
+}
+
+/// The measured cell of a check: the judged quantity, or an ordering's designs and steps.
+fn measured_text(c: &CheckOutcome) -> String {
+    if c.steps.is_empty() {
+        return spread_text(c.measured.as_ref());
+    }
+    let mut s = String::new();
+    for (i, d) in c.designs.iter().enumerate() {
+        if i > 0 {
+            let step = &c.steps[i - 1];
+            let _ = write!(s, " < [{}x] ", spread_text(step.ratio.as_ref()));
+        }
+        let _ = write!(s, "{} {}", d.design, spread_text(d.spread.as_ref()));
+    }
+    s
+}
+
+/// The markdown report of a finished experiment from its summary; `charts` holds each phase's
+/// chart files (relative to the output directory).
+pub fn markdown(exp: &Experiment, summary: &ReproduceSummary, charts: &[Vec<String>]) -> String {
     let mut m = String::new();
     let _ = writeln!(m, "# {}\n", exp.name);
     let _ = writeln!(m, "* **Paper:** {}", exp.paper);
     let _ = writeln!(m, "* **Figure / table:** {}", exp.figure);
-    let _ = writeln!(m, "* **Designs compared:** {}", exp.designs.join(", "));
-    let _ = writeln!(m, "* **Paper's claim:** {}\n", exp.claim);
+    let _ = writeln!(
+        m,
+        "* **Designs compared:** {}",
+        exp.all_designs().join(", ")
+    );
+    let _ = writeln!(m, "* **Paper's claim:** {}", exp.claim);
+    let _ = writeln!(
+        m,
+        "* **Rounds:** {} (each check is judged on the median over the rounds; min..max is \
+         the spread)\n",
+        summary.rounds
+    );
     let _ = writeln!(m, "## Workload, scaled to this machine\n");
     let _ = writeln!(m, "{}\n", exp.scaling);
-    let mut cmd: Vec<String> = exp.bench_args.iter().map(|s| s.to_string()).collect();
-    cmd.retain(|a| !a.starts_with("--num=") && !a.starts_with("--reads="));
-    cmd.insert(0, format!("--num={}", config.num));
-    cmd.insert(1, format!("--reads={}", config.reads));
+    let _ = writeln!(m, "## Checks\n");
+    let count = |v: Verdict| summary.checks.iter().filter(|c| c.verdict == v).count();
     let _ = writeln!(
         m,
-        "Run as: `tierkv bench --design={} {}`\n",
-        exp.designs.join(","),
-        cmd.join(" ")
+        "**Result:** {} of {} checks hold, {} do not hold, {} inconclusive{}.\n",
+        count(Verdict::Holds),
+        summary.checks.len(),
+        count(Verdict::DoesNotHold),
+        count(Verdict::Inconclusive),
+        match count(Verdict::NotMeasured) {
+            0 => String::new(),
+            n => format!(", {n} not measured"),
+        }
     );
-    let _ = writeln!(m, "## Measured\n");
-    if let Some(check) = &exp.check {
-        let _ = writeln!(m, "**Result:** {}\n", verdict(check, runs));
+    let _ = writeln!(
+        m,
+        "| # | claim | compared (phase) | paper | measured: median (min..max) | band | verdict |"
+    );
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|");
+    let cell = |s: &str| s.replace('|', "\\|");
+    for (i, c) in summary.checks.iter().enumerate() {
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} ({}) | {} | {} | {} | **{}** |",
+            i + 1,
+            cell(&c.claim),
+            cell(&c.compared),
+            c.phase,
+            cell(&c.paper),
+            cell(&measured_text(c)),
+            cell(&c.band),
+            c.verdict
+        );
     }
-    let designs: Vec<&str> = runs.iter().map(|r| r.design.as_str()).collect();
-    let _ = writeln!(
-        m,
-        "| figure | {} |",
-        designs
+    let _ = writeln!(m);
+    for (i, c) in summary.checks.iter().enumerate() {
+        let values: Vec<String> = c
+            .designs
             .iter()
-            .enumerate()
-            .map(|(i, d)| if i == 0 {
-                d.to_string()
-            } else {
-                format!("{d} (ratio to {})", designs[0])
-            })
-            .collect::<Vec<_>>()
-            .join(" | ")
-    );
-    let _ = writeln!(m, "|---|{}", "---|".repeat(designs.len()));
-    for row in compare(runs) {
-        let cells: Vec<String> = row
-            .values
-            .iter()
-            .zip(&row.ratios)
-            .enumerate()
-            .map(|(i, (v, r))| match (v, r) {
-                (None, _) => "n/a".into(),
-                (Some(v), Some(r)) if i > 0 => format!("{v:.3} ({r:.2}x)"),
-                (Some(v), _) => format!("{v:.3}"),
+            .map(|d| {
+                let per: Vec<String> = d
+                    .rounds
+                    .iter()
+                    .map(|v| v.map_or("n/a".into(), num))
+                    .collect();
+                format!("{} [{}]", d.design, per.join(", "))
             })
             .collect();
-        let _ = writeln!(m, "| {} | {} |", row.figure, cells.join(" | "));
+        let _ = writeln!(
+            m,
+            "{}. {} per round: {}",
+            i + 1,
+            c.metric,
+            values.join("; ")
+        );
     }
-    let _ = writeln!(m, "\n## Charts\n");
-    for c in charts {
-        let _ = writeln!(m, "![{c}]({c})\n");
+    for (p, phase) in summary.phases.iter().enumerate() {
+        let _ = writeln!(m, "\n## Phase {}\n", phase.name);
+        let _ = writeln!(m, "Run as: `{}`\n", phase.command);
+        let designs: Vec<&str> = phase
+            .designs
+            .iter()
+            .map(|d| d.split_once('=').map_or(d.as_str(), |(l, _)| l))
+            .collect();
+        let _ = writeln!(
+            m,
+            "Medians over {} round(s); ratios are medians of each round's ratio.\n",
+            summary.rounds
+        );
+        let _ = writeln!(
+            m,
+            "| figure | {} |",
+            designs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| if i == 0 {
+                    d.to_string()
+                } else {
+                    format!("{d} (ratio to {})", designs[0])
+                })
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(m, "|---|{}", "---|".repeat(designs.len()));
+        for row in &phase.comparison {
+            let cells: Vec<String> = row
+                .values
+                .iter()
+                .zip(&row.ratios)
+                .enumerate()
+                .map(|(i, (v, r))| match (v, r) {
+                    (None, _) => "n/a".into(),
+                    (Some(v), Some(r)) if i > 0 => format!("{v:.3} ({r:.2}x)"),
+                    (Some(v), _) => format!("{v:.3}"),
+                })
+                .collect();
+            let _ = writeln!(m, "| {} | {} |", row.figure, cells.join(" | "));
+        }
+        let _ = writeln!(m, "\nEvery figure of each round: {}.\n", {
+            let r: Vec<String> = phase.reports.iter().map(|r| format!("`{r}`")).collect();
+            r.join(", ")
+        });
+        for c in charts.get(p).into_iter().flatten() {
+            let _ = writeln!(m, "![{c}]({c})\n");
+        }
     }
     let machine = report::MachineInfo::detect();
     let _ = writeln!(m, "## Setup\n");
@@ -220,12 +581,15 @@ pub fn markdown(
         machine.os
     );
     let _ = writeln!(m, "* Harness revision: {}", report::git_revision());
-    let _ = writeln!(m, "* Every figure: `report.json`.");
+    let _ = writeln!(
+        m,
+        "* Checks and verdicts: `report.json` (`reproduce`); charts: round 1."
+    );
     m
 }
 
-/// `tierkv reproduce`: lists, or runs one experiment and writes its report; returns the path of
-/// `report.md` (None for `--list`).
+/// `tierkv reproduce`: lists, or runs (or re-judges) one experiment and writes its report;
+/// returns the path of `report.md` (None for `--list`).
 pub fn reproduce(args: &ReproduceArgs, out: &mut dyn Write) -> EngineResult<Option<PathBuf>> {
     if args.list {
         list(out)?;
@@ -234,30 +598,190 @@ pub fn reproduce(args: &ReproduceArgs, out: &mut dyn Write) -> EngineResult<Opti
     let Some(name) = &args.experiment else {
         return Err("name an experiment (tierkv reproduce --list shows them)".into());
     };
-    let exp = find(name)?;
-    run(exp, args, out).map(Some)
+    let exp = find(name, args.self_test)?;
+    if args.rejudge {
+        rejudge(exp, args, out).map(Some)
+    } else {
+        run(exp, args, out).map(Some)
+    }
 }
 
-/// Runs `exp` and writes its report; returns the path of `report.md`.
-pub fn run(exp: &Experiment, args: &ReproduceArgs, out: &mut dyn Write) -> EngineResult<PathBuf> {
-    let dir = args
-        .out
+fn out_dir(exp: &Experiment, args: &ReproduceArgs) -> PathBuf {
+    args.out
         .clone()
-        .unwrap_or_else(|| Path::new("reproduce-out").join(exp.name));
+        .unwrap_or_else(|| Path::new("reproduce-out").join(exp.name))
+}
+
+/// Runs `exp` (every phase, `--rounds` times) and writes its report; returns the path of
+/// `report.md`.
+pub fn run(exp: &Experiment, args: &ReproduceArgs, out: &mut dyn Write) -> EngineResult<PathBuf> {
+    let dir = out_dir(exp, args);
+    let rounds = args.rounds.unwrap_or(exp.rounds).max(1);
+    if args.rounds == Some(0) || rounds > MAX_ROUNDS {
+        return Err(format!("--rounds must be in 1..={MAX_ROUNDS}").into());
+    }
     // Resolve everything before creating anything.
-    let config = config_for(exp, args, &dir)?;
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let configs = exp
+        .phases
+        .iter()
+        .map(|p| config_for(exp, p, args))
+        .collect::<Result<Vec<_>, String>>()?;
+    for p in exp.phases {
+        let d = phase_dir(exp, p, &dir);
+        std::fs::create_dir_all(&d).map_err(|e| format!("creating {}: {e}", d.display()))?;
+    }
     writeln!(out, "Reproducing {}: {}", exp.name, exp.claim)?;
-    let runs = commands::bench(&config, out)?;
-    let mut charts: Vec<String> = std::fs::read_dir(&dir)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".svg"))
+    let mut measured: Vec<Vec<Vec<DesignRun>>> = vec![Vec::new(); exp.phases.len()];
+    for r in 1..=rounds {
+        for (i, phase) in exp.phases.iter().enumerate() {
+            let d = phase_dir(exp, phase, &dir);
+            let mut config = configs[i].clone();
+            config.json = Some(d.join(round_file(r)));
+            config.plot = (r == 1).then_some(d);
+            writeln!(out, "== Round {r} of {rounds}, phase {} ==", phase.name)?;
+            measured[i].push(commands::bench(&config, out)?);
+        }
+    }
+    finish(exp, &configs, &measured, &dir, out)
+}
+
+/// Re-judges `exp` on the rounds in its output directory and rewrites its reports; returns the
+/// path of `report.md`.
+pub fn rejudge(
+    exp: &Experiment,
+    args: &ReproduceArgs,
+    out: &mut dyn Write,
+) -> EngineResult<PathBuf> {
+    let dir = out_dir(exp, args);
+    let mut configs = Vec::new();
+    let mut measured = Vec::new();
+    for phase in exp.phases {
+        let d = phase_dir(exp, phase, &dir);
+        let mut rounds = Vec::new();
+        let mut config = None;
+        while let Ok(text) = std::fs::read_to_string(d.join(round_file(rounds.len() + 1))) {
+            let path = d.join(round_file(rounds.len() + 1));
+            let report: JsonReport = serde_json::from_str(&text)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?;
+            config.get_or_insert(report.flags);
+            rounds.push(report.runs);
+        }
+        let Some(config) = config else {
+            return Err(format!(
+                "no measured rounds of phase {} in {} ({} is missing): run the experiment first",
+                phase.name,
+                d.display(),
+                round_file(1)
+            )
+            .into());
+        };
+        if let Some(first) = measured.first().map(|m: &Vec<Vec<DesignRun>>| m.len()) {
+            if first != rounds.len() {
+                return Err(format!(
+                    "phase {} has {} rounds in {}, the first phase {first}",
+                    phase.name,
+                    rounds.len(),
+                    d.display()
+                )
+                .into());
+            }
+        }
+        configs.push(config);
+        measured.push(rounds);
+    }
+    writeln!(
+        out,
+        "Re-judging {} on the {} round(s) in {}",
+        exp.name,
+        measured.first().map_or(0, |m| m.len()),
+        dir.display()
+    )?;
+    finish(exp, &configs, &measured, &dir, out)
+}
+
+/// Judges the checks on `measured` (per phase, per round, the runs), writes `report.md` and
+/// `report.json` into `dir` and prints the verdicts.
+fn finish(
+    exp: &Experiment,
+    configs: &[BenchConfig],
+    measured: &[Vec<Vec<DesignRun>>],
+    dir: &Path,
+    out: &mut dyn Write,
+) -> EngineResult<PathBuf> {
+    let rounds = measured.first().map_or(0, |m| m.len());
+    let checks: Vec<CheckOutcome> = exp
+        .checks
+        .iter()
+        .map(|c| {
+            let i = exp.phases.iter().position(|p| p.name == c.phase);
+            evaluate(c, i.map_or(&[][..], |i| &measured[i]))
+        })
         .collect();
-    charts.sort();
+    let mut phases = Vec::new();
+    let mut charts = Vec::new();
+    for (i, phase) in exp.phases.iter().enumerate() {
+        let d = phase_dir(exp, phase, dir);
+        let rel = |name: &str| {
+            if exp.phases.len() == 1 {
+                name.to_string()
+            } else {
+                format!("{}/{name}", phase.name)
+            }
+        };
+        let mut svgs: Vec<String> = std::fs::read_dir(&d)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".svg"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        svgs.sort();
+        charts.push(svgs.iter().map(|s| rel(s)).collect::<Vec<_>>());
+        phases.push(PhaseSummary {
+            name: phase.name.to_string(),
+            designs: configs[i].design.iter().map(|e| e.to_string()).collect(),
+            command: command_line(&configs[i], phase),
+            reports: (1..=rounds).map(|r| rel(&round_file(r))).collect(),
+            comparison: median_comparison(&measured[i]),
+        });
+    }
+    let summary = ReproduceSummary {
+        experiment: exp.name.to_string(),
+        paper: exp.paper.to_string(),
+        figure: exp.figure.to_string(),
+        claim: exp.claim.to_string(),
+        scaling: exp.scaling.to_string(),
+        rounds,
+        phases,
+        checks,
+    };
+    let first_runs = measured
+        .first()
+        .and_then(|m| m.first())
+        .cloned()
+        .unwrap_or_default();
+    let mut json = JsonReport::new(&configs[0], first_runs);
+    json.reproduce = Some(summary.clone());
+    json.write_to(&dir.join("report.json"))?;
     let path = dir.join("report.md");
-    std::fs::write(&path, markdown(exp, &config, &runs, &charts))
+    std::fs::write(&path, markdown(exp, &summary, &charts))
         .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    writeln!(out, "** Checks of {} over {rounds} round(s) **", exp.name)?;
+    for (i, c) in summary.checks.iter().enumerate() {
+        writeln!(
+            out,
+            "{}. {}: {} = {} (band {}, paper {}): {}",
+            i + 1,
+            c.claim,
+            c.compared,
+            measured_text(c),
+            c.band,
+            c.paper,
+            c.verdict
+        )?;
+    }
     writeln!(out, "Report written to {}", path.display())?;
     Ok(path)
 }
@@ -265,40 +789,96 @@ pub fn run(exp: &Experiment, args: &ReproduceArgs, out: &mut dyn Write) -> Engin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::{Bench, Metric};
+    use crate::report::{BenchResult, LatencySummary};
+    use crate::verdict::Band;
     use tierkv::Design;
 
     #[test]
     fn registry_entries_are_complete_and_parse() {
         assert!(!EXPERIMENTS.is_empty());
-        for (i, e) in EXPERIMENTS.iter().enumerate() {
-            assert!(
-                EXPERIMENTS[..i].iter().all(|o| o.name != e.name),
-                "{}",
-                e.name
-            );
+        let all: Vec<&Experiment> = EXPERIMENTS.iter().chain(SELF_TEST_EXPERIMENTS).collect();
+        for (i, e) in all.iter().enumerate() {
+            assert!(all[..i].iter().all(|o| o.name != e.name), "{}", e.name);
             for s in [e.name, e.paper, e.figure, e.scaling, e.claim] {
                 assert!(!s.trim().is_empty(), "{}", e.name);
             }
-            assert!(e.designs.len() >= 2, "{}", e.name);
-            let flags = std::iter::once("bench").chain(e.bench_args.iter().copied());
-            let c = BenchFlags::try_parse_from(flags).unwrap().config;
-            c.validate().unwrap();
-            if let Some(check) = &e.check {
-                assert!(e.designs.contains(&check.better) && e.designs.contains(&check.than));
-                assert!(c.benchmarks.iter().any(|b| b.name() == check.benchmark));
+            assert!(!e.phases.is_empty() && !e.checks.is_empty(), "{}", e.name);
+            for (j, p) in e.phases.iter().enumerate() {
+                assert!(e.phases[..j].iter().all(|o| o.name != p.name), "{}", e.name);
+                let labels: Vec<String> = e
+                    .phase_designs(p)
+                    .iter()
+                    .map(|d| parse_entry_syntax(d).unwrap().label)
+                    .collect();
+                assert!(!labels.is_empty(), "{} {}", e.name, p.name);
+                assert!(
+                    p.bench_args.iter().all(|a| !a.starts_with("--design")),
+                    "{}: designs go in `designs`",
+                    e.name
+                );
+                let flags = std::iter::once("bench").chain(p.bench_args.iter().copied());
+                BenchFlags::try_parse_from(flags).unwrap();
+            }
+            for c in e.checks {
+                let p = e.phase(c.phase).unwrap_or_else(|| {
+                    panic!("{}: check {:?} names no phase of it", e.name, c.claim)
+                });
+                let labels: Vec<String> = e
+                    .phase_designs(p)
+                    .iter()
+                    .map(|d| parse_entry_syntax(d).unwrap().label)
+                    .collect();
+                for d in c.compare.designs() {
+                    assert!(
+                        labels.iter().any(|l| l == d),
+                        "{}: {d} not in {}",
+                        e.name,
+                        p.name
+                    );
+                }
+                if let Some(b) = c.metric.benchmark() {
+                    let flags = std::iter::once("bench").chain(p.bench_args.iter().copied());
+                    let config = BenchFlags::try_parse_from(flags).unwrap().config;
+                    assert!(
+                        config.benchmarks.iter().any(|x| x.name() == b.name),
+                        "{}: {} does not run {}",
+                        e.name,
+                        p.name,
+                        b.name
+                    );
+                }
+                if let Compare::Increasing(d) = c.compare {
+                    assert!(d.len() >= 2, "{}", e.name);
+                }
+            }
+            // Every phase whose designs this build has resolves and validates.
+            for p in e.phases {
+                if let Ok(c) = config_for(e, p, &ReproduceArgs::default()) {
+                    c.validate().unwrap();
+                }
             }
         }
         let mut out = Vec::new();
         list(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("leveled-vs-leveled-pm"), "{text}");
-        assert!(find("nope").unwrap_err().contains("leveled-vs-leveled-pm"));
+        assert!(
+            text.contains("check:   leveled-pm does random writes"),
+            "{text}"
+        );
+        assert!(!text.contains("self-test"), "hidden: {text}");
+        assert!(find("nope", false)
+            .unwrap_err()
+            .contains("leveled-vs-leveled-pm"));
+        assert!(find("self-test", false).is_err());
+        assert!(find("self-test", true).is_ok());
     }
 
     #[test]
     fn missing_designs_are_named() {
-        let exp = find("leveled-vs-leveled-pm").unwrap();
-        match resolve_designs(exp) {
+        let exp = find("leveled-vs-leveled-pm", false).unwrap();
+        match resolve_designs(exp, &exp.phases[0]) {
             Ok(d) => assert_eq!(d.len(), 2),
             Err(e) => {
                 assert!(
@@ -309,7 +889,7 @@ mod tests {
             }
         }
         let fake = Experiment {
-            designs: &["leveled", "no-such-design"],
+            designs: &["leveled", "V=no-such-design+nvlsm.max_floor=2"],
             ..*exp
         };
         let dir = tempfile::tempdir().unwrap();
@@ -318,34 +898,211 @@ mod tests {
             ..ReproduceArgs::default()
         };
         let err = run(&fake, &args, &mut Vec::new()).unwrap_err().to_string();
-        assert!(err.contains("\"no-such-design\" is missing"), "{err}");
+        assert!(
+            err.contains("design \"no-such-design\" is missing"),
+            "{err}"
+        );
         assert!(!dir.path().join("out").exists(), "nothing is created");
+        // A variant's override must name an option of this build.
+        let fake = Experiment {
+            designs: &["leveled", "V=leveled+nvlsm.max_floor=2"],
+            ..*exp
+        };
+        let err = run(&fake, &args, &mut Vec::new()).unwrap_err().to_string();
+        assert!(
+            err.contains("design V: override nvlsm.max_floor=2"),
+            "{err}"
+        );
+        assert!(err.contains("no field \"nvlsm\""), "{err}");
+        assert!(!dir.path().join("out").exists(), "nothing is created");
+    }
+
+    /// A run of `design` whose fillrandom did `ops_per_sec`, with figures (WA) when given.
+    fn run_of(design: &str, ops_per_sec: f64, wa: Option<f64>) -> DesignRun {
+        let mut r = BenchResult::new(
+            "fillrandom",
+            1000,
+            1000.0 / ops_per_sec,
+            1.0,
+            0,
+            LatencySummary::default(),
+            None,
+            None,
+        );
+        r.latency.avg_us = 1e6 / ops_per_sec;
+        let mut run = DesignRun::new(design, "tierkv", serde_json::Value::Null, vec![r], None);
+        run.figures = wa.map(|w| {
+            let mut f = crate::figures::RunFigures::default();
+            f.database.amplification.write_excluding_log = Some(w);
+            f
+        });
+        run
+    }
+
+    #[test]
+    fn checks_are_judged_on_medians_and_spreads() {
+        let rounds = vec![
+            vec![run_of("A", 100.0, Some(1.0)), run_of("B", 300.0, Some(3.0))],
+            vec![run_of("A", 120.0, Some(1.2)), run_of("B", 200.0, Some(3.0))],
+            vec![run_of("A", 90.0, Some(1.1)), run_of("B", 310.0, Some(2.0))],
+        ];
+        let check = |metric, compare| Check {
+            claim: "c",
+            paper: "p",
+            phase: "main",
+            metric,
+            compare,
+        };
+        // WA(A) / WA(B): 0.333, 0.4, 0.55 -> median 0.4.
+        let wa = |band| {
+            evaluate(
+                &check(
+                    Metric::WriteAmpExcludingLog,
+                    Compare::Ratio {
+                        a: "A",
+                        b: "B",
+                        band,
+                    },
+                ),
+                &rounds,
+            )
+        };
+        let o = wa(Band::AtMost(0.6));
+        assert_eq!(o.verdict, Verdict::Holds);
+        let m = o.measured.as_ref().unwrap();
+        assert!((m.median - 0.4).abs() < 1e-9 && (m.max - 0.55).abs() < 1e-9);
+        assert_eq!(o.compared, "WA w/o log(A) / WA w/o log(B)");
+        assert_eq!(o.band, "<= 0.6");
+        assert_eq!(o.rounds, 3);
+        assert_eq!(o.designs[1].rounds, vec![Some(3.0), Some(3.0), Some(2.0)]);
+        assert_eq!(wa(Band::AtMost(0.5)).verdict, Verdict::Inconclusive);
+        assert_eq!(wa(Band::AtMost(0.3)).verdict, Verdict::DoesNotHold);
+        // One design against a band.
+        let v = evaluate(
+            &check(
+                Metric::OpsPerSec(Bench::all("fillrandom")),
+                Compare::Value {
+                    design: "B",
+                    band: Band::AtLeast(150.0),
+                },
+            ),
+            &rounds,
+        );
+        assert_eq!(v.verdict, Verdict::Holds);
+        assert!((v.measured.unwrap().median - 300.0).abs() < 1e-6);
+        // Orderings: latency A > B in every round, so B < A holds and A < B does not.
+        let order = |o| {
+            evaluate(
+                &check(
+                    Metric::AvgLatency(Bench::all("fillrandom")),
+                    Compare::Increasing(o),
+                ),
+                &rounds,
+            )
+        };
+        let o = order(&["B", "A"]);
+        assert_eq!(o.verdict, Verdict::Holds);
+        assert_eq!(o.steps.len(), 1);
+        assert_eq!(
+            (o.steps[0].lower.as_str(), o.steps[0].higher.as_str()),
+            ("B", "A")
+        );
+        assert!(measured_text(&o).starts_with("B "), "{}", measured_text(&o));
+        assert_eq!(order(&["A", "B"]).verdict, Verdict::DoesNotHold);
+        // Missing designs, benchmarks, operation types and figures are not measured.
+        assert_eq!(order(&["A", "C"]).verdict, Verdict::NotMeasured);
+        let missing = |metric| {
+            evaluate(
+                &check(
+                    metric,
+                    Compare::Value {
+                        design: "A",
+                        band: Band::AtLeast(0.0),
+                    },
+                ),
+                &rounds,
+            )
+            .verdict
+        };
+        assert_eq!(
+            missing(Metric::OpsPerSec(Bench::all("readrandom"))),
+            Verdict::NotMeasured
+        );
+        assert_eq!(
+            missing(Metric::P99Latency(Bench::op("fillrandom", "get"))),
+            Verdict::NotMeasured
+        );
+        assert_eq!(missing(Metric::SpaceAmp), Verdict::NotMeasured);
+        assert_eq!(missing(Metric::StallSeconds), Verdict::Holds);
+        assert_eq!(
+            evaluate(
+                &check(
+                    Metric::WriteAmp,
+                    Compare::Value {
+                        design: "A",
+                        band: Band::AtLeast(0.0)
+                    }
+                ),
+                &[]
+            )
+            .verdict,
+            Verdict::NotMeasured
+        );
+        // Medians of the side-by-side table.
+        let rows = median_comparison(&rounds);
+        let ops = rows
+            .iter()
+            .find(|r| r.figure == "fillrandom ops/s")
+            .unwrap();
+        assert_eq!(ops.values[0], Some(100.0));
+        assert!((ops.values[1].unwrap() - 300.0).abs() < 1e-6);
+        // Per-round ratios 3.0, 1.67, 3.44: their median, not the ratio of the medians.
+        assert!(
+            (ops.ratios[1].unwrap() - 3.0).abs() < 1e-6,
+            "{:?}",
+            ops.ratios
+        );
     }
 
     #[test]
     fn a_small_experiment_writes_its_report() {
-        // A registry entry over the one design every build has, on a tiny workload.
-        let exp = Experiment {
+        // A registry entry over the one design every build has and a variant of it, on a
+        // tiny workload.
+        const EXP: Experiment = Experiment {
             name: "test-small",
             paper: "test paper",
             figure: "Figure 0",
-            designs: &["leveled"],
-            bench_args: &[
-                "--benchmarks=fillrandom,readrandom,ycsb-load,ycsb-a",
-                "--num=2000",
-                "--reads=2000",
-                "--write_buffer_size=65536",
-                "--sample_interval_ms=100",
+            designs: &[
+                "leveled",
+                "l0-8=leveled+compaction.level0_compaction_trigger=8",
             ],
+            phases: &[Phase {
+                name: "main",
+                bench_args: &[
+                    "--benchmarks=fillrandom,readrandom,ycsb-load,ycsb-a",
+                    "--num=2000",
+                    "--reads=2000",
+                    "--write_buffer_size=65536",
+                    "--sample_interval_ms=100",
+                ],
+                designs: &[],
+            }],
             scaling: "tiny",
             claim: "nothing",
-            check: Some(Check {
-                benchmark: "fillrandom",
-                metric: Metric::OpsPerSec,
-                better: "leveled",
-                than: "leveled",
-            }),
+            checks: &[Check {
+                claim: "fillrandom of a design against itself",
+                paper: "1",
+                phase: "main",
+                metric: Metric::OpsPerSec(Bench::all("fillrandom")),
+                compare: Compare::Ratio {
+                    a: "leveled",
+                    b: "leveled",
+                    band: Band::Above(1.0),
+                },
+            }],
+            rounds: 1,
         };
+        let exp = EXP;
         let dir = tempfile::tempdir().unwrap();
         let args = ReproduceArgs {
             out: Some(dir.path().join("out")),
@@ -359,16 +1116,49 @@ mod tests {
             "**Paper:** test paper",
             "**Figure / table:** Figure 0",
             "**Paper's claim:** nothing",
+            "**Designs compared:** leveled, l0-8=leveled+compaction.level0_compaction_trigger=8",
             "--num=1500",
+            "--design=leveled,l0-8=leveled+compaction.level0_compaction_trigger=8",
             "| fillrandom ops/s |",
             "| write amplification |",
-            "(1.00x): the claim does not hold",
+            "l0-8 (ratio to leveled)",
+            "ops/s fillrandom(leveled) / ops/s fillrandom(leveled) (main) | 1 | 1.000 | > 1 | **does not hold** |",
+            "**Result:** 0 of 1 checks hold, 1 do not hold, 0 inconclusive.",
             "![amplification.svg](amplification.svg)",
+            "`round-1.json`",
         ] {
             assert!(md.contains(part), "{part:?} missing from\n{md}");
         }
-        let svg = std::fs::read_to_string(dir.path().join("out/throughput-ycsb-a.svg")).unwrap();
+        let out = dir.path().join("out");
+        let svg = std::fs::read_to_string(out.join("throughput-ycsb-a.svg")).unwrap();
         assert!(svg.contains("<svg") && svg.contains("</svg>"));
-        assert!(dir.path().join("out/report.json").exists());
+        let report: JsonReport =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        assert_eq!(report.runs[1].design, "l0-8");
+        assert_eq!(report.runs[1].base_design.as_deref(), Some("leveled"));
+        let summary = report.reproduce.unwrap();
+        assert_eq!(summary.checks[0].verdict, Verdict::DoesNotHold);
+        assert_eq!(summary.phases[0].reports, vec!["round-1.json"]);
+        assert!(out.join("round-1.json").exists());
+        // Re-judged from the files: the same verdicts.
+        let again = ReproduceArgs {
+            rejudge: true,
+            ..args.clone()
+        };
+        rejudge(&exp, &again, &mut Vec::new()).unwrap();
+        let back: JsonReport =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        assert_eq!(back.reproduce.unwrap().checks, summary.checks);
+        let err = rejudge(
+            &exp,
+            &ReproduceArgs {
+                out: Some(dir.path().join("empty")),
+                ..again
+            },
+            &mut Vec::new(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("no measured rounds of phase main"), "{err}");
     }
 }

@@ -69,11 +69,15 @@ pub enum OpKind {
     Scan,
     /// A YCSB read-modify-write.
     Rmw,
+    /// A get of readrandomwriterandom.
+    Get,
+    /// A put of readrandomwriterandom.
+    Put,
 }
 
 impl OpKind {
     /// Number of operation types.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 11;
     /// Every operation type, in report order.
     pub const ALL: [OpKind; OpKind::COUNT] = [
         OpKind::Write,
@@ -85,6 +89,8 @@ impl OpKind {
         OpKind::Insert,
         OpKind::Scan,
         OpKind::Rmw,
+        OpKind::Get,
+        OpKind::Put,
     ];
 
     /// The name in reports.
@@ -99,6 +105,8 @@ impl OpKind {
             OpKind::Insert => "insert",
             OpKind::Scan => "scan",
             OpKind::Rmw => "rmw",
+            OpKind::Get => "get",
+            OpKind::Put => "put",
         }
     }
 }
@@ -141,6 +149,7 @@ struct Plan {
     verify: bool,
     seed: u64,
     distribution: Option<RequestDistribution>,
+    read_percent: u32,
 }
 
 /// A per-thread operation counter on its own cache line, read by the sampler.
@@ -242,6 +251,18 @@ impl Values {
     }
 }
 
+/// True when operation `i` of a readrandomwriterandom thread is a get: db_bench's pattern, in
+/// each run of 100 operations the first `read_percent` are gets and the others puts.
+pub fn rrwr_is_get(i: u64, read_percent: u32) -> bool {
+    i % 100 < u64::from(read_percent)
+}
+
+/// The gets among the first `ops` operations of a readrandomwriterandom thread.
+pub fn rrwr_gets(ops: u64, read_percent: u32) -> u64 {
+    let p = u64::from(read_percent.min(100));
+    ops / 100 * p + (ops % 100).min(p)
+}
+
 /// The share of `total` operations of thread `t` of `threads`, as a range of indices.
 fn thread_range(total: u64, threads: usize, t: usize) -> std::ops::Range<u64> {
     let (n, t) = (threads as u64, t as u64);
@@ -270,7 +291,7 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
     let mut values = Values::new(seed, &plan, thread);
     let mut value_buf = Vec::new();
     let write_bytes = (plan.key_size + plan.value_size) as u64;
-    let (mut bytes, mut found) = (0u64, 0u64);
+    let (mut bytes, mut found, mut lookups) = (0u64, 0u64, 0u64);
     sh.barrier.wait();
     let mut t = OpTimer::start(slot);
     match sh.bench {
@@ -320,6 +341,23 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
                 t.done(OpKind::Seek);
             }
         }
+        Benchmark::Readrandomwriterandom => {
+            for i in 0..plan.reads {
+                encode_key(keys.next_key(), &mut key);
+                if rrwr_is_get(i, plan.read_percent) {
+                    lookups += 1;
+                    if engine.get(&key, &mut value_buf)? {
+                        found += 1;
+                        bytes += (key.len() + value_buf.len()) as u64;
+                    }
+                    t.done(OpKind::Get);
+                } else {
+                    engine.put(&key, values.next(&key))?;
+                    bytes += write_bytes;
+                    t.done(OpKind::Put);
+                }
+            }
+        }
         Benchmark::Flush => {
             engine.flush()?;
             t.done(OpKind::Flush);
@@ -332,7 +370,7 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
         | Benchmark::YcsbE
         | Benchmark::YcsbF => unreachable!("handled by ycsb_worker"),
     }
-    Ok(t.finish(bytes, found, 0))
+    Ok(t.finish(bytes, found, lookups))
 }
 
 /// The body of one thread of a YCSB benchmark. `--reads` (`--ops`) is the operation count of
@@ -521,6 +559,7 @@ pub fn run_benchmark(
         verify: config.verify,
         seed: config.seed,
         distribution: config.distribution,
+        read_percent: config.read_percent(),
     };
     let total_ops = match bench {
         Benchmark::Fillseq | Benchmark::Fillrandom | Benchmark::Overwrite => {
@@ -704,7 +743,8 @@ fn merge(
         _ => 0.0,
     };
     let ycsb_lookups = bench.ycsb_mix().is_some_and(|m| m.read + m.rmw > 0.0);
-    let reports_found = ycsb_lookups
+    let mixed = ycsb_lookups || bench == Benchmark::Readrandomwriterandom;
+    let reports_found = mixed
         || matches!(
             bench,
             Benchmark::Readrandom | Benchmark::Readwhilewriting | Benchmark::Seekrandom
@@ -720,7 +760,7 @@ fn merge(
         writer_ops,
     );
     result.ops_by_type = ops_by_type;
-    if ycsb_lookups {
+    if mixed {
         result.lookups = Some(lookups);
     }
     Ok(result)
@@ -904,6 +944,40 @@ mod tests {
             let n = u64::from_be_bytes(k[..8].try_into().unwrap());
             assert!(n < 2000);
             assert_eq!(&k[8..], b"00000000");
+        }
+    }
+
+    #[test]
+    fn readrandomwriterandom_follows_db_bench_pattern() {
+        // In each run of 100 operations, the first `percent` are gets.
+        let pattern: Vec<bool> = (0..200).map(|i| rrwr_is_get(i, 30)).collect();
+        assert!(pattern[..30].iter().all(|&g| g) && pattern[30..100].iter().all(|&g| !g));
+        assert_eq!(pattern[100..], pattern[..100]);
+        for (ops, pct, gets) in [(1050, 50, 550), (1050, 90, 950), (99, 100, 99), (99, 0, 0)] {
+            assert_eq!(rrwr_gets(ops, pct), gets, "{ops} {pct}");
+            let counted = (0..ops).filter(|&i| rrwr_is_get(i, pct)).count() as u64;
+            assert_eq!(counted, gets);
+        }
+        // The engine sees exactly that many gets and puts, per thread.
+        for (pct, threads) in [(90u32, 1usize), (0, 2), (100, 2), (35, 3)] {
+            let c = config(&[
+                "--benchmarks=readrandomwriterandom",
+                "--num=400",
+                "--reads=1234",
+                &format!("--readwritepercent={pct}"),
+                &format!("--threads={threads}"),
+            ]);
+            let e = NullEngine::default();
+            let r = run_benchmarks(&e, &c, &mut std::io::sink(), false).unwrap();
+            let t = threads as u64;
+            let gets = rrwr_gets(1234, pct) * t;
+            assert_eq!(r[0].ops, 1234 * t);
+            assert_eq!(e.gets.load(Relaxed), gets);
+            assert_eq!(e.puts.load(Relaxed), 1234 * t - gets);
+            assert_eq!(r[0].op("get").map_or(0, |o| o.count), gets);
+            assert_eq!(r[0].op("put").map_or(0, |o| o.count), 1234 * t - gets);
+            assert_eq!((r[0].found, r[0].lookups), (Some(0), Some(gets)));
+            assert_eq!(r[0].latency.count, r[0].ops);
         }
     }
 
