@@ -19,7 +19,10 @@
 #      directory, and db_bench runs its `stats` benchmark too (RocksDB's write amplification).
 #      D: the papers' layout: the databases (LSM trees and leveled's WAL, and RocksDB's) in
 #      DISK_DIR, which must be on a disk, leveled-pm's pool in SHM_DIR (emulated PM).
-# Environment: ROUNDS (default 2), ROCKSDB (default 1; 0 leaves db_bench out), DB_BENCH (default
+# Environment: ROUNDS (default 2), ROCKSDB (default 1; 0 leaves db_bench out), NVLSM (default 0;
+#      1 runs the `nvlsm` design too, after leveled-pm, its pool in SHM_DIR/pool-nvlsm:
+#      `tierkv bench --design nvlsm ... --db DIR/tkv-nvlsm --pm_path SHM_DIR/pool-nvlsm`),
+#      DB_BENCH (default
 #      db_bench: RocksDB's tool from Debian's rocksdb-tools, `apt-get install -y rocksdb-tools`),
 #      SHM_DIR (default /dev/shm), DISK_DIR (default /tmp), LOG_DIR (the full output of every
 #      run; default a new temporary directory).
@@ -33,6 +36,7 @@ BIN=${1:-target/release/tierkv}
 LAYOUT=${2:-S}
 ROUNDS=${ROUNDS:-2}
 ROCKSDB=${ROCKSDB:-1}
+NVLSM=${NVLSM:-0}
 DB_BENCH=${DB_BENCH:-db_bench}
 SHM_DIR=${SHM_DIR:-/dev/shm}
 DISK_DIR=${DISK_DIR:-/tmp}
@@ -75,6 +79,7 @@ for round in $(seq 1 "$ROUNDS"); do
     log_l="$LOG_DIR/round$round-leveled.log"
     log_pm="$LOG_DIR/round$round-leveled-pm.log"
     log_r="$LOG_DIR/round$round-rocksdb.log"
+    log_n="$LOG_DIR/round$round-nvlsm.log"
 
     echo "== round $round: leveled"
     rm -rf "$DIR/tkv-l"
@@ -86,6 +91,14 @@ for round in $(seq 1 "$ROUNDS"); do
     if [ "$LAYOUT" = D ]; then rm -f "$SHM_DIR/pool-pm"; fi
     "$BIN" bench --design leveled-pm "${COMMON[@]}" --db "$DIR/tkv-pm" ${PM_ARGS[@]+"${PM_ARGS[@]}"} >"$log_pm"
     summary <"$log_pm"
+
+    if [ "$NVLSM" != 0 ]; then
+        echo "== round $round: nvlsm"
+        rm -rf "$DIR/tkv-nvlsm"
+        rm -f "$SHM_DIR/pool-nvlsm"
+        "$BIN" bench --design nvlsm "${COMMON[@]}" --db "$DIR/tkv-nvlsm" --pm_path "$SHM_DIR/pool-nvlsm" >"$log_n"
+        summary <"$log_n"
+    fi
 
     if [ "$ROCKSDB" != 0 ]; then
         echo "== round $round: RocksDB db_bench"
@@ -104,6 +117,11 @@ for round in $(seq 1 "$ROUNDS"); do
             r=$(ops "$b" "$log_r")
             line="$line; RocksDB ${r:-?}; leveled-pm / RocksDB $(ratio "$pm" "$r")"
             line="$line; leveled / RocksDB $(ratio "$l" "$r")"
+        fi
+        if [ "$NVLSM" != 0 ]; then
+            n=$(ops "$b" "$log_n")
+            line="$line; nvlsm ${n:-?}; nvlsm / leveled $(ratio "$n" "$l"); nvlsm / leveled-pm $(ratio "$n" "$pm")"
+            if [ "$ROCKSDB" != 0 ]; then line="$line; nvlsm / RocksDB $(ratio "$n" "$r")"; fi
         fi
         echo "$line"
     done

@@ -58,6 +58,8 @@
 //! };
 //! ```
 
+mod nvlsm;
+
 use crate::report::DesignRun;
 use crate::verdict::Band;
 
@@ -318,62 +320,70 @@ impl Experiment {
 }
 
 /// Every experiment, in `--list` order.
-pub const EXPERIMENTS: &[Experiment] = &[Experiment {
-    name: "leveled-vs-leveled-pm",
-    paper: "TriangleKV and LAB-DB (their \"RocksDB-L0-NVM\" baseline against RocksDB on SSD)",
-    figure: "the RocksDB-SSD vs RocksDB-L0-NVM baselines of the random-write and YCSB figures",
-    designs: &["leveled", "leveled-pm"],
-    phases: &[Phase {
-        name: "main",
-        bench_args: &[
-            "--benchmarks=fillrandom,readrandom,ycsb-load,ycsb-a",
-            "--num=400000",
-            "--reads=200000",
-            "--key_size=16",
-            "--value_size=1024",
-            "--write_buffer_size=16777216",
-            "--cache_size=8388608",
-            "--threads=1",
-            "--sample_interval_ms=500",
-        ],
-        designs: &[],
-    }],
-    scaling: "The papers load tens of GB with 1 KiB-4 KiB values on machines with hundreds of GB \
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        name: "leveled-vs-leveled-pm",
+        paper: "TriangleKV and LAB-DB (their \"RocksDB-L0-NVM\" baseline against RocksDB on SSD)",
+        figure: "the RocksDB-SSD vs RocksDB-L0-NVM baselines of the random-write and YCSB figures",
+        designs: &["leveled", "leveled-pm"],
+        phases: &[Phase {
+            name: "main",
+            bench_args: &[
+                "--benchmarks=fillrandom,readrandom,ycsb-load,ycsb-a",
+                "--num=400000",
+                "--reads=200000",
+                "--key_size=16",
+                "--value_size=1024",
+                "--write_buffer_size=16777216",
+                "--cache_size=8388608",
+                "--threads=1",
+                "--sample_interval_ms=500",
+            ],
+            designs: &[],
+        }],
+        scaling:
+            "The papers load tens of GB with 1 KiB-4 KiB values on machines with hundreds of GB \
               of DRAM and Optane PM. Here: 400k keys of 16 B with 1 KiB values (~410 MB of user \
               data per fill, 4x the 64 MiB memtables the papers use, so flushes and L0->L1 \
               compactions happen), 16 MiB memtables (1/4 of the 64 MiB default, keeping the \
               memtable:data ratio), 200k reads and 200k YCSB-A operations after a YCSB load of \
               the same 400k records, one client thread (the machine has 2 cores, which flush \
               and compaction also need). PM is the emulated pool of the PM crate.",
-    claim: "Putting the WAL and L0 on persistent memory speeds up random writes (less SSD I/O on \
+        claim:
+            "Putting the WAL and L0 on persistent memory speeds up random writes (less SSD I/O on \
             the write path and faster L0 compactions), with reads about unchanged.",
-    checks: &[
-        Check {
-            claim: "leveled-pm does random writes faster than leveled",
-            paper: "faster (no single number: RocksDB-L0-NVM is ahead of RocksDB-SSD in the \
+        checks: &[
+            Check {
+                claim: "leveled-pm does random writes faster than leveled",
+                paper: "faster (no single number: RocksDB-L0-NVM is ahead of RocksDB-SSD in the \
                     papers' random-write figures)",
-            phase: "main",
-            metric: Metric::OpsPerSec(Bench::all("fillrandom")),
-            compare: Compare::Ratio {
-                a: "leveled-pm",
-                b: "leveled",
-                band: Band::Above(1.0),
+                phase: "main",
+                metric: Metric::OpsPerSec(Bench::all("fillrandom")),
+                compare: Compare::Ratio {
+                    a: "leveled-pm",
+                    b: "leveled",
+                    band: Band::Above(1.0),
+                },
             },
-        },
-        Check {
-            claim: "random reads are about unchanged (the ratio within 0.8..1.25)",
-            paper: "about 1 (\"reads about unchanged\")",
-            phase: "main",
-            metric: Metric::OpsPerSec(Bench::all("readrandom")),
-            compare: Compare::Ratio {
-                a: "leveled-pm",
-                b: "leveled",
-                band: Band::Within(0.8, 1.25),
+            Check {
+                claim: "random reads are about unchanged (the ratio within 0.8..1.25)",
+                paper: "about 1 (\"reads about unchanged\")",
+                phase: "main",
+                metric: Metric::OpsPerSec(Bench::all("readrandom")),
+                compare: Compare::Ratio {
+                    a: "leveled-pm",
+                    b: "leveled",
+                    band: Band::Within(0.8, 1.25),
+                },
             },
-        },
-    ],
-    rounds: 1,
-}];
+        ],
+        rounds: 1,
+    },
+    nvlsm::AMPLIFICATION,
+    nvlsm::PUT_RATIO,
+    nvlsm::RANGE,
+    nvlsm::YCSB,
+];
 
 /// Experiments for the harness's own tests (`tierkv reproduce --self-test`, hidden): tiny runs
 /// over `leveled` variants whose checks exercise every comparison and verdict.

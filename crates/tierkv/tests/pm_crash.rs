@@ -735,9 +735,12 @@ fn crash_during_recovery_torn_wal_tail() {
     let t = Instant::now();
     let seed = 2;
     let ops = Arc::new(workload(seed));
-    let kinds: Vec<_> = (0..48).step_by(4).map(FirstImage::Torn).collect();
     let mut checked = 0;
     for design in pm_designs() {
+        // Twelve of the design's torn images.
+        let (torn, lines) = torn_images(design);
+        let n = (torn + lines) as usize;
+        let kinds: Vec<_> = (0..n).step_by(n / 12).map(FirstImage::Torn).collect();
         let firsts = first_crashes(design, seed, &ops, 2, &kinds, true);
         checked += crash_every_recovery_fence(design, &ops, &firsts);
     }

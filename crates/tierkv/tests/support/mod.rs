@@ -14,12 +14,12 @@ use tierkv::pm::{CrashImage, PmPool, PoolOptions};
 use tierkv::{Design, Options};
 
 /// The pool of a test database of `design`: 32 chunks of 64 KiB (2 MiB, held in DRAM; every
-/// crash image copies it), 512 (32 MiB) for a design whose whole database lives in the pool
+/// crash image copies it), 128 (8 MiB) for a design whose whole database lives in the pool
 /// (every run of the tests' tiny write buffers takes a chunk).
 pub fn pool_options(design: Design) -> PoolOptions {
     PoolOptions {
         size: if design.data_on_pm() {
-            32 << 20
+            8 << 20
         } else {
             2 << 20
         },

@@ -1,0 +1,458 @@
+//! The experiments of NVLSM (Zhang & Du, "NVLSM: A Persistent Memory Key-Value Store Using
+//! Log-Structured Merge Tree with Accumulative Compaction", ACM TOS 2021), scaled to this
+//! machine: its four stores as design entries (`NVLSM-10`: `nvlsm`; `NVLSM-2/4/20`: `nvlsm`
+//! with `Max_Floor` 2/4/20; `NVLSM-L`: `nvlsm-leveled`; `NVLSM-F`: `nvlsm-fragmented`), every
+//! run on the `pcm` latency preset (100 ns reads, 400 ns writes per cache line) unless a phase
+//! says `nvdimm`, one client thread, 16-byte keys and 128-byte values as in the paper.
+//!
+//! Layout: the databases (only their manifests, for these all-PM designs) in a temporary
+//! directory, each store's pool on `/dev/shm` (`/dev/shm/tierkv-nvlsm.pool-<label>`).
+//!
+//! Scaling: the paper loads 50M pairs (7.2 GB) into 2 MB runs, about 3,600 runs of data, which
+//! decides how many components and SATs there are (and so WA and RA). Here the amplification
+//! experiment keeps that ratio with 2M pairs (288 MB) in 80 KiB runs (memtable = run = 80 KiB,
+//! C1 of 4 runs, L1 of NVLSM-L = 4 x 80 KiB x 10); the latency experiments use 500k pairs in
+//! 40 KiB runs (ratio 1,800) so that every phase refills in seconds.
+
+use super::{Bench, Check, Compare, Experiment, Metric, Phase};
+use crate::verdict::Band;
+
+const PAPER: &str = "NVLSM (Zhang & Du, ACM TOS 2021)";
+
+/// The four stores of Figs. 9 and 10.
+const STORES: &[&str] = &[
+    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=3276800",
+    "NVLSM-F=nvlsm-fragmented",
+    "NVLSM-2=nvlsm+nvlsm.max_floor=2",
+    "NVLSM-10=nvlsm",
+];
+
+/// WA, RA and space of the four stores after 2M random puts and 200k random gets.
+pub const AMPLIFICATION: Experiment = Experiment {
+    name: "nvlsm-amplification",
+    paper: PAPER,
+    figure: "Figs. 9 and 10 (write, read and space amplification)",
+    designs: STORES,
+    phases: &[Phase {
+        name: "fill",
+        bench_args: &[
+            "--benchmarks=fillrandom,readrandom",
+            "--num=2000000",
+            "--reads=200000",
+            "--key_size=16",
+            "--value_size=128",
+            "--write_buffer_size=81920",
+            "--set=compaction.target_file_size=81920",
+            "--pm_latency=pcm",
+            "--threads=1",
+            "--pm_path=/dev/shm/tierkv-nvlsm.pool",
+            "--sample_interval_ms=1000",
+        ],
+        designs: &[],
+    }],
+    scaling: "50M pairs in 2 MB runs -> 2M pairs (288 MB) in 80 KiB runs, keeping data / run at \
+              ~3,600 (the number of components and SATs); NVLSM-L's L1 = 4 x 80 KiB x 10; 200k \
+              gets instead of 50M. PM: the emulated pool on /dev/shm with the pcm preset.",
+    claim: "Accumulative compaction writes about a third of what leveled compaction writes (as \
+            little as fragmented compaction), and reads far less than fragmented compaction \
+            thanks to the cascade, at a little more space.",
+    checks: &[
+        Check {
+            claim: "NVLSM-10 writes at most half of what NVLSM-L writes",
+            paper: "0.33-0.35 (\"cuts WA by up to 67%\", \"-65%\")",
+            phase: "fill",
+            metric: Metric::WriteAmpExcludingLog,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::AtMost(0.5),
+            },
+        },
+        Check {
+            claim: "NVLSM-F writes at most half of what NVLSM-L writes",
+            paper: "0.354",
+            phase: "fill",
+            metric: Metric::WriteAmpExcludingLog,
+            compare: Compare::Ratio {
+                a: "NVLSM-F",
+                b: "NVLSM-L",
+                band: Band::AtMost(0.5),
+            },
+        },
+        Check {
+            claim: "NVLSM-10 writes about what NVLSM-F writes",
+            paper: "about 1",
+            phase: "fill",
+            metric: Metric::WriteAmpExcludingLog,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-F",
+                band: Band::Within(0.9, 1.2),
+            },
+        },
+        Check {
+            claim: "NVLSM-2 writes a little less than NVLSM-L",
+            paper: "0.85 (\"-15%\")",
+            phase: "fill",
+            metric: Metric::WriteAmpExcludingLog,
+            compare: Compare::Ratio {
+                a: "NVLSM-2",
+                b: "NVLSM-L",
+                band: Band::Within(0.75, 0.95),
+            },
+        },
+        Check {
+            claim: "NVLSM-10 reads more than NVLSM-L, but at most 2.2x",
+            paper: "1.67",
+            phase: "fill",
+            metric: Metric::ReadAmp,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::Within(1.0, 2.2),
+            },
+        },
+        Check {
+            claim: "NVLSM-10 reads at most half of what NVLSM-F reads",
+            paper: "0.305 (\"69.5% below\")",
+            phase: "fill",
+            metric: Metric::ReadAmp,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-F",
+                band: Band::AtMost(0.5),
+            },
+        },
+        Check {
+            claim: "NVLSM-10 takes more space than NVLSM-L",
+            paper: "1.188 (\"+18.8%\")",
+            phase: "fill",
+            metric: Metric::SpaceAmp,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::Above(1.0),
+            },
+        },
+    ],
+    rounds: 1,
+};
+
+/// The stores of the put-ratio figures, with Max_Floor 4 and 20 (Fig. 13).
+const PUT_STORES: &[&str] = &[
+    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=1638400",
+    "NVLSM-F=nvlsm-fragmented",
+    "NVLSM-10=nvlsm",
+    "NVLSM-F4=nvlsm-fragmented+nvlsm.max_floor=4",
+    "NVLSM-4=nvlsm+nvlsm.max_floor=4",
+    "NVLSM-F20=nvlsm-fragmented+nvlsm.max_floor=20",
+    "NVLSM-20=nvlsm+nvlsm.max_floor=20",
+];
+
+/// The three stores of Figs. 11 and 12.
+const PUT_STORES_3: &[&str] = &[
+    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=1638400",
+    "NVLSM-F=nvlsm-fragmented",
+    "NVLSM-10=nvlsm",
+];
+
+macro_rules! put_phase {
+    ($name:expr, $ratio:expr, $latency:expr, $designs:expr) => {
+        Phase {
+            name: $name,
+            bench_args: &[
+                "--benchmarks=fillrandom,readrandomwriterandom",
+                "--num=500000",
+                "--reads=200000",
+                $ratio,
+                "--key_size=16",
+                "--value_size=128",
+                "--write_buffer_size=40960",
+                "--set=compaction.target_file_size=40960",
+                $latency,
+                "--threads=1",
+                "--pm_path=/dev/shm/tierkv-nvlsm.pool",
+                "--sample_interval_ms=1000",
+            ],
+            designs: $designs,
+        }
+    };
+}
+
+/// Average latency of a mixed phase against the put ratio.
+const MIXED: Metric = Metric::AvgLatency(Bench::all("readrandomwriterandom"));
+
+/// Average operation latency at put ratios 100/80/50/20/0%, with Max_Floor 4 and 20.
+pub const PUT_RATIO: Experiment = Experiment {
+    name: "nvlsm-put-ratio",
+    paper: PAPER,
+    figure: "Figs. 11-13 (average latency against the put ratio; Max_Floor 4 and 20)",
+    designs: PUT_STORES_3,
+    phases: &[
+        put_phase!("put100", "--put_ratio=100", "--pm_latency=pcm", PUT_STORES),
+        put_phase!("put80", "--put_ratio=80", "--pm_latency=pcm", PUT_STORES),
+        put_phase!("put50", "--put_ratio=50", "--pm_latency=pcm", PUT_STORES_3),
+        put_phase!("put20", "--put_ratio=20", "--pm_latency=pcm", PUT_STORES_3),
+        put_phase!("put0", "--put_ratio=0", "--pm_latency=pcm", PUT_STORES),
+        put_phase!(
+            "put50-nvdimm",
+            "--put_ratio=50",
+            "--pm_latency=nvdimm",
+            PUT_STORES_3
+        ),
+    ],
+    scaling: "50M puts + 10M operations per ratio -> a 500k-pair fill (72 MB in 40 KiB runs, \
+              data / run 1,800) then 200k operations per ratio; NVLSM-L's L1 = 4 x 40 KiB x 10. \
+              pcm preset; the paper's Fig. 11 runs on its NVDIMM setting: the phase \
+              put50-nvdimm repeats Put(50%) with the nvdimm preset.",
+    claim: "NVLSM has the lowest average latency when puts and gets mix (80% and 50% puts); \
+            with only puts it is about as fast as NVLSM-F and faster than NVLSM-L; with only \
+            gets NVLSM-L is fastest and NVLSM-F slowest.",
+    checks: &[
+        Check {
+            claim: "Put(100%): NVLSM-10 faster than NVLSM-L",
+            paper: "NVLSM ~ F, 50.6% below L",
+            phase: "put100",
+            metric: MIXED,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::Below(1.0),
+            },
+        },
+        Check {
+            claim: "Put(80%): NVLSM-10 below NVLSM-L",
+            paper: "-41.2%",
+            phase: "put80",
+            metric: MIXED,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::Below(1.0),
+            },
+        },
+        Check {
+            claim: "Put(80%): NVLSM-10 below NVLSM-F",
+            paper: "-15.73%",
+            phase: "put80",
+            metric: MIXED,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-F",
+                band: Band::Below(1.0),
+            },
+        },
+        Check {
+            claim: "Put(50%): NVLSM-10 below NVLSM-L",
+            paper: "-24.25%",
+            phase: "put50",
+            metric: MIXED,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::Below(1.0),
+            },
+        },
+        Check {
+            claim: "Put(50%): NVLSM-10 below NVLSM-F",
+            paper: "-29.79%",
+            phase: "put50",
+            metric: MIXED,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-F",
+                band: Band::Below(1.0),
+            },
+        },
+        Check {
+            claim: "Put(0%): NVLSM-L < NVLSM-10 < NVLSM-F",
+            paper: "L 7.4% below NVLSM, 48.58% below F",
+            phase: "put0",
+            metric: MIXED,
+            compare: Compare::Increasing(&["NVLSM-L", "NVLSM-10", "NVLSM-F"]),
+        },
+        Check {
+            claim: "Put(100%), Max_Floor 20: NVLSM-20 below NVLSM-L",
+            paper: "-63.27%",
+            phase: "put100",
+            metric: MIXED,
+            compare: Compare::Ratio {
+                a: "NVLSM-20",
+                b: "NVLSM-L",
+                band: Band::Below(1.0),
+            },
+        },
+        Check {
+            claim: "Put(0%), Max_Floor 20: NVLSM-20 below NVLSM-F20 (more floors cost F more)",
+            paper: "4 -> 20 floors: F 2.26x, NVLSM 1.46x",
+            phase: "put0",
+            metric: MIXED,
+            compare: Compare::Ratio {
+                a: "NVLSM-20",
+                b: "NVLSM-F20",
+                band: Band::Below(1.0),
+            },
+        },
+        Check {
+            claim: "Put(50%) on NVDIMM: NVLSM-10 below NVLSM-L",
+            paper: "-24.25% (Fig. 11 is on NVDIMM)",
+            phase: "put50-nvdimm",
+            metric: MIXED,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::Below(1.0),
+            },
+        },
+    ],
+    rounds: 1,
+};
+
+macro_rules! seek_phase {
+    ($name:expr, $nexts:expr, $reads:expr) => {
+        Phase {
+            name: $name,
+            bench_args: &[
+                "--benchmarks=fillrandom,seekrandom",
+                "--num=500000",
+                $reads,
+                $nexts,
+                "--key_size=16",
+                "--value_size=128",
+                "--write_buffer_size=40960",
+                "--set=compaction.target_file_size=40960",
+                "--pm_latency=pcm",
+                "--threads=1",
+                "--pm_path=/dev/shm/tierkv-nvlsm.pool",
+                "--sample_interval_ms=1000",
+            ],
+            designs: &[],
+        }
+    };
+}
+
+const SEEK: Metric = Metric::AvgLatency(Bench::all("seekrandom"));
+
+/// Seek, Range(48) and Range(1024) latency.
+pub const RANGE: Experiment = Experiment {
+    name: "nvlsm-range",
+    paper: PAPER,
+    figure: "Fig. 15 (Seek, Range(48) and Range(1,024) latency)",
+    designs: PUT_STORES_3,
+    phases: &[
+        seek_phase!("seek", "--seek_nexts=0", "--reads=100000"),
+        seek_phase!("range48", "--seek_nexts=48", "--reads=50000"),
+        seek_phase!("range1024", "--seek_nexts=1024", "--reads=5000"),
+    ],
+    scaling: "load 50M, then 10M Range(48) and Range(1,024) -> a 500k-pair fill in 40 KiB runs, \
+              then 100k seeks, 50k Range(48) and 5k Range(1,024) (a seek plus that many nexts, \
+              each a new iterator). pcm preset.",
+    claim: "NVLSM's seeks and short ranges cost a little more than NVLSM-L's and much less \
+            than NVLSM-F's (the cascade positions one cursor per floor cheaply); long ranges \
+            cost NVLSM and NVLSM-F about 15-17% more than NVLSM-L.",
+    checks: &[
+        Check {
+            claim: "Seek: NVLSM-L < NVLSM-10 < NVLSM-F",
+            paper: "NVLSM +11.2% vs L, -43% vs F",
+            phase: "seek",
+            metric: SEEK,
+            compare: Compare::Increasing(&["NVLSM-L", "NVLSM-10", "NVLSM-F"]),
+        },
+        Check {
+            claim: "Range(48): NVLSM-L < NVLSM-10 < NVLSM-F",
+            paper: "NVLSM +23.5% vs L, -33.4% vs F",
+            phase: "range48",
+            metric: SEEK,
+            compare: Compare::Increasing(&["NVLSM-L", "NVLSM-10", "NVLSM-F"]),
+        },
+        Check {
+            claim: "Range(1,024): NVLSM-10 at most 1.3x NVLSM-L",
+            paper: "+15.3-17.2%",
+            phase: "range1024",
+            metric: SEEK,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::Within(1.0, 1.3),
+            },
+        },
+    ],
+    rounds: 1,
+};
+
+/// YCSB A-F.
+pub const YCSB: Experiment = Experiment {
+    name: "nvlsm-ycsb",
+    paper: PAPER,
+    figure: "Figs. 16 and 17 (YCSB A-F throughput, bytes read and written)",
+    designs: PUT_STORES_3,
+    phases: &[Phase {
+        name: "ycsb",
+        bench_args: &[
+            "--benchmarks=ycsb-load,ycsb-a,ycsb-b,ycsb-c,ycsb-d,ycsb-e,ycsb-f",
+            "--num=500000",
+            "--reads=100000",
+            "--key_size=16",
+            "--value_size=128",
+            "--write_buffer_size=40960",
+            "--set=compaction.target_file_size=40960",
+            "--pm_latency=pcm",
+            "--threads=1",
+            "--pm_path=/dev/shm/tierkv-nvlsm.pool",
+            "--sample_interval_ms=1000",
+        ],
+        designs: &[],
+    }],
+    scaling: "load 100M, then 10M operations per workload -> load 500k (40 KiB runs), then 100k \
+              operations per workload, in one database (A to F in order, as the paper runs \
+              them). pcm preset; the harness's YCSB distributions (zipfian, latest for D).",
+    claim: "NVLSM has the highest throughput on the write-heavy workloads A and F, and reads \
+            far fewer bytes than NVLSM-F and writes far fewer than NVLSM-L.",
+    checks: &[
+        Check {
+            claim: "YCSB-A: NVLSM-10 faster than NVLSM-L",
+            paper: "1.26-1.63x",
+            phase: "ycsb",
+            metric: Metric::OpsPerSec(Bench::all("ycsb-a")),
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::Above(1.0),
+            },
+        },
+        Check {
+            claim: "YCSB-F: NVLSM-10 faster than NVLSM-L",
+            paper: "1.49-2.02x",
+            phase: "ycsb",
+            metric: Metric::OpsPerSec(Bench::all("ycsb-f")),
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::Above(1.0),
+            },
+        },
+        Check {
+            claim: "NVLSM-10 writes at most half the bytes NVLSM-L writes",
+            paper: "-82.7-83.3%",
+            phase: "ycsb",
+            metric: Metric::BytesWritten,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-L",
+                band: Band::AtMost(0.5),
+            },
+        },
+        Check {
+            claim: "NVLSM-10 reads fewer bytes than NVLSM-F",
+            paper: "-63.1-64.5%",
+            phase: "ycsb",
+            metric: Metric::BytesRead,
+            compare: Compare::Ratio {
+                a: "NVLSM-10",
+                b: "NVLSM-F",
+                band: Band::Below(1.0),
+            },
+        },
+    ],
+    rounds: 1,
+};
