@@ -889,7 +889,7 @@ mod tests {
             }
         }
         let fake = Experiment {
-            designs: &["leveled", "V=no-such-design+nvlsm.max_floor=2"],
+            designs: &["leveled", "V=no-such-design+nvlsm.max_floors=2"],
             ..*exp
         };
         let dir = tempfile::tempdir().unwrap();
@@ -905,15 +905,15 @@ mod tests {
         assert!(!dir.path().join("out").exists(), "nothing is created");
         // A variant's override must name an option of this build.
         let fake = Experiment {
-            designs: &["leveled", "V=leveled+nvlsm.max_floor=2"],
+            designs: &["leveled", "V=leveled+nvlsm.max_floors=2"],
             ..*exp
         };
         let err = run(&fake, &args, &mut Vec::new()).unwrap_err().to_string();
         assert!(
-            err.contains("design V: override nvlsm.max_floor=2"),
+            err.contains("design V: override nvlsm.max_floors=2"),
             "{err}"
         );
-        assert!(err.contains("no field \"nvlsm\""), "{err}");
+        assert!(err.contains("no field \"max_floors\""), "{err}");
         assert!(!dir.path().join("out").exists(), "nothing is created");
     }
 

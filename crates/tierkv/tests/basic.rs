@@ -173,3 +173,42 @@ fn writes_are_throttled_while_l0_is_at_its_slowdown_trigger_and_stalls_are_count
         );
     }
 }
+
+/// `check` verifies the next pointers of `nvlsm`'s Skip-Array Trees (and finds none to check
+/// in `nvlsm-fragmented`'s guards), on a database with sets of several floors.
+#[test]
+fn check_verifies_skip_array_tree_pointers() {
+    for (design, expect_pointers) in [
+        (tierkv::Design::NVLSM, true),
+        (tierkv::Design::NVLSM_FRAGMENTED, false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = Options {
+            design,
+            write_buffer_size: 4096,
+            ..Options::default()
+        };
+        o.pm.chunk_bytes = 64 << 10;
+        o.pm.size_bytes = 32 << 20;
+        o.compaction.target_file_size = 4096;
+        o.compaction.level0_compaction_trigger = 2;
+        let o = design.options(o);
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        for round in 0..40u32 {
+            for i in 0..50u32 {
+                let k = format!("key{:05}", (i * 7919 + round * 31) % 2000);
+                db.put(k.as_bytes(), format!("v{round}").as_bytes())
+                    .unwrap();
+            }
+            db.flush().unwrap();
+        }
+        db.close().unwrap();
+        let report = Db::check(dir.path(), o).unwrap();
+        assert!(report.tables_checked > 4, "{design}: {report:?}");
+        assert_eq!(
+            report.pointers_checked > 0,
+            expect_pointers,
+            "{design}: {report:?}"
+        );
+    }
+}

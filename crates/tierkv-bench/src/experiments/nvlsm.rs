@@ -6,13 +6,20 @@
 //! says `nvdimm`, one client thread, 16-byte keys and 128-byte values as in the paper.
 //!
 //! Layout: the databases (only their manifests, for these all-PM designs) in a temporary
-//! directory, each store's pool on `/dev/shm` (`/dev/shm/tierkv-nvlsm.pool-<label>`).
+//! directory, each store's pool on `/dev/shm` (`/dev/shm/tierkv-nvlsm.pool-<label>`), a
+//! sparse 16 GiB file of 1 MiB chunks: the pool's file system keeps one directory chunk of
+//! 128-byte entries, so 1 MiB chunks allow 8,191 files, enough for the ~3,600 runs of data plus
+//! those a compaction holds (with the default 256 KiB chunks: 2,047). Only written bytes take
+//! memory.
 //!
-//! Scaling: the paper loads 50M pairs (7.2 GB) into 2 MB runs, about 3,600 runs of data, which
-//! decides how many components and SATs there are (and so WA and RA). Here the amplification
-//! experiment keeps that ratio with 2M pairs (288 MB) in 80 KiB runs (memtable = run = 80 KiB,
-//! C1 of 4 runs, L1 of NVLSM-L = 4 x 80 KiB x 10); the latency experiments use 500k pairs in
-//! 40 KiB runs (ratio 1,800) so that every phase refills in seconds.
+//! Scaling: the paper loads 50M pairs (7.2 GB) into 2 MB runs: about 3,600 runs of data, in
+//! four components (C1 of 4 runs, then 40, 400 and the rest). Here data / run is 225: 1M pairs
+//! (144 MB) in 640 KiB runs for the amplification experiment, 500k pairs (72 MB) in 320 KiB
+//! runs for the latency experiments (memtable = run; C1 of 4 runs; NVLSM-L's L1 = 4 runs x 10),
+//! which gives three components (the last under half full) instead of four. The paper's ratio
+//! is out of reach here because every floor is a file of at least one pool chunk: at 3,600
+//! runs of data the fragmented and accumulative stores hold over 8,000 floors, more than the
+//! pool's one-chunk directory holds and several GB of chunks per store on a 24 GB machine.
 
 use super::{Bench, Check, Compare, Experiment, Metric, Phase};
 use crate::verdict::Band;
@@ -21,7 +28,7 @@ const PAPER: &str = "NVLSM (Zhang & Du, ACM TOS 2021)";
 
 /// The four stores of Figs. 9 and 10.
 const STORES: &[&str] = &[
-    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=3276800",
+    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=26214400",
     "NVLSM-F=nvlsm-fragmented",
     "NVLSM-2=nvlsm+nvlsm.max_floor=2",
     "NVLSM-10=nvlsm",
@@ -37,22 +44,26 @@ pub const AMPLIFICATION: Experiment = Experiment {
         name: "fill",
         bench_args: &[
             "--benchmarks=fillrandom,readrandom",
-            "--num=2000000",
+            "--num=1000000",
             "--reads=200000",
             "--key_size=16",
             "--value_size=128",
-            "--write_buffer_size=81920",
-            "--set=compaction.target_file_size=81920",
+            "--write_buffer_size=655360",
+            "--set=compaction.target_file_size=655360",
             "--pm_latency=pcm",
             "--threads=1",
             "--pm_path=/dev/shm/tierkv-nvlsm.pool",
+            "--pm_size=17179869184",
+            "--set=pm.chunk_bytes=1048576",
             "--sample_interval_ms=1000",
         ],
         designs: &[],
     }],
-    scaling: "50M pairs in 2 MB runs -> 2M pairs (288 MB) in 80 KiB runs, keeping data / run at \
-              ~3,600 (the number of components and SATs); NVLSM-L's L1 = 4 x 80 KiB x 10; 200k \
-              gets instead of 50M. PM: the emulated pool on /dev/shm with the pcm preset.",
+    scaling: "50M pairs in 2 MB runs (data / run ~3,600, four components) -> 1M pairs (144 MB) \
+              in 640 KiB runs (data / run 225, three components: every floor is a pool file of at \
+              least one 1 MiB chunk, and the paper's ratio needs more floors than the pool's \
+              directory holds); NVLSM-L's L1 = 4 x 640 KiB x 10; 200k gets instead of 50M. PM: \
+              the emulated pool on /dev/shm with the pcm preset.",
     claim: "Accumulative compaction writes about a third of what leveled compaction writes (as \
             little as fragmented compaction), and reads far less than fragmented compaction \
             thanks to the cascade, at a little more space.",
@@ -140,7 +151,7 @@ pub const AMPLIFICATION: Experiment = Experiment {
 
 /// The stores of the put-ratio figures, with Max_Floor 4 and 20 (Fig. 13).
 const PUT_STORES: &[&str] = &[
-    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=1638400",
+    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=13107200",
     "NVLSM-F=nvlsm-fragmented",
     "NVLSM-10=nvlsm",
     "NVLSM-F4=nvlsm-fragmented+nvlsm.max_floor=4",
@@ -151,7 +162,7 @@ const PUT_STORES: &[&str] = &[
 
 /// The three stores of Figs. 11 and 12.
 const PUT_STORES_3: &[&str] = &[
-    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=1638400",
+    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=13107200",
     "NVLSM-F=nvlsm-fragmented",
     "NVLSM-10=nvlsm",
 ];
@@ -167,11 +178,13 @@ macro_rules! put_phase {
                 $ratio,
                 "--key_size=16",
                 "--value_size=128",
-                "--write_buffer_size=40960",
-                "--set=compaction.target_file_size=40960",
+                "--write_buffer_size=327680",
+                "--set=compaction.target_file_size=327680",
                 $latency,
                 "--threads=1",
                 "--pm_path=/dev/shm/tierkv-nvlsm.pool",
+                "--pm_size=17179869184",
+                "--set=pm.chunk_bytes=1048576",
                 "--sample_interval_ms=1000",
             ],
             designs: $designs,
@@ -190,7 +203,7 @@ pub const PUT_RATIO: Experiment = Experiment {
     designs: PUT_STORES_3,
     phases: &[
         put_phase!("put100", "--put_ratio=100", "--pm_latency=pcm", PUT_STORES),
-        put_phase!("put80", "--put_ratio=80", "--pm_latency=pcm", PUT_STORES),
+        put_phase!("put80", "--put_ratio=80", "--pm_latency=pcm", PUT_STORES_3),
         put_phase!("put50", "--put_ratio=50", "--pm_latency=pcm", PUT_STORES_3),
         put_phase!("put20", "--put_ratio=20", "--pm_latency=pcm", PUT_STORES_3),
         put_phase!("put0", "--put_ratio=0", "--pm_latency=pcm", PUT_STORES),
@@ -201,8 +214,8 @@ pub const PUT_RATIO: Experiment = Experiment {
             PUT_STORES_3
         ),
     ],
-    scaling: "50M puts + 10M operations per ratio -> a 500k-pair fill (72 MB in 40 KiB runs, \
-              data / run 1,800) then 200k operations per ratio; NVLSM-L's L1 = 4 x 40 KiB x 10. \
+    scaling: "50M puts + 10M operations per ratio -> a 500k-pair fill (72 MB in 320 KiB runs, \
+              data / run 225) then 200k operations per ratio; NVLSM-L's L1 = 4 x 320 KiB x 10. \
               pcm preset; the paper's Fig. 11 runs on its NVDIMM setting: the phase \
               put50-nvdimm repeats Put(50%) with the nvdimm preset.",
     claim: "NVLSM has the lowest average latency when puts and gets mix (80% and 50% puts); \
@@ -319,11 +332,13 @@ macro_rules! seek_phase {
                 $nexts,
                 "--key_size=16",
                 "--value_size=128",
-                "--write_buffer_size=40960",
-                "--set=compaction.target_file_size=40960",
+                "--write_buffer_size=327680",
+                "--set=compaction.target_file_size=327680",
                 "--pm_latency=pcm",
                 "--threads=1",
                 "--pm_path=/dev/shm/tierkv-nvlsm.pool",
+                "--pm_size=17179869184",
+                "--set=pm.chunk_bytes=1048576",
                 "--sample_interval_ms=1000",
             ],
             designs: &[],
@@ -344,7 +359,7 @@ pub const RANGE: Experiment = Experiment {
         seek_phase!("range48", "--seek_nexts=48", "--reads=50000"),
         seek_phase!("range1024", "--seek_nexts=1024", "--reads=5000"),
     ],
-    scaling: "load 50M, then 10M Range(48) and Range(1,024) -> a 500k-pair fill in 40 KiB runs, \
+    scaling: "load 50M, then 10M Range(48) and Range(1,024) -> a 500k-pair fill in 320 KiB runs, \
               then 100k seeks, 50k Range(48) and 5k Range(1,024) (a seek plus that many nexts, \
               each a new iterator). pcm preset.",
     claim: "NVLSM's seeks and short ranges cost a little more than NVLSM-L's and much less \
@@ -394,16 +409,18 @@ pub const YCSB: Experiment = Experiment {
             "--reads=100000",
             "--key_size=16",
             "--value_size=128",
-            "--write_buffer_size=40960",
-            "--set=compaction.target_file_size=40960",
+            "--write_buffer_size=327680",
+            "--set=compaction.target_file_size=327680",
             "--pm_latency=pcm",
             "--threads=1",
             "--pm_path=/dev/shm/tierkv-nvlsm.pool",
+            "--pm_size=17179869184",
+            "--set=pm.chunk_bytes=1048576",
             "--sample_interval_ms=1000",
         ],
         designs: &[],
     }],
-    scaling: "load 100M, then 10M operations per workload -> load 500k (40 KiB runs), then 100k \
+    scaling: "load 100M, then 10M operations per workload -> load 500k (320 KiB runs), then 100k \
               operations per workload, in one database (A to F in order, as the paper runs \
               them). pcm preset; the harness's YCSB distributions (zipfian, latest for D).",
     claim: "NVLSM has the highest throughput on the write-heavy workloads A and F, and reads \

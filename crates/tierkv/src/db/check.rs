@@ -21,6 +21,9 @@ pub struct CheckReport {
     pub tables_checked: usize,
     /// Entries in those tables.
     pub entries_checked: u64,
+    /// Entries of Skip-Array Tree floors whose next pointer was checked against the floors
+    /// below.
+    pub pointers_checked: u64,
     /// Live WAL files read.
     pub wal_files_checked: usize,
     /// WAL records decoded.
@@ -69,6 +72,22 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         let entries = check_run(&cache, stage, f)?;
         report.tables_checked += 1;
         report.entries_checked += entries;
+    }
+    // The next pointers of every Skip-Array Tree, against the floors below them.
+    for (stage, state) in version.stages.iter().enumerate() {
+        for sets in &state.sets {
+            for set in sets.iter() {
+                let floors = set
+                    .floors
+                    .iter()
+                    .map(|f| {
+                        cache.array_for(f, crate::stats::Part::Stage(stage), IoPurpose::Recovery)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                report.pointers_checked +=
+                    crate::parray::verify_pointers(&floors, IoPurpose::Recovery)?;
+            }
+        }
     }
     check_logs(dir, &versions, options, pm.as_ref(), &mut report)?;
     Ok(report)

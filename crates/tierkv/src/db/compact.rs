@@ -169,7 +169,7 @@ impl DbInner {
         for f in task.input_runs() {
             children.push(
                 self.table_cache
-                    .open(f, part)?
+                    .open_for(f, part, IoPurpose::Compaction)?
                     .iter(IoPurpose::Compaction, false),
             );
         }
@@ -271,7 +271,7 @@ impl DbInner {
                         Some(
                             s.floors
                                 .iter()
-                                .map(|f| self.table_cache.array(f, part))
+                                .map(|f| self.table_cache.array_for(f, part, IoPurpose::Compaction))
                                 .collect::<Result<Vec<_>>>()?,
                         )
                     } else {

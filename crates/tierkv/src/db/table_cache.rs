@@ -8,7 +8,7 @@ use crate::fs::FileSystem;
 use crate::parray::PmArray;
 use crate::runs::{run_file_name, OpenRun};
 use crate::sst::{BlockCache, Table};
-use crate::stats::{Counters, Part};
+use crate::stats::{Counters, IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind};
 use crate::{Error, Result};
@@ -65,10 +65,16 @@ impl TableCache {
         }
     }
 
-    /// The reader of `meta`'s run, opening it on a miss; its reads count as `part`'s (the
-    /// stage holding the file when it was opened). A file whose size differs from what the
-    /// manifest recorded is reported as corruption.
+    /// The reader of `meta`'s run for a user read (see [`Self::open_for`]).
     pub fn open(&self, meta: &FileMetaData, part: Part) -> Result<OpenRun> {
+        self.open_for(meta, part, IoPurpose::UserRead)
+    }
+
+    /// The reader of `meta`'s run, opening it on a miss; its reads count as `part`'s (the
+    /// stage holding the file when it was opened), the open's own reads (footer, index,
+    /// filter) under `purpose`. A file whose size differs from what the manifest recorded is
+    /// reported as corruption.
+    pub fn open_for(&self, meta: &FileMetaData, part: Part, purpose: IoPurpose) -> Result<OpenRun> {
         let shard = &self.shards[meta.number as usize % SHARDS];
         let now = self.tick.fetch_add(1, Relaxed);
         if let Some(entry) = shard.lock().tables.get_mut(&meta.number) {
@@ -107,10 +113,11 @@ impl TableCache {
                 counters,
                 meta.tier,
                 part,
+                purpose,
             )?),
-            RunKind::PmArray => {
-                OpenRun::Array(PmArray::open(file, path, counters, meta.tier, part)?)
-            }
+            RunKind::PmArray => OpenRun::Array(PmArray::open(
+                file, path, counters, meta.tier, part, purpose,
+            )?),
         };
         let mut s = shard.lock();
         if s.tables.len() >= self.per_shard {
@@ -122,9 +129,19 @@ impl TableCache {
         Ok(run)
     }
 
-    /// The reader of `meta`'s run, which must be a PM sorted array.
+    /// The reader of `meta`'s run, which must be a PM sorted array (opened for a user read).
     pub fn array(&self, meta: &FileMetaData, part: Part) -> Result<Arc<PmArray>> {
-        match self.open(meta, part)? {
+        self.array_for(meta, part, IoPurpose::UserRead)
+    }
+
+    /// [`Self::array`], the open's reads counted under `purpose`.
+    pub fn array_for(
+        &self,
+        meta: &FileMetaData,
+        part: Part,
+        purpose: IoPurpose,
+    ) -> Result<Arc<PmArray>> {
+        match self.open_for(meta, part, purpose)? {
             OpenRun::Array(a) => Ok(a),
             OpenRun::Sst(t) => Err(Error::corruption(
                 t.path().display().to_string(),

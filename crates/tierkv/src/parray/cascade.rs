@@ -393,3 +393,46 @@ fn matching(
     };
     Ok((user_key(&kv.0) == want).then_some(kv))
 }
+
+/// Checks every next pointer of a Skip-Array Tree's floors (bottom first) against its
+/// definition (module doc): entry `e` of floor `f` points at the lower bound of `e` in the
+/// highest floor below `f` whose last key is `>= e`, or nowhere if there is none. A set none of
+/// whose floors carries a pointer (a guard) is not a Skip-Array Tree: nothing to check. Returns
+/// the number of entries checked; a wrong pointer is `Corruption` naming the entry.
+pub(crate) fn verify_pointers(floors: &[Arc<PmArray>], purpose: IoPurpose) -> Result<u64> {
+    if !floors.iter().any(|a| a.has_pointers()) {
+        return Ok(0);
+    }
+    let lasts = floors
+        .iter()
+        .map(|a| Ok(a.read(a.len() - 1, purpose)?.0))
+        .collect::<Result<Vec<Vec<u8>>>>()?;
+    let mut checked = 0;
+    for (f, array) in floors.iter().enumerate().skip(1) {
+        for i in 0..array.len() {
+            let entry = array.entry(i, purpose)?;
+            let (key, _) = array.read(i, purpose)?;
+            let expected = match (0..f)
+                .rev()
+                .find(|&g| compare_internal(&lasts[g], &key).is_ge())
+            {
+                Some(g) => Some(NextPtr {
+                    floor: g as u8,
+                    offset: floors[g].lower_bound(&key, 0, floors[g].len(), purpose)?,
+                }),
+                None => None,
+            };
+            if entry.next != expected {
+                return Err(Error::corruption(
+                    array.entry_location(i),
+                    format!(
+                        "next pointer {:?}, the floors below say {:?}",
+                        entry.next, expected
+                    ),
+                ));
+            }
+            checked += 1;
+        }
+    }
+    Ok(checked)
+}

@@ -93,13 +93,15 @@ fn location(path: &Path, what: &str, offset: u64) -> String {
 
 impl PmArray {
     /// Opens an array: reads and checks the footer, the index area (its checksum and every
-    /// entry's bounds and pointers) and the filter. Those bytes are counted as user reads.
+    /// entry's bounds and pointers) and the filter. Those bytes are counted under `purpose`
+    /// (the opener's: a user read, a compaction, a check).
     pub(crate) fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
         counters: Arc<Counters>,
         tier: Tier,
         part: Part,
+        purpose: IoPurpose,
     ) -> Result<Arc<PmArray>> {
         let file_size = file.size();
         let whole = |reason: String| Error::corruption(path.display().to_string(), reason);
@@ -111,7 +113,7 @@ impl PmArray {
         let footer_at = file_size - FOOTER_LEN as u64;
         let mut fbuf = [0u8; FOOTER_LEN];
         file.read_exact_at(footer_at, &mut fbuf)?;
-        counters.add_read(tier, part, IoPurpose::UserRead, FOOTER_LEN as u64);
+        counters.add_read(tier, part, purpose, FOOTER_LEN as u64);
         let footer = Footer::decode(&fbuf)
             .map_err(|r| Error::corruption(location(&path, "footer", footer_at), r))?;
         check_layout(&footer, footer_at)
@@ -130,17 +132,17 @@ impl PmArray {
             has_pointers: footer.has_pointers,
             filter: None,
         };
-        array.check_index(&footer)?;
-        array.filter = array.read_filter(&footer)?;
+        array.check_index(&footer, purpose)?;
+        array.filter = array.read_filter(&footer, purpose)?;
         Ok(Arc::new(array))
     }
 
     /// Reads the index area once: its checksum, then every entry's bounds, contiguity,
     /// pointers, and the order of consecutive keys as far as their heads decide it.
-    fn check_index(&self, footer: &Footer) -> Result<()> {
+    fn check_index(&self, footer: &Footer, purpose: IoPurpose) -> Result<()> {
         let n = self.num_entries as usize;
         let mut index = vec![0u8; n * ENTRY_LEN];
-        self.read_at(self.index_offset, &mut index, IoPurpose::UserRead)?;
+        self.read_at(self.index_offset, &mut index, purpose)?;
         if unmask(footer.index_crc) != crc32c(&index) {
             return Err(Error::corruption(
                 location(&self.path, "index area", self.index_offset),
@@ -195,10 +197,10 @@ impl PmArray {
         Ok(())
     }
 
-    fn read_filter(&self, footer: &Footer) -> Result<Option<BloomFilter>> {
+    fn read_filter(&self, footer: &Footer, purpose: IoPurpose) -> Result<Option<BloomFilter>> {
         let loc = || location(&self.path, "filter", footer.filter_offset);
         let mut data = vec![0u8; footer.filter_len as usize];
-        self.read_at(footer.filter_offset, &mut data, IoPurpose::UserRead)?;
+        self.read_at(footer.filter_offset, &mut data, purpose)?;
         if unmask(footer.filter_crc) != crc32c(&data) {
             return Err(Error::corruption(loc(), "filter checksum mismatch"));
         }
@@ -222,7 +224,7 @@ impl PmArray {
         self.index_offset + i as u64 * ENTRY_LEN as u64
     }
 
-    fn entry_location(&self, i: u32) -> String {
+    pub(super) fn entry_location(&self, i: u32) -> String {
         location(
             &self.path,
             &format!("index entry {i}"),
@@ -264,7 +266,6 @@ impl PmArray {
         self.floor_slot
     }
 
-    #[cfg(test)]
     /// True if some entry carries a next pointer.
     pub(crate) fn has_pointers(&self) -> bool {
         self.has_pointers

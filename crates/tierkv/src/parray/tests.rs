@@ -58,6 +58,7 @@ fn open(fs: &MemFs, path: &Path, counters: &Arc<Counters>) -> Result<Arc<PmArray
         counters.clone(),
         Tier::Pm,
         Part::Stage(1),
+        IoPurpose::UserRead,
     )
 }
 
@@ -644,6 +645,10 @@ proptest! {
             sat.add_floor(floor_entries(keys, &key, 1000 * (f as u64 + 1), &mut rng));
         }
         sat.check_pointers();
+        // `tierkv check`'s verification agrees: every entry above the bottom floor checked.
+        let above: u64 = sat.model[1..].iter().map(|m| m.len() as u64).sum();
+        let verified = verify_pointers(&sat.floors, READ).unwrap();
+        prop_assert!(verified == above || (verified == 0 && !sat.floors.iter().any(|f| f.has_pointers())));
         let mut snapshots = vec![MAX_SEQUENCE, 0];
         snapshots.extend((1..=floors.len() as u64).flat_map(|f| [1000 * f, 1000 * f + 15]));
         for k in 0..=141u32 {
@@ -941,5 +946,35 @@ fn parray_cascade_reads_far_fewer_entries_than_binary_searches() {
         // A key in no floor visits all 10: at most 28 reads against at least 90.
         let factor = if what == "absent" { 3 } else { 1 };
         assert!(cascade * factor < *plain, "{what}: {cascade} vs {plain}");
+    }
+}
+
+/// `verify_pointers` reports a pointer that is off by one entry, or missing, as corruption
+/// naming the entry, and accepts the pointers the builder wrote.
+#[test]
+fn parray_verify_pointers_finds_wrong_pointers() {
+    let sat = fig_sat(&[&[1, 3, 5, 7, 9, 11, 13], &[2, 6, 10, 14]]);
+    assert_eq!(verify_pointers(&sat.floors, READ).unwrap(), 4);
+    for (i, damage) in [(1usize, 1i64), (2, -1), (0, 0)] {
+        let mut entries: Vec<_> = sat.model[1]
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone(), sat.pointer_by_definition(1, k)))
+            .collect();
+        entries[i].2 = if damage == 0 {
+            None
+        } else {
+            entries[i].2.map(|p| NextPtr {
+                offset: (p.offset as i64 + damage) as u32,
+                ..p
+            })
+        };
+        let path = PathBuf::from(format!("/a/bad{i}.arr"));
+        build(&sat.fs, &path, &entries, 10, Some(1));
+        let bad = open(&sat.fs, &path, &sat.counters).unwrap();
+        let floors = vec![Arc::clone(&sat.floors[0]), bad];
+        match verify_pointers(&floors, READ) {
+            Err(Error::Corruption { .. }) => {}
+            other => panic!("entry {i} damaged by {damage}: {other:?}"),
+        }
     }
 }

@@ -149,7 +149,8 @@ fn parse_index(block: Block, path: &Path, handle: BlockHandle, meta_start: u64) 
 
 impl Table {
     /// Opens a table: reads and checks the footer, the index block and the filter block (those
-    /// bytes are counted as user reads).
+    /// bytes are counted under `purpose`, the opener's).
+    #[allow(clippy::too_many_arguments)] // what a file is, where its bytes are counted
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         file_number: u64,
@@ -158,6 +159,7 @@ impl Table {
         counters: Arc<Counters>,
         tier: Tier,
         part: Part,
+        purpose: IoPurpose,
     ) -> Result<Arc<Table>> {
         let file_size = file.size();
         if file_size < FOOTER_LEN as u64 {
@@ -169,7 +171,7 @@ impl Table {
         let data_end = file_size - FOOTER_LEN as u64;
         let mut fbuf = [0u8; FOOTER_LEN];
         file.read_exact_at(data_end, &mut fbuf)?;
-        counters.add_read(tier, part, IoPurpose::UserRead, FOOTER_LEN as u64);
+        counters.add_read(tier, part, purpose, FOOTER_LEN as u64);
         let footer = Footer::decode(&fbuf).map_err(|r| {
             Error::corruption(format!("{} footer at {data_end}", path.display()), r)
         })?;
@@ -179,7 +181,7 @@ impl Table {
             if footer.filter.size > 0 {
                 meta_start = meta_start.min(footer.filter.offset);
                 let (data, n) = read_block(&*file, &path, footer.filter, data_end)?;
-                counters.add_read(tier, part, IoPurpose::UserRead, n);
+                counters.add_read(tier, part, purpose, n);
                 Some(BloomFilter::new(data).map_err(|r| {
                     Error::corruption(block_location(&path, footer.filter.offset), r)
                 })?)
@@ -187,7 +189,7 @@ impl Table {
                 None
             };
         let (data, n) = read_block(&*file, &path, footer.index, data_end)?;
-        counters.add_read(tier, part, IoPurpose::UserRead, n);
+        counters.add_read(tier, part, purpose, n);
         let block = Block::new(data)
             .map_err(|r| Error::corruption(block_location(&path, footer.index.offset), r))?;
         let index = parse_index(block, &path, footer.index, meta_start)?;

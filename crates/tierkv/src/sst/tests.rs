@@ -70,6 +70,7 @@ fn open(path: &Path, cache: &Arc<BlockCache>, c: &Arc<Counters>) -> Result<Arc<T
         c.clone(),
         crate::tier::Tier::Ssd,
         Part::Stage(0),
+        IoPurpose::UserRead,
     )
 }
 
@@ -486,6 +487,7 @@ fn every_byte_flip_is_detected_never_panics_never_lies() {
                 c.clone(),
                 crate::tier::Tier::Ssd,
                 Part::Stage(0),
+                IoPurpose::UserRead,
             ) {
                 Ok(t) => {
                     opened += 1;
