@@ -126,14 +126,7 @@ impl Stage for LeveledStage {
     }
 
     fn write_pressure(&self, state: &StageVersion) -> WritePressure {
-        let l0 = state.groups[0].len();
-        if l0 >= self.options.level0_stop_trigger {
-            WritePressure::Stop
-        } else if l0 >= self.options.level0_slowdown_trigger {
-            WritePressure::Slowdown
-        } else {
-            WritePressure::None
-        }
+        super::first_group_pressure(&self.options, state.groups[0].len())
     }
 
     fn policy(&self) -> &dyn CompactionPolicy {

@@ -13,3 +13,18 @@ mod sets;
 
 pub(crate) use levels::LeveledStage;
 pub(crate) use sets::SetStage;
+
+use crate::options::CompactionOptions;
+use crate::pipeline::WritePressure;
+
+/// The write pressure of a stage whose first group (L0, C1) holds `runs` flushed runs: stop at
+/// `level0_stop_trigger`, slow down at `level0_slowdown_trigger`.
+fn first_group_pressure(options: &CompactionOptions, runs: usize) -> WritePressure {
+    if runs >= options.level0_stop_trigger {
+        WritePressure::Stop
+    } else if runs >= options.level0_slowdown_trigger {
+        WritePressure::Slowdown
+    } else {
+        WritePressure::None
+    }
+}

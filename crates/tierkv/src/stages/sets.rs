@@ -188,14 +188,7 @@ impl Stage for SetStage {
     }
 
     fn write_pressure(&self, state: &StageVersion) -> WritePressure {
-        let c1 = state.groups[0].len();
-        if c1 >= self.options.level0_stop_trigger {
-            WritePressure::Stop
-        } else if c1 >= self.options.level0_slowdown_trigger {
-            WritePressure::Slowdown
-        } else {
-            WritePressure::None
-        }
+        super::first_group_pressure(&self.options, state.groups[0].len())
     }
 
     fn policy(&self) -> &dyn CompactionPolicy {
