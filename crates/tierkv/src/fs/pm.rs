@@ -630,10 +630,16 @@ impl PmFs {
         if self.dir.lock().files.contains_key(&name) {
             self.remove_name(&name, path)?;
         }
-        let entry =
-            self.dir.lock().free_entries.pop().ok_or_else(|| {
-                Error::NoSpace(format!("{}: PM directory is full", self.location))
-            })?;
+        let popped = self.dir.lock().free_entries.pop();
+        let entry = popped.ok_or_else(|| {
+            let files = self.dir.lock().files.len();
+            Error::NoSpace(format!(
+                "{}: PM directory is full ({files} files: the directory is one chunk of \
+                 {ENTRY_BYTES}-byte entries; a pool with larger chunks (pm.chunk_bytes) holds \
+                 more files)",
+                self.location
+            ))
+        })?;
         let chunk = match self.new_chunk(class) {
             Ok(c) => c,
             Err(e) => {
@@ -1034,6 +1040,33 @@ mod tests {
             ..PoolOptions::default()
         };
         PmPool::create_crash_sim(&o, true).unwrap()
+    }
+
+    /// A full directory refuses the next file with `NoSpace` saying how many files it holds
+    /// and what holds more, and takes one again once a file is removed.
+    #[test]
+    fn a_full_directory_is_no_space_naming_its_limit() {
+        let o = PoolOptions {
+            size: 40 << 20,
+            chunk_size: 64 << 10,
+            ..PoolOptions::default()
+        };
+        let p = PmPool::create_crash_sim(&o, false).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
+        let limit = ((64 << 10) - DIR_HEADER_BYTES) / ENTRY_BYTES;
+        for i in 0..limit {
+            fs.create(Path::new(&format!("/db/{i:06}.arr"))).unwrap();
+        }
+        let e = fs.create(Path::new("/db/999999.arr")).err().unwrap();
+        let msg = e.to_string();
+        assert!(matches!(e, Error::NoSpace(_)), "{msg}");
+        assert!(
+            msg.contains(&format!("directory is full ({limit} files")),
+            "{msg}"
+        );
+        assert!(msg.contains("pm.chunk_bytes"), "{msg}");
+        fs.remove(Path::new("/db/000000.arr")).unwrap();
+        fs.create(Path::new("/db/999999.arr")).unwrap();
     }
 
     #[test]
