@@ -267,38 +267,9 @@ mod tests {
     /// A 4-component stage from lines `group: number:set:first-last:size_kib ...` (set 0 in
     /// C1).
     fn stage(spec: &str) -> StageVersion {
-        let mut e = VersionEdit::default();
-        for line in spec.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let (group, runs) = line.split_once(':').unwrap();
-            for f in runs.split_whitespace() {
-                let p: Vec<_> = f.split(':').collect();
-                let (a, b) = p[2].split_once('-').unwrap();
-                e.stage_mut(0).added.push((
-                    group.trim().parse().unwrap(),
-                    FileMetaData {
-                        number: p[0].parse().unwrap(),
-                        set: p[1].parse().unwrap(),
-                        file_size: p[3].parse::<u64>().unwrap() << 10,
-                        num_entries: 1,
-                        smallest: make_internal_key(a.as_bytes(), 9, ValueType::Value),
-                        largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
-                        tier: Tier::Pm,
-                        kind: RunKind::PmArray,
-                    },
-                ));
-            }
-        }
         let mut groups = vec![GroupOrder::Sets; 4];
         groups[0] = GroupOrder::Overlapping;
-        let layout = StageLayout {
-            name: "components",
-            groups,
-        };
-        Version::new(vec![layout].into())
-            .apply(&e)
-            .unwrap()
-            .stages
-            .remove(0)
+        crate::compaction::spec::stage(spec, "components", groups, true, Tier::Pm, RunKind::PmArray)
     }
 
     /// C1 trigger 2 runs of 10 KiB: capacities C2 200 KiB, C3 2 MiB; 3 floors at most.

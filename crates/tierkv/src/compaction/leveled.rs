@@ -201,46 +201,17 @@ impl CompactionPolicy for LeveledPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{make_internal_key, ValueType};
-    use crate::version::{GroupOrder, StageLayout, Version};
+    use crate::version::GroupOrder;
 
     /// Builds a 4-level stage from lines `level: number:first-last:size_kib ...`.
     fn stage(spec: &str) -> StageVersion {
-        let mut e = VersionEdit::default();
-        for line in spec.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let (level, runs) = line.split_once(':').unwrap();
-            for f in runs.split_whitespace() {
-                let parts: Vec<_> = f.split(':').collect();
-                let (a, b) = parts[1].split_once('-').unwrap();
-                e.stage_mut(0).added.push((
-                    level.trim().parse().unwrap(),
-                    FileMetaData {
-                        number: parts[0].parse().unwrap(),
-                        file_size: parts[2].parse::<u64>().unwrap() << 10,
-                        num_entries: 1,
-                        smallest: make_internal_key(a.as_bytes(), 9, ValueType::Value),
-                        largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
-                        tier: Tier::Ssd,
-                        kind: RunKind::Sst,
-                        set: 0,
-                    },
-                ));
-            }
-        }
-        let layout = StageLayout {
-            name: "levels",
-            groups: vec![
-                GroupOrder::Overlapping,
-                GroupOrder::Disjoint,
-                GroupOrder::Disjoint,
-                GroupOrder::Disjoint,
-            ],
-        };
-        Version::new(vec![layout].into())
-            .apply(&e)
-            .unwrap()
-            .stages
-            .remove(0)
+        let groups = vec![
+            GroupOrder::Overlapping,
+            GroupOrder::Disjoint,
+            GroupOrder::Disjoint,
+            GroupOrder::Disjoint,
+        ];
+        crate::compaction::spec::stage(spec, "levels", groups, false, Tier::Ssd, RunKind::Sst)
     }
 
     fn policy() -> LeveledPolicy {

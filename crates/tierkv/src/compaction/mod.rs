@@ -215,3 +215,58 @@ pub trait CompactionPolicy: Send + Sync {
         outputs: Vec<FileMetaData>,
     ) -> VersionEdit;
 }
+
+/// Stages written as text, for the policies' tests.
+#[cfg(test)]
+pub(crate) mod spec {
+    use crate::format::{make_internal_key, ValueType};
+    use crate::tier::Tier;
+    use crate::version::{
+        FileMetaData, GroupOrder, RunKind, StageLayout, StageVersion, Version, VersionEdit,
+    };
+
+    /// A one-stage version laid out as `groups`, from lines `group: run run ...` where a run is
+    /// `number[:set]:first-last:size_kib` (`with_set`: the set field is there), each run
+    /// `kind` on `tier`, its keys `first` (sequence 9) to `last` (sequence 1).
+    pub(crate) fn stage(
+        spec: &str,
+        name: &'static str,
+        groups: Vec<GroupOrder>,
+        with_set: bool,
+        tier: Tier,
+        kind: RunKind,
+    ) -> StageVersion {
+        let mut e = VersionEdit::default();
+        for line in spec.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (group, runs) = line.split_once(':').unwrap();
+            for f in runs.split_whitespace() {
+                let mut p: Vec<&str> = f.split(':').collect();
+                let set = if with_set {
+                    p.remove(1).parse().unwrap()
+                } else {
+                    0
+                };
+                let (a, b) = p[1].split_once('-').unwrap();
+                e.stage_mut(0).added.push((
+                    group.trim().parse().unwrap(),
+                    FileMetaData {
+                        number: p[0].parse().unwrap(),
+                        set,
+                        file_size: p[2].parse::<u64>().unwrap() << 10,
+                        num_entries: 1,
+                        smallest: make_internal_key(a.as_bytes(), 9, ValueType::Value),
+                        largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
+                        tier,
+                        kind,
+                    },
+                ));
+            }
+        }
+        let layout = StageLayout { name, groups };
+        Version::new(vec![layout].into())
+            .apply(&e)
+            .unwrap()
+            .stages
+            .remove(0)
+    }
+}

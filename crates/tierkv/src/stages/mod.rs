@@ -17,6 +17,25 @@ pub(crate) use sets::SetStage;
 use crate::options::CompactionOptions;
 use crate::pipeline::WritePressure;
 
+/// True if group `group` or a deeper one of `state` may hold `user_key`: a run of the first
+/// (overlapping) group whose range covers it, or, in a deeper group, what `deeper_holds` says.
+fn may_hold_from(
+    state: &crate::version::StageVersion,
+    group: usize,
+    user_key: &[u8],
+    deeper_holds: impl Fn(usize) -> bool,
+) -> bool {
+    (group..state.groups.len()).any(|g| {
+        if g == 0 {
+            state.groups[0]
+                .iter()
+                .any(|f| f.overlaps(Some(user_key), Some(user_key)))
+        } else {
+            deeper_holds(g)
+        }
+    })
+}
+
 /// The write pressure of a stage whose first group (L0, C1) holds `runs` flushed runs: stop at
 /// `level0_stop_trigger`, slow down at `level0_slowdown_trigger`.
 fn first_group_pressure(options: &CompactionOptions, runs: usize) -> WritePressure {

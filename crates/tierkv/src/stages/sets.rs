@@ -176,14 +176,8 @@ impl Stage for SetStage {
     }
 
     fn may_hold_from(&self, state: &StageVersion, group: usize, user_key: &[u8]) -> bool {
-        (group..state.groups.len()).any(|g| {
-            if g == 0 {
-                state.groups[0]
-                    .iter()
-                    .any(|f| f.overlaps(Some(user_key), Some(user_key)))
-            } else {
-                state.set_for_key(g, user_key).is_some()
-            }
+        super::may_hold_from(state, group, user_key, |g| {
+            state.set_for_key(g, user_key).is_some()
         })
     }
 
