@@ -1,6 +1,7 @@
 //! Randomized damage to what an open trusts first: the manifest, `CURRENT`, the PM pool's root
 //! directory and its file directory. Hundreds of damaged copies of closed databases (`leveled`
-//! on an in-memory SSD, `leveled-pm` with a crash-simulation pool) are opened; each open must
+//! on an in-memory SSD, `leveled-pm` and the all-PM `nvlsm` with a crash-simulation pool) are
+//! opened; each open must
 //! either return exactly the acknowledged data or fail with a corruption error (or, for a
 //! manifest of another database next to this database's pool, with the error saying the pool
 //! belongs to another database). Never success with less, more or other data, never a panic,
@@ -30,7 +31,7 @@ const CHUNK: u64 = 64 << 10;
 
 fn pool_options() -> PoolOptions {
     PoolOptions {
-        size: 64 * CHUNK,
+        size: 256 * CHUNK,
         chunk_size: CHUNK,
         ..PoolOptions::default()
     }
@@ -74,7 +75,7 @@ fn current_manifest(fs: &MemFs) -> (String, Vec<u8>) {
 /// loss is harmless).
 fn build(design: Design, seed: u64) -> Closed {
     let ssd = MemFs::new();
-    let pool = (design == Design::LEVELED_PM)
+    let pool = (design != Design::LEVELED)
         .then(|| PmPool::create_crash_sim(&pool_options(), false).unwrap());
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut model = Model::new();
@@ -332,4 +333,11 @@ fn damaged_manifests_and_current_never_open_with_other_data_leveled() {
 #[test]
 fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_leveled_pm() {
     run(Design::LEVELED_PM, 300, 2);
+}
+
+/// The all-PM design: its manifest on SSD names Skip-Array Tree floors and C1 runs that live in
+/// the pool, as do its WAL and compaction log.
+#[test]
+fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_nvlsm() {
+    run(Design::NVLSM, 300, 3);
 }

@@ -22,7 +22,9 @@ use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter};
 use crate::stats::{IoPurpose, Part};
 use crate::version::{FileMetaData, Version};
 use crate::{Error, Result};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 
 impl DbInner {
@@ -77,10 +79,12 @@ impl DbInner {
         let result = self.execute(&task);
         let mut state = self.state.lock();
         set_busy(&mut state, &task, false);
+        // The task's hold on its input runs ends here, so that they can be deleted now.
+        drop(task);
         let result = match result {
             Ok(()) => {
                 self.counters.compactions.fetch_add(1, Relaxed);
-                let obsolete = self.collect_obsolete_files(&mut state);
+                let obsolete = self.collect_obsolete_after_compaction(&mut state);
                 self.bg_cv.notify_all();
                 drop(state);
                 self.delete_files(obsolete);
@@ -140,11 +144,31 @@ impl DbInner {
             outputs.clone(),
         );
         state.versions.last_sequence = self.last_sequence.load(Acquire);
+        // A trivial move deletes a run and adds it back elsewhere: only runs the edit does not
+        // add back are removed.
+        let kept: HashSet<u64> = edit
+            .stages
+            .iter()
+            .flat_map(|e| e.added.iter().map(|(_, f)| f.number))
+            .collect();
         let applied = state.versions.log_and_apply(edit);
         for m in &outputs {
             state.pending_outputs.remove(&m.number);
         }
-        applied?;
+        let current = applied?;
+        let removed = task.input_runs().filter(|f| !kept.contains(&f.number));
+        state.removed_runs.extend(removed.cloned());
+        // A run re-added with other metadata has two `Arc`s for one file: the count of either
+        // no longer says whether the file is named, so every later pass scans in full.
+        if !kept.is_empty() {
+            let same = task
+                .input_runs()
+                .filter(|f| kept.contains(&f.number))
+                .all(|f| current.runs().any(|(_, _, r)| Arc::ptr_eq(r, f)));
+            if !same {
+                state.removed_runs_untracked = true;
+            }
+        }
         state.install_super_version(&*self.front);
         self.clog_finish(&mut state, job, true)
     }

@@ -8,7 +8,7 @@ use crate::options::Options;
 use crate::pipeline::{FlushSource, FrontEnd, FrontView, Stage, WritePressure};
 use crate::stats::{Counters, DbStats, DramFootprint, LevelStats, PmDeviceStats, StageStats};
 use crate::tier::Tier;
-use crate::version::{parse_file_name, FileKind, Version, VersionSet};
+use crate::version::{parse_file_name, FileKind, FileMetaData, Version, VersionSet};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -36,6 +36,15 @@ pub(crate) struct State {
     pub pending_outputs: HashSet<u64>,
     /// Versions handed out; their files stay until every reader drops them.
     pub live_versions: Vec<Weak<Version>>,
+    /// Runs a compaction removed from the current version, not deleted yet: each is deleted
+    /// once nothing else holds its metadata (no older version, no reader, no task).
+    pub removed_runs: Vec<Arc<FileMetaData>>,
+    /// The manifest and compaction-log numbers at the last full scan for obsolete files: a
+    /// compaction that rotated neither needs no scan.
+    pub scanned_numbers: Option<(Option<u64>, Option<u64>)>,
+    /// Set once a compaction re-added a run under a new `Arc` (see `removed_runs`): from then
+    /// on every pass for obsolete files is a full scan.
+    pub removed_runs_untracked: bool,
     pub shutting_down: bool,
     /// Number of manual compactions waiting or running (automatic ones yield to them).
     pub manual_compactions: usize,
@@ -59,6 +68,9 @@ impl State {
             bg_error: None,
             pending_outputs: HashSet::new(),
             live_versions: Vec::new(),
+            removed_runs: Vec::new(),
+            scanned_numbers: None,
+            removed_runs_untracked: false,
             shutting_down: false,
             manual_compactions: 0,
         }

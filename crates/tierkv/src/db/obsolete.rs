@@ -3,9 +3,10 @@
 
 use super::DbInner;
 use crate::tier::Tier;
-use crate::version::{parse_file_name, FileKind};
+use crate::version::{parse_file_name, run_file_name, FileKind};
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// A file found obsolete.
 pub(crate) struct ObsoleteFile {
@@ -15,17 +16,58 @@ pub(crate) struct ObsoleteFile {
 }
 
 impl DbInner {
+    /// Under the state lock, after a compaction: the runs compactions removed that nothing
+    /// holds any more, found without listing a directory; or, when the compaction rotated the
+    /// manifest or the compaction log (or no full scan ran yet), everything
+    /// [`DbInner::collect_obsolete_files`] finds. A database of tens of thousands of runs
+    /// (NVLSM's floors) would otherwise list and match every file after every compaction.
+    pub(crate) fn collect_obsolete_after_compaction(
+        &self,
+        state: &mut super::State,
+    ) -> Vec<ObsoleteFile> {
+        if state.removed_runs_untracked
+            || state.scanned_numbers != Some(self.obsolete_scan_numbers(state))
+        {
+            return self.collect_obsolete_files(state);
+        }
+        let mut out = Vec::new();
+        state.removed_runs.retain(|meta| {
+            // Held only here: no version, reader or task names the run.
+            if Arc::strong_count(meta) > 1 {
+                return true;
+            }
+            out.push(ObsoleteFile {
+                tier: meta.tier,
+                path: run_file_name(&self.dir, meta.number, meta.kind),
+                table: Some(meta.number),
+            });
+            false
+        });
+        out
+    }
+
+    /// The manifest and compaction-log numbers in use.
+    fn obsolete_scan_numbers(&self, state: &super::State) -> (Option<u64>, Option<u64>) {
+        let clog = self.clog.as_ref().map(|c| c.lock().number());
+        (state.versions.manifest_number(), clog)
+    }
+
     /// Under the state lock: the files no live version, pending output or live log needs, on
-    /// every tier.
+    /// every tier (a full scan of every tier's directory).
     pub(crate) fn collect_obsolete_files(&self, state: &mut super::State) -> Vec<ObsoleteFile> {
+        state.scanned_numbers = Some(self.obsolete_scan_numbers(state));
+        // The scan deletes every removed run no version names; those a version still names
+        // stay candidates.
+        state
+            .removed_runs
+            .retain(|meta| Arc::strong_count(meta) > 1);
         let mut live: HashSet<u64> = state.pending_outputs.clone();
         state.live_versions.retain(|w| w.strong_count() > 0);
         for v in state.live_versions.iter().filter_map(|w| w.upgrade()) {
             live.extend(v.file_numbers());
         }
         live.extend(state.versions.current().file_numbers());
-        let manifest = state.versions.manifest_number();
-        let clog = self.clog.as_ref().map(|c| c.lock().number());
+        let (manifest, clog) = state.scanned_numbers.expect("set above");
         let mut out = Vec::new();
         let tiers: &[Tier] = if self.pm.is_some() {
             &[Tier::Ssd, Tier::Pm]

@@ -2,13 +2,16 @@
 //!
 //! The engine reaches PM through the same [`FileSystem`] seam as SSD, so the record log, the
 //! table builder and the table reader run unchanged on either tier. Files are made of pool
-//! chunks (`PmPool::chunk_size`, 4 MiB by default, at least 64 KiB) chained by a next pointer; a
-//! directory chunk, found through the pool's named root [`PMFS_ROOT_NAME`] ("pmfs"), holds one
-//! 128-byte entry per file. Layout (little-endian, format `TKVPMFS3`):
+//! chunks (`PmPool::chunk_size`, 4 MiB by default, at least 64 KiB) chained by a next pointer;
+//! the directory, a chain of directory chunks whose first is found through the pool's named
+//! root [`PMFS_ROOT_NAME`] ("pmfs"), holds one 128-byte entry per file and grows by a chunk
+//! whenever every entry is taken. Layout (little-endian, format `TKVPMFS4`):
 //!
 //! ```text
-//! directory chunk: magic u64 "TKVPMFS3" | entry_count u64 | crc32c(bytes 0..16) u32 |
-//!                  44 reserved | entries...
+//! directory chunk: magic u64 "TKVPMFS4" | entry_count u64 | crc32c(bytes 0..16) u32 |
+//!                  4 reserved | next u64 | 32 reserved | entries...
+//!   next:          0 = the last directory chunk; else the next directory chunk's offset plus
+//!                  check16(this chunk, next chunk), as a file chunk's link
 //! entry (128 B):   state u64 | size word u64 | first_chunk u64 | name_len u32 | flags u32 |
 //!                  name (<= 80 B) | zero padding
 //!   state:         0 = free; live = "LIVE" (0x4556494c) in the low 32 bits and, in the high
@@ -31,6 +34,11 @@
 //!   rebuilt): the directory chunk's header is persisted, then its offset is published as the
 //!   named root "pmfs" (one failure-atomic root-directory update). Before that publish the
 //!   chunk is referenced by nothing (free at the next open) and the pool has no file system.
+//! * directory growth (a create finds no free entry): a zeroed chunk gets its header
+//!   persisted, then the last directory chunk's `next` is set to it (8-byte atomic, persisted).
+//!   Before that store the new chunk is referenced by nothing (free at the next open); after
+//!   it the directory has one more chunk of free entries. Directory chunks are never unlinked:
+//!   a directory keeps the size its busiest moment needed.
 //! * file create: chunk header persisted -> entry fields persisted -> `state = live` (8-byte
 //!   atomic publish). Before the publish the entry is free and its chunk unreferenced.
 //! * append: a new chunk's header is persisted and the chunk linked (8-byte atomic `next`,
@@ -88,16 +96,21 @@ use tierkv_pm::PmPool;
 
 /// The named root (in the pool's root directory) that holds the directory chunk's offset.
 pub const PMFS_ROOT_NAME: &str = "pmfs";
-const DIR_MAGIC: u64 = u64::from_le_bytes(*b"TKVPMFS3");
+const DIR_MAGIC: u64 = u64::from_le_bytes(*b"TKVPMFS4");
 /// The directory magics of older formats: the first had no identity and unchecked size fields,
-/// the second kept the identity in the directory and was found through raw root slot 0.
-const DIR_MAGIC_OLD: [(u64, &str); 2] = [
+/// the second kept the identity in the directory and was found through raw root slot 0, the
+/// third had a directory of one chunk (a build of that format would not see the files of a
+/// grown directory, so this one does not share its magic).
+const DIR_MAGIC_OLD: [(u64, &str); 3] = [
     (u64::from_le_bytes(*b"TKVPMFS1"), "TKVPMFS1"),
     (u64::from_le_bytes(*b"TKVPMFS2"), "TKVPMFS2"),
+    (u64::from_le_bytes(*b"TKVPMFS3"), "TKVPMFS3"),
 ];
 const CHUNK_MAGIC: u64 = u64::from_le_bytes(*b"TKVCHUNK");
 const DIR_HEADER_BYTES: u64 = 64;
 const DIR_CRC_OFFSET: usize = 16;
+/// Where a directory chunk keeps the link to the next directory chunk.
+const DIR_NEXT_OFFSET: u64 = 24;
 const ENTRY_BYTES: u64 = 128;
 const ENTRY_NAME_OFFSET: usize = 32;
 const CHUNK_HEADER_BYTES: u64 = 64;
@@ -230,6 +243,8 @@ impl Drop for PmFile {
 struct Directory {
     files: HashMap<String, Arc<PmFile>>,
     free_entries: Vec<u64>,
+    /// The directory's chunks, in chain order (the first is the named root's).
+    chunks: Vec<u64>,
 }
 
 /// A file system inside a PM pool. Cheap to clone.
@@ -299,6 +314,7 @@ impl PmFs {
             dir: Arc::new(Mutex::new(Directory {
                 files: HashMap::new(),
                 free_entries: Vec::new(),
+                chunks: Vec::new(),
             })),
             space: Arc::new(Mutex::new(SpaceState {
                 policy: PmSpacePolicy::default(),
@@ -307,17 +323,20 @@ impl PmFs {
         })
     }
 
-    /// Writes an empty directory in a new chunk and persists it; returns its offset (to be
-    /// published as the named root). Called after the allocator was rebuilt.
-    fn format(&self) -> Result<u64> {
+    /// Entries a directory chunk holds.
+    fn entries_per_chunk(&self) -> u64 {
+        (self.pool.chunk_size() - DIR_HEADER_BYTES) / ENTRY_BYTES
+    }
+
+    /// Allocates a zeroed chunk and persists a directory header (no next chunk) in it; the chunk
+    /// is referenced by nothing yet. Returns its offset.
+    fn new_directory_chunk(&self) -> Result<u64> {
         let pool = &self.pool;
-        let chunk = pool.chunk_size();
         let dir = pool.allocate_zeroed_chunk(0)?;
         pool.fence();
-        let entries = (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES;
         let mut header = [0u8; DIR_CRC_OFFSET + 4];
         header[0..8].copy_from_slice(&DIR_MAGIC.to_le_bytes());
-        header[8..16].copy_from_slice(&entries.to_le_bytes());
+        header[8..16].copy_from_slice(&self.entries_per_chunk().to_le_bytes());
         let crc = crate::util::crc::crc32c(&header[..DIR_CRC_OFFSET]);
         header[DIR_CRC_OFFSET..].copy_from_slice(&crc.to_le_bytes());
         let written = pool
@@ -327,29 +346,100 @@ impl PmFs {
             pool.free_chunk(dir);
             return Err(e.into());
         }
+        Ok(dir)
+    }
+
+    /// The free entries of directory chunk `dir`, all of them, in the order `pop` takes them
+    /// (lowest offset first).
+    fn entries_of(&self, dir: u64) -> impl Iterator<Item = u64> + '_ {
+        (0..self.entries_per_chunk())
+            .rev()
+            .map(move |i| self.entry_offset(dir, i))
+    }
+
+    /// Writes an empty directory in a new chunk and persists it; returns its offset (to be
+    /// published as the named root). Called after the allocator was rebuilt.
+    fn format(&self) -> Result<u64> {
+        let dir = self.new_directory_chunk()?;
         let mut d = self.dir.lock();
         d.files.clear();
-        d.free_entries = (0..entries)
-            .rev()
-            .map(|i| self.entry_offset(dir, i))
-            .collect();
+        d.free_entries = self.entries_of(dir).collect();
+        d.chunks = vec![dir];
         self.space.lock().log_chunks.store(0, Ordering::Release);
         Ok(dir)
+    }
+
+    /// Adds a chunk of free entries at the end of the directory (see the module docs for the
+    /// persist order). A directory chunk is metadata: it is taken only where a table's chunk
+    /// could be, so growth never eats the logs' reserve.
+    fn grow_directory(&self, dir: &mut Directory) -> Result<()> {
+        {
+            let space = self.space.lock();
+            let keep = space.policy.spare_chunks
+                + space
+                    .policy
+                    .log_quota_chunks
+                    .saturating_sub(space.log_chunks.load(Ordering::Acquire));
+            let free = self.pool.free_chunks();
+            if free <= keep {
+                return Err(Error::NoSpace(format!(
+                    "{}: no PM chunk to grow the directory beyond its {} files ({free} of {} \
+                     chunks free, {keep} held back for logs)",
+                    self.location,
+                    dir.files.len(),
+                    self.pool.chunk_count() - 1
+                )));
+            }
+        }
+        let new = self.new_directory_chunk()?;
+        let last = *dir.chunks.last().expect("an opened directory has a chunk");
+        if let Err(e) = self
+            .pool
+            .store_u64_persist(last + DIR_NEXT_OFFSET, encode_link(last, new))
+        {
+            self.pool.free_chunk(new);
+            return Err(e.into());
+        }
+        dir.chunks.push(new);
+        dir.free_entries.extend(self.entries_of(new));
+        Ok(())
     }
 
     fn bad(&self, why: String) -> Error {
         Error::corruption(self.location.clone(), why)
     }
 
-    /// Validates the directory header at `root`.
-    fn check_directory_header(&self, root: u64) -> Result<()> {
+    /// Validates the directory's chunks from `root` on, following their links; returns them in
+    /// chain order.
+    fn read_directory(&self, root: u64) -> Result<Vec<u64>> {
+        let max_chunks = self.pool.size() / self.pool.chunk_size();
+        let mut chunks = Vec::new();
+        let mut c = root;
+        while c != 0 {
+            if chunks.contains(&c) || chunks.len() as u64 > max_chunks {
+                return Err(self.bad(format!("the PM directory's chunks loop at offset {c}")));
+            }
+            self.check_directory_header(c)?;
+            chunks.push(c);
+            let word = self.pool.load_u64(c + DIR_NEXT_OFFSET)?;
+            c = decode_link(c, word).ok_or_else(|| {
+                self.bad(format!(
+                    "the next-chunk link of PM directory chunk {c} fails its checksum"
+                ))
+            })?;
+        }
+        Ok(chunks)
+    }
+
+    /// Validates the directory header at `at`.
+    fn check_directory_header(&self, at: u64) -> Result<()> {
         let pool = &self.pool;
         let chunk = pool.chunk_size();
-        if !root.is_multiple_of(chunk) || root == 0 || root >= pool.size() {
-            return Err(self.bad(format!("directory root {root} is not a chunk of the pool")));
+        if !at.is_multiple_of(chunk) || at == 0 || at >= pool.size() {
+            return Err(self.bad(format!("directory chunk {at} is not a chunk of the pool")));
         }
         let mut header = [0u8; DIR_CRC_OFFSET + 4];
-        pool.read(root, &mut header)?;
+        pool.read(at, &mut header)?;
         let word = |o: usize| u64::from_le_bytes(header[o..o + 8].try_into().expect("8 bytes"));
         match word(0) {
             DIR_MAGIC => {}
@@ -357,22 +447,22 @@ impl PmFs {
                 if let Some((_, name)) = DIR_MAGIC_OLD.iter().find(|m| m.0 == other) {
                     return Err(Error::InvalidArgument(format!(
                         "{}: the pool holds a file system of an older TierKV format ({name}); \
-                         this build reads TKVPMFS3",
+                         this build reads TKVPMFS4",
                         self.location
                     )));
                 }
                 return Err(self.bad(format!(
-                    "no PM directory magic at offset {root} (found {other:#018x})"
+                    "no PM directory magic at offset {at} (found {other:#018x})"
                 )));
             }
         }
         let stored = u32::from_le_bytes(header[DIR_CRC_OFFSET..].try_into().expect("4 bytes"));
         if stored != crate::util::crc::crc32c(&header[..DIR_CRC_OFFSET]) {
             return Err(self.bad(format!(
-                "PM directory header at offset {root} fails its checksum"
+                "PM directory header at offset {at} fails its checksum"
             )));
         }
-        if word(8) != (chunk - DIR_HEADER_BYTES) / ENTRY_BYTES {
+        if word(8) != self.entries_per_chunk() {
             return Err(self.bad(format!(
                 "directory entry count {} does not fit the chunk size",
                 word(8)
@@ -381,15 +471,18 @@ impl PmFs {
         Ok(())
     }
 
-    /// Reads and checks every live entry of the directory at `root` and its chunk chain.
-    fn scan_entries(&self, root: u64) -> Result<Vec<FoundFile>> {
+    /// Reads and checks every live entry of the directory chunks `dir` and its chunk chain.
+    fn scan_entries(&self, dir: &[u64]) -> Result<Vec<FoundFile>> {
         let pool = &self.pool;
-        let entries = (pool.chunk_size() - DIR_HEADER_BYTES) / ENTRY_BYTES;
-        let mut seen = std::collections::HashSet::new();
-        seen.insert(root);
+        let per_chunk = self.entries_per_chunk();
+        let mut seen: std::collections::HashSet<u64> = dir.iter().copied().collect();
         let mut out = Vec::new();
-        for i in 0..entries {
-            let e = self.entry_offset(root, i);
+        let all = dir
+            .iter()
+            .flat_map(|&d| (0..per_chunk).map(move |i| (d, i)))
+            .enumerate();
+        for (i, (d, within)) in all {
+            let e = self.entry_offset(d, within);
             let state = pool.load_u64(e)?;
             if state == 0 {
                 continue;
@@ -471,17 +564,19 @@ impl PmFs {
     }
 
     /// Takes the files found at open into the directory (no pool write); returns every chunk
-    /// the file system references: the directory and the files' chunks.
-    fn install(&self, root: u64, files: Vec<FoundFile>) -> Vec<u64> {
-        let entries = (self.pool.chunk_size() - DIR_HEADER_BYTES) / ENTRY_BYTES;
-        let mut live = vec![root];
+    /// the file system references: the directory's and the files'.
+    fn install(&self, dir_chunks: Vec<u64>, files: Vec<FoundFile>) -> Vec<u64> {
+        let mut live = dir_chunks.clone();
         let mut dir = self.dir.lock();
         let used: std::collections::HashSet<u64> = files.iter().map(|f| f.entry).collect();
-        dir.free_entries = (0..entries)
+        // Later chunks first, so that `pop` hands out the lowest free entry.
+        dir.free_entries = dir_chunks
+            .iter()
             .rev()
-            .map(|i| self.entry_offset(root, i))
+            .flat_map(|&d| self.entries_of(d))
             .filter(|e| !used.contains(e))
             .collect();
+        dir.chunks = dir_chunks;
         let log_chunks = Arc::clone(&self.space.lock().log_chunks);
         for f in files {
             live.extend_from_slice(&f.chunks);
@@ -630,16 +725,15 @@ impl PmFs {
         if self.dir.lock().files.contains_key(&name) {
             self.remove_name(&name, path)?;
         }
-        let popped = self.dir.lock().free_entries.pop();
-        let entry = popped.ok_or_else(|| {
-            let files = self.dir.lock().files.len();
-            Error::NoSpace(format!(
-                "{}: PM directory is full ({files} files: the directory is one chunk of \
-                 {ENTRY_BYTES}-byte entries; a pool with larger chunks (pm.chunk_bytes) holds \
-                 more files)",
-                self.location
-            ))
-        })?;
+        let entry = {
+            let mut dir = self.dir.lock();
+            if dir.free_entries.is_empty() {
+                self.grow_directory(&mut dir)?;
+            }
+            dir.free_entries
+                .pop()
+                .expect("the directory has a free entry")
+        };
         let chunk = match self.new_chunk(class) {
             Ok(c) => c,
             Err(e) => {
@@ -741,10 +835,10 @@ impl PmOwner for PmFsOwner {
     }
 
     fn open(&mut self, root: u64) -> Result<Vec<u64>> {
-        self.fs.check_directory_header(root)?;
-        let files = self.fs.scan_entries(root)?;
+        let dir = self.fs.read_directory(root)?;
+        let files = self.fs.scan_entries(&dir)?;
         self.files = files.len();
-        Ok(self.fs.install(root, files))
+        Ok(self.fs.install(dir, files))
     }
 
     fn holdings(&self) -> Option<String> {
@@ -1042,31 +1136,153 @@ mod tests {
         PmPool::create_crash_sim(&o, true).unwrap()
     }
 
-    /// A full directory refuses the next file with `NoSpace` saying how many files it holds
-    /// and what holds more, and takes one again once a file is removed.
-    #[test]
-    fn a_full_directory_is_no_space_naming_its_limit() {
-        let o = PoolOptions {
-            size: 40 << 20,
+    fn growth_pool_options(size: u64) -> PoolOptions {
+        PoolOptions {
+            size,
             chunk_size: 64 << 10,
             ..PoolOptions::default()
-        };
+        }
+    }
+
+    /// Chunks in use: all but the free ones and the pool's header chunk.
+    fn used_chunks(p: &PmPool) -> u64 {
+        p.chunk_count() - p.free_chunks() - 1
+    }
+
+    /// The directory grows a chunk at a time past what one chunk holds; the files of every
+    /// directory chunk survive a reopen; removed entries are reused before the directory grows
+    /// again; a pool with no chunk left to grow into says so.
+    #[test]
+    fn the_directory_grows_past_one_chunk_and_survives_reopen() {
+        let o = growth_pool_options(80 << 20);
         let p = PmPool::create_crash_sim(&o, false).unwrap();
         let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
-        let limit = ((64 << 10) - DIR_HEADER_BYTES) / ENTRY_BYTES;
-        for i in 0..limit {
+        let per_chunk = ((64 << 10) - DIR_HEADER_BYTES) / ENTRY_BYTES;
+        let n = per_chunk * 2 + 7;
+        for i in 0..n {
+            let mut w = fs.create(Path::new(&format!("/db/{i:06}.arr"))).unwrap();
+            w.append(&i.to_le_bytes()).unwrap();
+            w.flush().unwrap();
+        }
+        // Three directory chunks and one chunk per file.
+        assert_eq!(fs.dir.lock().chunks.len(), 3);
+        assert_eq!(used_chunks(&p), 3 + n);
+        let img = p.crash_image(tierkv_pm::CrashImage::Strict).unwrap();
+        let p2 = PmPool::open_crash_image(img, &o).unwrap();
+        let fs2 = PmFs::open(Arc::clone(&p2), "test2", PmFsOpen::Existing(ID)).unwrap();
+        assert_eq!(fs2.file_names().len() as u64, n);
+        for i in [0, per_chunk - 1, per_chunk, 2 * per_chunk, n - 1] {
+            let data = fs2.read_all(Path::new(&format!("/db/{i:06}.arr"))).unwrap();
+            assert_eq!(data, i.to_le_bytes());
+        }
+        assert_eq!(used_chunks(&p2), 3 + n);
+        // A removed entry is reused: no fourth directory chunk.
+        for i in 0..10 {
+            fs2.remove(Path::new(&format!("/db/{i:06}.arr"))).unwrap();
+        }
+        for i in 0..10 {
+            fs2.create(Path::new(&format!("/db/new{i}.arr"))).unwrap();
+        }
+        assert_eq!(fs2.dir.lock().chunks.len(), 3);
+        // Fill the pool: the create that needs a directory chunk and finds none is NoSpace
+        // naming the directory.
+        let small = growth_pool_options(1 << 20);
+        let p3 = PmPool::create_crash_sim(&small, false).unwrap();
+        let fs3 = PmFs::open(Arc::clone(&p3), "small", PmFsOpen::Create(ID)).unwrap();
+        let mut created = 0;
+        let err = loop {
+            match fs3.create(Path::new(&format!("/db/{created:06}.arr"))) {
+                Ok(_) => created += 1,
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(err, Error::NoSpace(_)), "{err}");
+        assert_eq!(used_chunks(&p3), p3.chunk_count() - 1, "{created} files");
+    }
+
+    /// A crash at any fence while the directory grows loses no file created before and leaks
+    /// no chunk: the new directory chunk is either linked (and reported) or free at the next
+    /// open.
+    #[test]
+    fn a_crash_while_the_directory_grows_leaks_nothing() {
+        use tierkv_pm::CrashImage;
+        let o = growth_pool_options(40 << 20);
+        let p = PmPool::create_crash_sim(&o, true).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
+        let per_chunk = ((64 << 10) - DIR_HEADER_BYTES) / ENTRY_BYTES;
+        // Tables of 0 bytes take one chunk each: fill the first directory chunk but for one
+        // entry, then walk the fences of the last two creates (the second grows the directory).
+        for i in 0..per_chunk - 1 {
             fs.create(Path::new(&format!("/db/{i:06}.arr"))).unwrap();
         }
-        let e = fs.create(Path::new("/db/999999.arr")).err().unwrap();
-        let msg = e.to_string();
-        assert!(matches!(e, Error::NoSpace(_)), "{msg}");
+        let done = Arc::new(AtomicU64::new(per_chunk - 1));
+        let checked = Arc::new(AtomicU64::new(0));
+        {
+            let (done, checked) = (Arc::clone(&done), Arc::clone(&checked));
+            let weak = Arc::downgrade(&p);
+            let o = o.clone();
+            p.set_fence_hook(Some(Box::new(move |fence| {
+                let Some(p) = weak.upgrade() else { return };
+                let done = done.load(Ordering::SeqCst);
+                let kinds = [CrashImage::Strict, CrashImage::AllPending]
+                    .into_iter()
+                    .chain((0..4).map(|t| CrashImage::Torn(fence * 10 + t)));
+                for kind in kinds {
+                    let img = p.crash_image(kind).unwrap();
+                    let p2 = PmPool::open_crash_image(img, &o).unwrap();
+                    let fs2 = PmFs::open(Arc::clone(&p2), "img", PmFsOpen::Existing(ID))
+                        .unwrap_or_else(|e| panic!("fence {fence} {kind:?}: {e}"));
+                    let files = fs2.file_names().len() as u64;
+                    assert!(
+                        files == done || files == done + 1,
+                        "fence {fence} {kind:?}: {files} files, {done} created"
+                    );
+                    let dir_chunks = fs2.dir.lock().chunks.len() as u64;
+                    assert_eq!(
+                        used_chunks(&p2),
+                        dir_chunks + files,
+                        "fence {fence} {kind:?}: a chunk leaked"
+                    );
+                    checked.fetch_add(1, Ordering::SeqCst);
+                }
+            })));
+        }
+        for i in per_chunk - 1..per_chunk + 1 {
+            fs.create(Path::new(&format!("/db/{i:06}.arr"))).unwrap();
+            done.fetch_add(1, Ordering::SeqCst);
+        }
+        p.set_fence_hook(None);
+        assert_eq!(fs.dir.lock().chunks.len(), 2);
         assert!(
-            msg.contains(&format!("directory is full ({limit} files")),
-            "{msg}"
+            checked.load(Ordering::SeqCst) >= 6 * 4,
+            "too few fences walked"
         );
-        assert!(msg.contains("pm.chunk_bytes"), "{msg}");
-        fs.remove(Path::new("/db/000000.arr")).unwrap();
-        fs.create(Path::new("/db/999999.arr")).unwrap();
+    }
+
+    /// A damaged link between directory chunks is corruption, never a shorter directory.
+    #[test]
+    fn a_damaged_directory_link_is_corruption() {
+        let o = growth_pool_options(48 << 20);
+        let p = PmPool::create_crash_sim(&o, false).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
+        let per_chunk = ((64 << 10) - DIR_HEADER_BYTES) / ENTRY_BYTES;
+        for i in 0..per_chunk + 1 {
+            fs.create(Path::new(&format!("/db/{i:06}.arr"))).unwrap();
+        }
+        let root = p.named_root(PMFS_ROOT_NAME).unwrap().unwrap();
+        let link = p.load_u64(root + DIR_NEXT_OFFSET).unwrap();
+        assert_ne!(link, 0);
+        for bit in 0..64 {
+            p.store_u64_persist(root + DIR_NEXT_OFFSET, link ^ (1 << bit))
+                .unwrap();
+            let err = PmFs::open(Arc::clone(&p), "pool.pm", PmFsOpen::Existing(ID))
+                .err()
+                .unwrap_or_else(|| panic!("bit {bit} of the directory link flipped unnoticed"));
+            assert!(err.is_corruption(), "bit {bit}: {err}");
+        }
+        p.store_u64_persist(root + DIR_NEXT_OFFSET, link).unwrap();
+        let fs2 = PmFs::open(Arc::clone(&p), "pool.pm", PmFsOpen::Existing(ID)).unwrap();
+        assert_eq!(fs2.file_names().len() as u64, per_chunk + 1);
     }
 
     #[test]

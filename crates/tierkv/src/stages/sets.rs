@@ -196,7 +196,7 @@ struct GroupSets {
     part: Part,
     purpose: IoPurpose,
     cascade: bool,
-    sets: Arc<[RunSet]>,
+    sets: Arc<[Arc<RunSet>]>,
 }
 
 impl Segments for GroupSets {

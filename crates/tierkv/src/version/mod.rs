@@ -28,6 +28,7 @@ pub use set::{
 use crate::format::{compare_internal, user_key};
 use crate::tier::Tier;
 use crate::{Error, Result};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 /// What a run is made of: the building block that reads and writes it.
@@ -156,7 +157,7 @@ pub struct StageVersion {
     pub groups: Vec<Vec<Arc<FileMetaData>>>,
     /// Per group, its sets sorted by key range ([`GroupOrder::Sets`] groups; empty for others),
     /// derived from `groups` whenever the version changes.
-    pub sets: Vec<Arc<[RunSet]>>,
+    pub sets: Vec<Arc<[Arc<RunSet>]>>,
 }
 
 impl StageVersion {
@@ -172,7 +173,7 @@ impl StageVersion {
     pub fn set_for_key(&self, group: usize, key: &[u8]) -> Option<&RunSet> {
         let sets = &self.sets[group];
         let i = sets.partition_point(|s| s.hi.as_slice() < key);
-        sets.get(i).filter(|s| s.lo.as_slice() <= key)
+        sets.get(i).map(|s| &**s).filter(|s| s.lo.as_slice() <= key)
     }
 
     /// Total bytes in `group`.
@@ -253,6 +254,24 @@ impl Version {
     /// Applies an edit, returning the new version (runs sorted per the invariants).
     pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
         let mut v = self.clone();
+        // The runs the edit deletes that it also adds (in any stage): moved runs.
+        let added: HashSet<u64> = edit
+            .stages
+            .iter()
+            .flat_map(|e| e.added.iter().map(|(_, f)| f.number))
+            .collect();
+        let moved: HashMap<u64, Arc<FileMetaData>> = edit
+            .stages
+            .iter()
+            .flat_map(|e| e.deleted.iter().map(move |&(g, n)| (e.stage, g, n)))
+            .filter(|(_, _, n)| added.contains(n))
+            .filter_map(|(stage, g, n)| {
+                let runs = self.stages.get(stage)?.groups.get(g)?;
+                runs.iter()
+                    .find(|f| f.number == n)
+                    .map(|f| (n, Arc::clone(f)))
+            })
+            .collect();
         for e in &edit.stages {
             let layout = self.layouts.get(e.stage).ok_or_else(|| {
                 Error::corruption(
@@ -261,24 +280,74 @@ impl Version {
                 )
             })?;
             let state = &mut v.stages[e.stage];
+            // Only the groups the edit touches are rebuilt (one pass per group for its
+            // deletions, one sort): the cost of an edit does not grow with the runs of groups
+            // it leaves alone.
+            // Per group, the numbers it deletes, sorted (an edit deletes a few runs: a binary
+            // search per run of the group is cheaper than hashing it).
+            let mut deleted: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
             for &(group, number) in &e.deleted {
-                let runs = group_mut(state, layout, group)?;
+                group_mut(state, layout, group)?;
+                deleted.entry(group).or_default().push(number);
+            }
+            for numbers in deleted.values_mut() {
+                numbers.sort_unstable();
+                if let Some(w) = numbers.windows(2).find(|w| w[0] == w[1]) {
+                    return Err(Error::corruption(
+                        "manifest",
+                        format!("edit deletes run {} of {} twice", w[0], layout.name),
+                    ));
+                }
+            }
+            let mut touched: BTreeSet<usize> = deleted.keys().copied().collect();
+            // Per group: the sets whose floors change (sets of deleted or added runs).
+            let mut changed_sets: BTreeMap<usize, HashSet<u64>> = BTreeMap::new();
+            for (group, numbers) in &deleted {
+                let runs = group_mut(state, layout, *group)?;
                 let before = runs.len();
-                runs.retain(|f| f.number != number);
-                if runs.len() == before {
+                let changed = changed_sets.entry(*group).or_default();
+                runs.retain(|f| {
+                    let gone = numbers.binary_search(&f.number).is_ok();
+                    if gone {
+                        changed.insert(f.set);
+                    }
+                    !gone
+                });
+                if before - runs.len() != numbers.len() {
+                    let missing = numbers
+                        .iter()
+                        .find(|n| {
+                            !self.stages[e.stage].groups[*group]
+                                .iter()
+                                .any(|f| f.number == **n)
+                        })
+                        .copied()
+                        .unwrap_or_default();
                     return Err(Error::corruption(
                         "manifest",
                         format!(
-                            "edit deletes run {number} which is not in {} group {group}",
+                            "edit deletes run {missing} which is not in {} group {group}",
                             layout.name
                         ),
                     ));
                 }
             }
             for (group, f) in &e.added {
-                group_mut(state, layout, *group)?.push(Arc::new(f.clone()));
+                check_range(f)?;
+                // A run moved unchanged (a trivial move) keeps its `Arc`, so that the count of
+                // its holders stays the count of versions and readers naming the file.
+                let run = match moved.get(&f.number) {
+                    Some(old) if **old == *f => Arc::clone(old),
+                    _ => Arc::new(f.clone()),
+                };
+                group_mut(state, layout, *group)?.push(run);
+                touched.insert(*group);
+                changed_sets.entry(*group).or_default().insert(f.set);
             }
-            for (g, (runs, order)) in state.groups.iter_mut().zip(&layout.groups).enumerate() {
+            // The invariants of the groups the edit left alone held before it.
+            for g in touched {
+                let runs = &mut state.groups[g];
+                let order = layout.groups[g];
                 match order {
                     GroupOrder::Overlapping => runs.sort_by_key(|f| f.number),
                     GroupOrder::Disjoint => {
@@ -286,12 +355,22 @@ impl Version {
                     }
                     GroupOrder::Sets => {
                         runs.sort_by_key(|f| (f.set, f.number));
-                        state.sets[g] = derive_sets(runs).into();
+                        let sets = rederive_sets(&state.sets[g], runs, &changed_sets[&g]);
+                        state.sets[g] = sets.into();
                     }
+                }
+                // Each run's range was checked when it was added.
+                check_group_order(layout.name, g, &state.groups[g], order)?;
+                if order == GroupOrder::Sets {
+                    check_sets(layout.name, g, &state.sets[g])?;
+                    debug_assert!(
+                        same_sets(&state.sets[g], &derive_sets(&state.groups[g])),
+                        "{} group {g}: sets derived again differ from all derived",
+                        layout.name
+                    );
                 }
             }
         }
-        v.check_invariants()?;
         Ok(v)
     }
 
@@ -312,8 +391,52 @@ impl Version {
 }
 
 /// The sets of a [`GroupOrder::Sets`] group whose runs are sorted by (set, number), sorted by
+/// their smallest keys: `old` (the group's sets before an edit) with the sets whose ids are in
+/// `changed` derived again from `runs`. The sets an edit leaves alone are shared with the
+/// older version, so an edit costs the sets it changes, not all of them.
+fn rederive_sets(
+    old: &[Arc<RunSet>],
+    runs: &[Arc<FileMetaData>],
+    changed: &HashSet<u64>,
+) -> Vec<Arc<RunSet>> {
+    // Sorted ids: a binary search per set, no hashing of every set.
+    let mut ids: Vec<u64> = changed.iter().copied().collect();
+    ids.sort_unstable();
+    let mut sets: Vec<Arc<RunSet>> = old
+        .iter()
+        .filter(|s| ids.binary_search(&s.id).is_err())
+        .cloned()
+        .collect();
+    // The kept sets are in order: each derived set goes in at its place (a few key
+    // comparisons each, not a sort of every set).
+    for &id in &ids {
+        let from = runs.partition_point(|f| f.set < id);
+        let to = runs.partition_point(|f| f.set <= id);
+        for set in derive_sets(&runs[from..to]) {
+            let at = sets.partition_point(|s| s.lo <= set.lo);
+            sets.insert(at, set);
+        }
+    }
+    sets
+}
+
+/// Whether two set lists hold the same sets (ids, ranges and floors), for checks.
+fn same_sets(a: &[Arc<RunSet>], b: &[Arc<RunSet>]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.id == y.id
+                && x.lo == y.lo
+                && x.hi == y.hi
+                && x.floors
+                    .iter()
+                    .map(|f| f.number)
+                    .eq(y.floors.iter().map(|f| f.number))
+        })
+}
+
+/// The sets of a [`GroupOrder::Sets`] group whose runs are sorted by (set, number), sorted by
 /// their smallest keys.
-fn derive_sets(runs: &[Arc<FileMetaData>]) -> Vec<RunSet> {
+fn derive_sets(runs: &[Arc<FileMetaData>]) -> Vec<Arc<RunSet>> {
     let mut sets: Vec<RunSet> = Vec::new();
     for f in runs {
         match sets.last_mut() {
@@ -335,7 +458,7 @@ fn derive_sets(runs: &[Arc<FileMetaData>]) -> Vec<RunSet> {
         }
     }
     sets.sort_by(|a, b| a.lo.cmp(&b.lo));
-    sets
+    sets.into_iter().map(Arc::new).collect()
 }
 
 fn group_mut<'a>(
@@ -362,13 +485,29 @@ fn check_group(
     order: GroupOrder,
 ) -> Result<()> {
     for f in runs {
-        if compare_internal(&f.smallest, &f.largest).is_gt() {
-            return Err(Error::corruption(
-                "manifest",
-                format!("run {} has smallest key > largest key", f.number),
-            ));
-        }
+        check_range(f)?;
     }
+    check_group_order(stage, group, runs, order)
+}
+
+/// A run's smallest key is at most its largest.
+fn check_range(f: &FileMetaData) -> Result<()> {
+    if compare_internal(&f.smallest, &f.largest).is_gt() {
+        return Err(Error::corruption(
+            "manifest",
+            format!("run {} has smallest key > largest key", f.number),
+        ));
+    }
+    Ok(())
+}
+
+/// The group's runs are in its order (and carry sets exactly when the group has sets).
+fn check_group_order(
+    stage: &str,
+    group: usize,
+    runs: &[Arc<FileMetaData>],
+    order: GroupOrder,
+) -> Result<()> {
     for f in runs {
         if (order == GroupOrder::Sets) != (f.set != 0) {
             return Err(Error::corruption(
@@ -406,7 +545,7 @@ fn check_group(
 }
 
 /// The sets of a group have disjoint key ranges (and were derived in key order).
-fn check_sets(stage: &str, group: usize, sets: &[RunSet]) -> Result<()> {
+fn check_sets(stage: &str, group: usize, sets: &[Arc<RunSet>]) -> Result<()> {
     for w in sets.windows(2) {
         if w[0].hi >= w[1].lo {
             return Err(Error::corruption(
@@ -509,6 +648,25 @@ mod tests {
         assert!(moved.stage(0).runs().next().is_none());
         assert_eq!(moved.stage(1).groups[1][0].number, 3);
         assert_eq!(moved.file_numbers().collect::<Vec<_>>(), vec![3]);
+        // A run moved unchanged keeps its `Arc` (the database deletes a file once nothing but
+        // its list of removed runs holds the run's `Arc`); one re-added with other metadata
+        // gets a new one.
+        let mut tm = VersionEdit::default();
+        tm.stage_mut(1).deleted.push((1, 3));
+        tm.stage_mut(1).added.push((0, meta(3, "a", "k")));
+        let again = moved.apply(&tm).unwrap();
+        assert!(Arc::ptr_eq(
+            &moved.stage(1).groups[1][0],
+            &again.stage(1).groups[0][0]
+        ));
+        let mut changed = VersionEdit::default();
+        changed.stage_mut(1).deleted.push((1, 3));
+        changed.stage_mut(1).added.push((0, meta(3, "a", "m")));
+        let other = moved.apply(&changed).unwrap();
+        assert!(!Arc::ptr_eq(
+            &moved.stage(1).groups[1][0],
+            &other.stage(1).groups[0][0]
+        ));
         // A move whose second half is invalid leaves the version as it was.
         let mut bad = mv.clone();
         bad.stage_mut(1).added.push((1, meta(4, "b", "c")));
