@@ -215,6 +215,13 @@ struct SpaceState {
     log_chunks: Arc<AtomicU64>,
 }
 
+/// Chunks a table (or the directory) must leave free: the spare plus what the logs may yet
+/// grow into.
+fn table_reserve(space: &SpaceState) -> u64 {
+    let logs = space.log_chunks.load(Ordering::Acquire);
+    space.policy.spare_chunks + space.policy.log_quota_chunks.saturating_sub(logs)
+}
+
 struct PmFile {
     pool: Arc<PmPool>,
     entry: u64,
@@ -375,11 +382,7 @@ impl PmFs {
     fn grow_directory(&self, dir: &mut Directory) -> Result<()> {
         {
             let space = self.space.lock();
-            let keep = space.policy.spare_chunks
-                + space
-                    .policy
-                    .log_quota_chunks
-                    .saturating_sub(space.log_chunks.load(Ordering::Acquire));
+            let keep = table_reserve(&space);
             let free = self.pool.free_chunks();
             if free <= keep {
                 return Err(Error::NoSpace(format!(
@@ -671,10 +674,7 @@ impl PmFs {
         let free = self.pool.free_chunks();
         let policy = space.policy;
         let keep = match class {
-            ChunkClass::Table => {
-                let logs = space.log_chunks.load(Ordering::Acquire);
-                policy.spare_chunks + policy.log_quota_chunks.saturating_sub(logs)
-            }
+            ChunkClass::Table => table_reserve(&space),
             ChunkClass::Log => policy.spare_chunks,
             ChunkClass::LogUsingSpare => 0,
         };
@@ -1136,6 +1136,9 @@ mod tests {
         PmPool::create_crash_sim(&o, true).unwrap()
     }
 
+    /// Entries a 64 KiB directory chunk holds.
+    const PER_CHUNK: u64 = ((64 << 10) - DIR_HEADER_BYTES) / ENTRY_BYTES;
+
     fn growth_pool_options(size: u64) -> PoolOptions {
         PoolOptions {
             size,
@@ -1157,7 +1160,7 @@ mod tests {
         let o = growth_pool_options(80 << 20);
         let p = PmPool::create_crash_sim(&o, false).unwrap();
         let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
-        let per_chunk = ((64 << 10) - DIR_HEADER_BYTES) / ENTRY_BYTES;
+        let per_chunk = PER_CHUNK;
         let n = per_chunk * 2 + 7;
         for i in 0..n {
             let mut w = fs.create(Path::new(&format!("/db/{i:06}.arr"))).unwrap();
@@ -1209,7 +1212,7 @@ mod tests {
         let o = growth_pool_options(40 << 20);
         let p = PmPool::create_crash_sim(&o, true).unwrap();
         let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
-        let per_chunk = ((64 << 10) - DIR_HEADER_BYTES) / ENTRY_BYTES;
+        let per_chunk = PER_CHUNK;
         // Tables of 0 bytes take one chunk each: fill the first directory chunk but for one
         // entry, then walk the fences of the last two creates (the second grows the directory).
         for i in 0..per_chunk - 1 {
@@ -1265,7 +1268,7 @@ mod tests {
         let o = growth_pool_options(48 << 20);
         let p = PmPool::create_crash_sim(&o, false).unwrap();
         let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
-        let per_chunk = ((64 << 10) - DIR_HEADER_BYTES) / ENTRY_BYTES;
+        let per_chunk = PER_CHUNK;
         for i in 0..per_chunk + 1 {
             fs.create(Path::new(&format!("/db/{i:06}.arr"))).unwrap();
         }
