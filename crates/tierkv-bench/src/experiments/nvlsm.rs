@@ -7,16 +7,15 @@
 //!
 //! Layout: the databases (only their manifests, for these all-PM designs) in a temporary
 //! directory, each store's pool on `/dev/shm` (`/dev/shm/tierkv-nvlsm.pool-<label>`), a
-//! sparse 16 GiB file of 1 MiB chunks (only written bytes take memory).
+//! sparse 16 GiB file of 64 KiB chunks (only written bytes take memory).
 //!
 //! Scaling: the paper loads 50M pairs (7.2 GB) into 2 MB runs: about 3,600 runs of data, in
-//! four components (C1 of 4 runs, then 40, 400 and the rest). Here data / run is 225: 1M pairs
-//! (144 MB) in 640 KiB runs for the amplification experiment, 500k pairs (72 MB) in 320 KiB
-//! runs for the latency experiments (memtable = run; C1 of 4 runs; NVLSM-L's L1 = 4 runs x 10),
-//! which gives three components (the last under half full) instead of four. Every floor is a
-//! pool file of at least one chunk; the pool's directory grows to hold any number of them, but
-//! at ~3,600 (tens of thousands of floors) loading NVLSM-2 did not finish within an hour on
-//! this machine, so the paper's ratio is not registered.
+//! four components (C1 of 4 runs, then 40, 400 and the rest). Here data / run is about the
+//! same, ~3,500: 1M pairs (144 MB) in 40 KiB runs for the amplification experiment, 500k pairs
+//! (72 MB) in 20 KiB runs for the latency experiments (memtable = run; C1 of 4 runs; NVLSM-L's
+//! L1 = 4 runs x 10), which gives four components as in the paper. Every floor is a pool file
+//! of at least one chunk, and the pool's directory grows to hold the
+//! tens of thousands of floors.
 
 use super::{Bench, Check, Compare, Experiment, Metric, Phase};
 use crate::verdict::Band;
@@ -25,7 +24,7 @@ const PAPER: &str = "NVLSM (Zhang & Du, ACM TOS 2021)";
 
 /// The four stores of Figs. 9 and 10.
 const STORES: &[&str] = &[
-    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=26214400",
+    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=1638400",
     "NVLSM-F=nvlsm-fragmented",
     "NVLSM-2=nvlsm+nvlsm.max_floor=2",
     "NVLSM-10=nvlsm",
@@ -45,21 +44,21 @@ pub const AMPLIFICATION: Experiment = Experiment {
             "--reads=200000",
             "--key_size=16",
             "--value_size=128",
-            "--write_buffer_size=655360",
-            "--set=compaction.target_file_size=655360",
+            "--write_buffer_size=40960",
+            "--set=compaction.target_file_size=40960",
             "--pm_latency=pcm",
             "--threads=1",
             "--pm_path=/dev/shm/tierkv-nvlsm.pool",
             "--pm_size=17179869184",
-            "--set=pm.chunk_bytes=1048576",
+            "--set=pm.chunk_bytes=65536",
             "--sample_interval_ms=1000",
         ],
         designs: &[],
     }],
     scaling: "50M pairs in 2 MB runs (data / run ~3,600, four components) -> 1M pairs (144 MB) \
-              in 640 KiB runs (data / run 225, three components: at the paper's ratio NVLSM-2's \
-              load did not finish within an hour here); NVLSM-L's L1 = 4 x 640 KiB x 10; 200k gets instead of 50M. PM: \
-              the emulated pool on /dev/shm with the pcm preset.",
+              in 40 KiB runs (data / run ~3,500, four components: C1 of 4 runs, C2 1.6 MiB, \
+              C3 16 MiB, C4 the rest); NVLSM-L's L1 = 4 x 40 KiB x 10; 200k gets instead of \
+              50M. PM: the emulated pool on /dev/shm (64 KiB chunks) with the pcm preset.",
     claim: "Accumulative compaction writes about a third of what leveled compaction writes (as \
             little as fragmented compaction), and reads far less than fragmented compaction \
             thanks to the cascade, at a little more space.",
@@ -147,7 +146,7 @@ pub const AMPLIFICATION: Experiment = Experiment {
 
 /// The stores of the put-ratio figures, with Max_Floor 4 and 20 (Fig. 13).
 const PUT_STORES: &[&str] = &[
-    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=13107200",
+    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=819200",
     "NVLSM-F=nvlsm-fragmented",
     "NVLSM-10=nvlsm",
     "NVLSM-F4=nvlsm-fragmented+nvlsm.max_floor=4",
@@ -158,7 +157,7 @@ const PUT_STORES: &[&str] = &[
 
 /// The three stores of Figs. 11 and 12.
 const PUT_STORES_3: &[&str] = &[
-    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=13107200",
+    "NVLSM-L=nvlsm-leveled+compaction.max_bytes_for_level_base=819200",
     "NVLSM-F=nvlsm-fragmented",
     "NVLSM-10=nvlsm",
 ];
@@ -174,13 +173,13 @@ macro_rules! put_phase {
                 $ratio,
                 "--key_size=16",
                 "--value_size=128",
-                "--write_buffer_size=327680",
-                "--set=compaction.target_file_size=327680",
+                "--write_buffer_size=20480",
+                "--set=compaction.target_file_size=20480",
                 $latency,
                 "--threads=1",
                 "--pm_path=/dev/shm/tierkv-nvlsm.pool",
                 "--pm_size=17179869184",
-                "--set=pm.chunk_bytes=1048576",
+                "--set=pm.chunk_bytes=65536",
                 "--sample_interval_ms=1000",
             ],
             designs: $designs,
@@ -210,8 +209,8 @@ pub const PUT_RATIO: Experiment = Experiment {
             PUT_STORES_3
         ),
     ],
-    scaling: "50M puts + 10M operations per ratio -> a 500k-pair fill (72 MB in 320 KiB runs, \
-              data / run 225) then 200k operations per ratio; NVLSM-L's L1 = 4 x 320 KiB x 10. \
+    scaling: "50M puts + 10M operations per ratio -> a 500k-pair fill (72 MB in 20 KiB runs, \
+              data / run ~3,500) then 200k operations per ratio; NVLSM-L's L1 = 4 x 20 KiB x 10. \
               pcm preset; the paper's Fig. 11 runs on its NVDIMM setting: the phase \
               put50-nvdimm repeats Put(50%) with the nvdimm preset.",
     claim: "NVLSM has the lowest average latency when puts and gets mix (80% and 50% puts); \
@@ -328,13 +327,13 @@ macro_rules! seek_phase {
                 $nexts,
                 "--key_size=16",
                 "--value_size=128",
-                "--write_buffer_size=327680",
-                "--set=compaction.target_file_size=327680",
+                "--write_buffer_size=20480",
+                "--set=compaction.target_file_size=20480",
                 "--pm_latency=pcm",
                 "--threads=1",
                 "--pm_path=/dev/shm/tierkv-nvlsm.pool",
                 "--pm_size=17179869184",
-                "--set=pm.chunk_bytes=1048576",
+                "--set=pm.chunk_bytes=65536",
                 "--sample_interval_ms=1000",
             ],
             designs: &[],
@@ -355,7 +354,7 @@ pub const RANGE: Experiment = Experiment {
         seek_phase!("range48", "--seek_nexts=48", "--reads=50000"),
         seek_phase!("range1024", "--seek_nexts=1024", "--reads=5000"),
     ],
-    scaling: "load 50M, then 10M Range(48) and Range(1,024) -> a 500k-pair fill in 320 KiB runs, \
+    scaling: "load 50M, then 10M Range(48) and Range(1,024) -> a 500k-pair fill in 20 KiB runs, \
               then 100k seeks, 50k Range(48) and 5k Range(1,024) (a seek plus that many nexts, \
               each a new iterator). pcm preset.",
     claim: "NVLSM's seeks and short ranges cost a little more than NVLSM-L's and much less \
@@ -405,18 +404,18 @@ pub const YCSB: Experiment = Experiment {
             "--reads=100000",
             "--key_size=16",
             "--value_size=128",
-            "--write_buffer_size=327680",
-            "--set=compaction.target_file_size=327680",
+            "--write_buffer_size=20480",
+            "--set=compaction.target_file_size=20480",
             "--pm_latency=pcm",
             "--threads=1",
             "--pm_path=/dev/shm/tierkv-nvlsm.pool",
             "--pm_size=17179869184",
-            "--set=pm.chunk_bytes=1048576",
+            "--set=pm.chunk_bytes=65536",
             "--sample_interval_ms=1000",
         ],
         designs: &[],
     }],
-    scaling: "load 100M, then 10M operations per workload -> load 500k (320 KiB runs), then 100k \
+    scaling: "load 100M, then 10M operations per workload -> load 500k (20 KiB runs), then 100k \
               operations per workload, in one database (A to F in order, as the paper runs \
               them). pcm preset; the harness's YCSB distributions (zipfian, latest for D).",
     claim: "NVLSM has the highest throughput on the write-heavy workloads A and F, and reads \

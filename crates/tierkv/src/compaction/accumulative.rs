@@ -35,6 +35,10 @@ use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind, RunSet, StageVersion, VersionEdit};
 use std::sync::Arc;
 
+/// How much one write-back task may read, in target-size runs: it takes full sets of one
+/// component until their floors would exceed this (and always at least one set).
+const WRITE_BACK_BATCH_RUNS: u64 = 64;
+
 /// The accumulative (or fragmented) policy with its options.
 #[derive(Clone, Debug)]
 pub(crate) struct AccumulativePolicy {
@@ -96,7 +100,7 @@ impl AccumulativePolicy {
         let write_back =
             group == last || (group >= deepest && state.group_bytes(group) <= self.capacity(group));
         if write_back {
-            (group, OutputPlan::BySize)
+            (group, OutputPlan::by_size())
         } else {
             (group + 1, self.plan_into(state, group + 1))
         }
@@ -107,7 +111,7 @@ impl AccumulativePolicy {
     fn plan_into(&self, state: &StageVersion, group: usize) -> OutputPlan {
         let sets = &state.sets[group];
         if sets.is_empty() {
-            return OutputPlan::BySize;
+            return OutputPlan::by_size();
         }
         OutputPlan::IntoSets {
             sets: sets
@@ -120,6 +124,40 @@ impl AccumulativePolicy {
                 .collect(),
             cascade: self.cascade,
         }
+    }
+
+    /// One write-back of the full sets of `group`, in key order from the first, as many as
+    /// fit in [`WRITE_BACK_BATCH_RUNS`] target-size runs of input (at least one set). Each set's
+    /// floors are merged and cut by size as if it were written back alone (a run starts at
+    /// every set's `lo`), so the outputs are those of one task per set, installed by one
+    /// manifest record: after a push into the last component, most of the sets it reached are
+    /// full, and one task each made the bookkeeping of a push grow with the component.
+    fn write_back_full_sets(&self, view: &PolicyView<'_>, group: usize) -> CompactionTask {
+        let budget = self
+            .options
+            .target_file_size
+            .saturating_mul(WRITE_BACK_BATCH_RUNS);
+        let mut runs = Vec::new();
+        let mut breaks = Vec::new();
+        let mut bytes = 0u64;
+        for set in view.state.sets[group].iter().filter(|s| self.is_full(s)) {
+            let size: u64 = set.floors.iter().map(|f| f.file_size).sum();
+            if !runs.is_empty() {
+                if bytes.saturating_add(size) > budget {
+                    break;
+                }
+                breaks.push(set.lo.clone());
+            }
+            bytes = bytes.saturating_add(size);
+            runs.extend(set.floors.iter().cloned());
+        }
+        self.task(
+            view,
+            Reason::SetFull,
+            vec![(group, runs)],
+            group,
+            OutputPlan::BySize { breaks },
+        )
     }
 
     fn task(
@@ -154,6 +192,9 @@ impl CompactionPolicy for AccumulativePolicy {
             {
                 continue;
             }
+            if output == group {
+                return Some(self.write_back_full_sets(view, group));
+            }
             let inputs = vec![(group, set.floors.clone())];
             return Some(self.task(view, Reason::SetFull, inputs, output, plan));
         }
@@ -163,7 +204,7 @@ impl CompactionPolicy for AccumulativePolicy {
             && !busy[1]
             && !self.has_full_set(state, 1)
         {
-            let inputs = vec![(0, c1.clone())];
+            let inputs = vec![(0, c1.to_vec())];
             return Some(self.task(
                 view,
                 Reason::Level0Files,
@@ -204,7 +245,7 @@ impl CompactionPolicy for AccumulativePolicy {
             if state.groups[0].is_empty() {
                 return None;
             }
-            let inputs = vec![(0, state.groups[0].clone())];
+            let inputs = vec![(0, state.groups[0].to_vec())];
             return Some(self.task(view, Reason::Manual, inputs, 1, self.plan_into(state, 1)));
         }
         let runs: Vec<Arc<FileMetaData>> = state.sets[group]
@@ -300,7 +341,7 @@ mod tests {
 
     fn set_ids(plan: &OutputPlan) -> Vec<u64> {
         match plan {
-            OutputPlan::BySize => Vec::new(),
+            OutputPlan::BySize { .. } => Vec::new(),
             OutputPlan::IntoSets { sets, .. } => sets.iter().map(|s| s.id).collect(),
         }
     }
@@ -312,7 +353,7 @@ mod tests {
         assert_eq!(t.reason, Reason::Level0Files);
         assert_eq!(numbers(&t.inputs[0].1), vec![1, 2]);
         assert_eq!(t.output_group, 1);
-        assert!(matches!(t.plan, OutputPlan::BySize));
+        assert!(matches!(t.plan, OutputPlan::BySize { .. }));
         assert!(choose(
             &stage("0: 1:0:a-z:10 2:0:b-y:10"),
             [false, true, false, false]
@@ -371,17 +412,56 @@ mod tests {
         let s = stage("1: 3:3:a-f:10 4:3:b-e:10 6:3:c-d:10");
         let t = choose(&s, [false; 4]).unwrap();
         assert_eq!((t.inputs[0].0, t.output_group), (1, 1));
-        assert!(matches!(t.plan, OutputPlan::BySize));
+        assert!(matches!(t.plan, OutputPlan::BySize { .. }));
         assert!(!t.plan.joins_older_runs());
         // Over capacity (300 KiB > 200 KiB): pushed into the empty C3, cut by size.
         let s = stage("1: 3:3:a-f:100 4:3:b-e:100 6:3:c-d:100");
         let t = choose(&s, [false; 4]).unwrap();
         assert_eq!((t.inputs[0].0, t.output_group), (1, 2));
-        assert!(matches!(t.plan, OutputPlan::BySize));
+        assert!(matches!(t.plan, OutputPlan::BySize { .. }));
         // The stage's last component always writes back.
         let s = stage("3: 3:3:a-f:9000 4:3:b-e:9000 6:3:c-d:9000");
         let t = choose(&s, [false; 4]).unwrap();
         assert_eq!((t.inputs[0].0, t.output_group), (3, 3));
+    }
+
+    #[test]
+    fn a_write_back_takes_every_full_set_of_its_component_cut_at_each_set() {
+        // C3 (the last) has full sets 3 and 9 with a one-floor set 6 between them, and full
+        // set 12 after: one task writes back 3, 9 and 12, breaking at 9's and 12's `lo`.
+        let s = stage(
+            "3: 3:3:a-c:10 4:3:b-c:10 5:3:a-b:10 6:6:d-f:10 9:9:g-h:10 10:9:g-i:10 \
+                11:9:h-i:10 12:12:m-p:10 13:12:n-o:10 14:12:m-n:10",
+        );
+        let t = choose(&s, [false; 4]).unwrap();
+        assert_eq!((t.inputs.len(), t.inputs[0].0, t.output_group), (1, 3, 3));
+        assert_eq!(t.reason, Reason::SetFull);
+        assert_eq!(
+            numbers(&t.inputs[0].1),
+            vec![3, 4, 5, 9, 10, 11, 12, 13, 14],
+            "every full set's floors, none of set 6's"
+        );
+        let OutputPlan::BySize { breaks } = &t.plan else {
+            panic!("a write-back is cut by size");
+        };
+        assert_eq!(breaks, &vec![b"g".to_vec(), b"m".to_vec()]);
+        // The batch stops before a set that would take it past 64 target-size runs (of
+        // 10 KiB): set 9's 3 x 300 KiB floors do not join set 3; alone, a set always goes.
+        let s = stage("3: 3:3:a-c:10 4:3:b-c:10 5:3:a-b:10 9:9:g-h:300 10:9:g-i:300 11:9:h-i:300");
+        let t = choose(&s, [false; 4]).unwrap();
+        assert_eq!(numbers(&t.inputs[0].1), vec![3, 4, 5]);
+        let s = stage("3: 9:9:g-h:300 10:9:g-i:300 11:9:h-i:300");
+        let t = choose(&s, [false; 4]).unwrap();
+        assert_eq!(numbers(&t.inputs[0].1), vec![9, 10, 11]);
+        assert!(matches!(&t.plan, OutputPlan::BySize { breaks } if breaks.is_empty()));
+        // A push (not a write-back) still takes one set: C2's full sets go one at a time.
+        let s = stage(
+            "1: 3:3:a-c:100 4:3:b-c:100 5:3:a-b:100 9:9:g-h:100 10:9:g-i:100 11:9:h-i:100
+             2: 20:20:a-z:10",
+        );
+        let t = choose(&s, [false; 4]).unwrap();
+        assert_eq!((t.inputs[0].0, t.output_group), (1, 2));
+        assert_eq!(numbers(&t.inputs[0].1), vec![3, 4, 5]);
     }
 
     #[test]

@@ -86,7 +86,7 @@ impl LeveledPolicy {
             inputs: vec![(level, inputs), (level + 1, next_inputs)],
             output_group: level + 1,
             trivial_move,
-            plan: OutputPlan::BySize,
+            plan: OutputPlan::by_size(),
         }
     }
 }
@@ -99,7 +99,7 @@ impl CompactionPolicy for LeveledPolicy {
         let busy = view.busy;
         let level = order.into_iter().find(|&l| !busy[l] && !busy[l + 1])?;
         let inputs = if level == 0 {
-            view.state.groups[0].clone()
+            view.state.groups[0].to_vec()
         } else {
             let runs = &view.state.groups[level];
             let ptr = &view.pointers[level];
@@ -147,7 +147,7 @@ impl CompactionPolicy for LeveledPolicy {
             return None;
         }
         if level == 0 {
-            inputs = view.state.groups[0].clone();
+            inputs = view.state.groups[0].to_vec();
         }
         let mut task = self.task_for(view, level, inputs, Reason::Manual);
         task.trivial_move = false;

@@ -62,7 +62,13 @@ pub struct SetTarget {
 pub enum OutputPlan {
     /// Runs of about [`CompactionPolicy::target_run_bytes`], cut between user keys; the output
     /// group's runs that overlap them are all inputs (leveled compaction, a write-back).
-    BySize,
+    BySize {
+        /// User keys, sorted, at which a new run starts whatever the size of the open one: the
+        /// `lo` of every input set after the first when one task writes back several sets, so
+        /// that no output spans the gap between two of them (where a set that is not an input
+        /// may lie). Empty for leveled compaction.
+        breaks: Vec<Vec<u8>>,
+    },
     /// One run per set of the output group (sorted by `lo`), which becomes the set's new top
     /// floor; the set's older floors stay (NVLSM's accumulative compaction, a guard's new
     /// run). Sets no key falls into get no run. With `cascade`, each new floor carries cascade
@@ -76,10 +82,39 @@ pub enum OutputPlan {
 }
 
 impl OutputPlan {
+    /// Runs cut by size only.
+    pub fn by_size() -> Self {
+        OutputPlan::BySize { breaks: Vec::new() }
+    }
+
     /// True if the outputs join older runs of the output group that are not inputs: a
     /// tombstone written there still hides them and must be kept.
     pub fn joins_older_runs(&self) -> bool {
         matches!(self, OutputPlan::IntoSets { .. })
+    }
+}
+
+/// Walks the `breaks` of an [`OutputPlan::BySize`] plan along the user keys of a merge.
+#[derive(Debug)]
+pub struct BreakCursor<'a> {
+    breaks: &'a [Vec<u8>],
+    next: usize,
+}
+
+impl<'a> BreakCursor<'a> {
+    /// A cursor before the first of `breaks` (sorted).
+    pub fn new(breaks: &'a [Vec<u8>]) -> Self {
+        BreakCursor { breaks, next: 0 }
+    }
+
+    /// True if `user_key` is at or past a break that no earlier key passed: the run open
+    /// before it must end. Keys must come in non-decreasing order.
+    pub fn passes(&mut self, user_key: &[u8]) -> bool {
+        let from = self.next;
+        while self.next < self.breaks.len() && self.breaks[self.next].as_slice() <= user_key {
+            self.next += 1;
+        }
+        self.next > from
     }
 }
 

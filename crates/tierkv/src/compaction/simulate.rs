@@ -12,7 +12,7 @@
 //!
 //! [`CompactionPolicy::apply`]: super::CompactionPolicy::apply
 
-use super::{CompactionTask, OutputPlan, PolicyView, SetRouter};
+use super::{BreakCursor, CompactionTask, OutputPlan, PolicyView, SetRouter};
 use crate::format::{make_internal_key, ValueType};
 use crate::options::Options;
 use crate::pipeline::RunTarget;
@@ -238,11 +238,16 @@ impl Sim {
                 }
             }
             match &task.plan {
-                OutputPlan::BySize => {
+                OutputPlan::BySize { breaks } => {
                     let cut = policy.target_run_bytes();
+                    let mut breaks = BreakCursor::new(breaks);
                     let mut piece = Contents::new();
                     let mut piece_bytes = 0;
                     for (k, v) in merged {
+                        if breaks.passes(&k) && !piece.is_empty() {
+                            outputs.push(self.new_run(std::mem::take(&mut piece), target));
+                            piece_bytes = 0;
+                        }
                         piece_bytes += entry_bytes(&k, v);
                         piece.insert(k, v);
                         if piece_bytes >= cut {

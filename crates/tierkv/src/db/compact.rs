@@ -14,7 +14,9 @@
 //! compaction log announce each step there first (`clog`).
 
 use super::DbInner;
-use crate::compaction::{CompactionTask, OutputPlan, PolicyView, SetRouter, SetTarget};
+use crate::compaction::{
+    BreakCursor, CompactionTask, OutputPlan, PolicyView, SetRouter, SetTarget,
+};
 use crate::format::{parse_internal_key, ValueType};
 use crate::iterator::InternalIterator;
 use crate::pipeline::RunTarget;
@@ -203,11 +205,12 @@ impl DbInner {
         let mut current_key: Option<Vec<u8>> = None;
         let mut last_seq_for_key = u64::MAX;
         let cut = self.stages[task.stage].policy().target_run_bytes();
-        let (sets, cascade) = match &task.plan {
-            OutputPlan::BySize => (&[][..], false),
-            OutputPlan::IntoSets { sets, cascade } => (sets.as_slice(), *cascade),
+        let (sets, cascade, breaks) = match &task.plan {
+            OutputPlan::BySize { breaks } => (&[][..], false, breaks.as_slice()),
+            OutputPlan::IntoSets { sets, cascade } => (sets.as_slice(), *cascade, &[][..]),
         };
         let mut router = (!sets.is_empty()).then(|| SetRouter::new(sets));
+        let mut breaks = BreakCursor::new(breaks);
         let mut slot = None;
         while input.valid() {
             let ikey = input.key();
@@ -228,7 +231,8 @@ impl DbInner {
             last_seq_for_key = p.sequence;
             if !drop {
                 if new_user_key {
-                    // Cut: at a set boundary (a plan into sets), or by size between user keys.
+                    // Cut: at a set boundary (a plan into sets), or by size between user keys
+                    // and at the plan's breaks.
                     let finished = match &mut router {
                         Some(r) => {
                             let s = r.route(p.user_key);
@@ -236,9 +240,13 @@ impl DbInner {
                             slot = Some(s);
                             changed
                         }
-                        None => output
-                            .as_ref()
-                            .is_some_and(|o| o.writer.size_estimate() >= cut),
+                        None => {
+                            let passed = breaks.passes(p.user_key);
+                            passed
+                                || output
+                                    .as_ref()
+                                    .is_some_and(|o| o.writer.size_estimate() >= cut)
+                        }
                     };
                     if finished {
                         if let Some(o) = output.take() {

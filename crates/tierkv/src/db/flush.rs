@@ -64,7 +64,7 @@ impl DbInner {
                     self.front.flushed();
                     state.install_super_version(&*self.front);
                     self.counters.flushes.fetch_add(1, Relaxed);
-                    let obsolete = self.collect_obsolete_files(&mut state);
+                    let obsolete = self.collect_obsolete_after_flush(&mut state);
                     self.bg_cv.notify_all();
                     drop(state);
                     self.delete_files(obsolete);

@@ -25,14 +25,42 @@ impl DbInner {
         &self,
         state: &mut super::State,
     ) -> Vec<ObsoleteFile> {
-        if state.removed_runs_untracked
-            || state.scanned_numbers != Some(self.obsolete_scan_numbers(state))
-        {
+        if !self.removed_runs_tracked(state) {
             return self.collect_obsolete_files(state);
         }
+        self.released_runs(state)
+    }
+
+    /// Under the state lock, after a flush: the logs (and other non-run files) the flush made
+    /// obsolete, found by listing the directories, and the removed runs nothing holds, found
+    /// as after a compaction; no set of every live run number is built (with tens of
+    /// thousands of runs that set cost more than the flush's own bookkeeping). Falls back to
+    /// the full scan as [`DbInner::collect_obsolete_after_compaction`] does.
+    pub(crate) fn collect_obsolete_after_flush(
+        &self,
+        state: &mut super::State,
+    ) -> Vec<ObsoleteFile> {
+        if !self.removed_runs_tracked(state) {
+            return self.collect_obsolete_files(state);
+        }
+        let mut out = self.released_runs(state);
+        out.extend(self.scan(state, None));
+        out
+    }
+
+    /// True if every run a compaction removed is in `removed_runs` (holding the only `Arc`
+    /// the database keeps once nothing reads it) and the manifest and compaction log are the
+    /// ones the last full scan saw.
+    fn removed_runs_tracked(&self, state: &super::State) -> bool {
+        !state.removed_runs_untracked
+            && state.scanned_numbers == Some(self.obsolete_scan_numbers(state))
+    }
+
+    /// The removed runs that only `removed_runs` holds (no version, reader or task names
+    /// them), taken out of it.
+    fn released_runs(&self, state: &mut super::State) -> Vec<ObsoleteFile> {
         let mut out = Vec::new();
         state.removed_runs.retain(|meta| {
-            // Held only here: no version, reader or task names the run.
             if Arc::strong_count(meta) > 1 {
                 return true;
             }
@@ -67,7 +95,14 @@ impl DbInner {
             live.extend(v.file_numbers());
         }
         live.extend(state.versions.current().file_numbers());
-        let (manifest, clog) = state.scanned_numbers.expect("set above");
+        self.scan(state, Some(&live))
+    }
+
+    /// Lists every tier's directory: the logs, manifests, compaction logs and temporary files
+    /// no longer needed, and, given the `live` run numbers, the runs not among them (runs are
+    /// left alone without it).
+    fn scan(&self, state: &super::State, live: Option<&HashSet<u64>>) -> Vec<ObsoleteFile> {
+        let (manifest, clog) = self.obsolete_scan_numbers(state);
         let mut out = Vec::new();
         let tiers: &[Tier] = if self.pm.is_some() {
             &[Tier::Ssd, Tier::Pm]
@@ -83,7 +118,7 @@ impl DbInner {
                     continue;
                 };
                 let obsolete = match kind {
-                    FileKind::Run(_) => !live.contains(&n),
+                    FileKind::Run(_) => live.is_some_and(|live| !live.contains(&n)),
                     FileKind::Manifest => Some(n) != manifest,
                     FileKind::Temp => true,
                     FileKind::CompactionLog => Some(n) != clog,

@@ -107,7 +107,7 @@ impl Stage for LeveledStage {
         }
         for runs in state.groups.iter().skip(1) {
             if !runs.is_empty() {
-                out.push(Box::new(level_iterator(cx, runs.clone())));
+                out.push(Box::new(level_iterator(cx, Arc::clone(runs))));
             }
         }
         Ok(())
@@ -134,7 +134,7 @@ pub(crate) struct LevelRuns {
     part: Part,
     purpose: IoPurpose,
     fill_cache: bool,
-    files: Vec<Arc<FileMetaData>>,
+    files: Arc<Vec<Arc<FileMetaData>>>,
 }
 
 impl Segments for LevelRuns {
@@ -155,7 +155,10 @@ impl Segments for LevelRuns {
 pub(crate) type LevelIterator = ConcatIterator<LevelRuns>;
 
 /// An iterator over `files` (one level's, in order).
-pub(crate) fn level_iterator(cx: &ReadContext<'_>, files: Vec<Arc<FileMetaData>>) -> LevelIterator {
+pub(crate) fn level_iterator(
+    cx: &ReadContext<'_>,
+    files: Arc<Vec<Arc<FileMetaData>>>,
+) -> LevelIterator {
     ConcatIterator::new(LevelRuns {
         tables: Arc::clone(cx.tables),
         part: cx.part,

@@ -153,8 +153,9 @@ pub struct StageLayout {
 /// One stage's runs, per group.
 #[derive(Clone, Debug, Default)]
 pub struct StageVersion {
-    /// Runs per group; see the module invariants.
-    pub groups: Vec<Vec<Arc<FileMetaData>>>,
+    /// Runs per group; see the module invariants. Each group is shared between versions until
+    /// an edit changes it, so an edit costs the groups it touches, not every run.
+    pub groups: Vec<Arc<Vec<Arc<FileMetaData>>>>,
     /// Per group, its sets sorted by key range ([`GroupOrder::Sets`] groups; empty for others),
     /// derived from `groups` whenever the version changes.
     pub sets: Vec<Arc<[Arc<RunSet>]>>,
@@ -164,7 +165,7 @@ impl StageVersion {
     /// An empty stage with `groups` groups.
     pub fn new(groups: usize) -> Self {
         StageVersion {
-            groups: vec![Vec::new(); groups],
+            groups: (0..groups).map(|_| Arc::new(Vec::new())).collect(),
             sets: vec![Arc::from(Vec::new()); groups],
         }
     }
@@ -204,7 +205,7 @@ impl StageVersion {
 
     /// Every run of the stage.
     pub fn runs(&self) -> impl Iterator<Item = &Arc<FileMetaData>> + '_ {
-        self.groups.iter().flatten()
+        self.groups.iter().flat_map(|g| g.iter())
     }
 }
 
@@ -346,7 +347,7 @@ impl Version {
             }
             // The invariants of the groups the edit left alone held before it.
             for g in touched {
-                let runs = &mut state.groups[g];
+                let runs = Arc::make_mut(&mut state.groups[g]);
                 let order = layout.groups[g];
                 match order {
                     GroupOrder::Overlapping => runs.sort_by_key(|f| f.number),
@@ -466,16 +467,20 @@ fn group_mut<'a>(
     layout: &StageLayout,
     group: usize,
 ) -> Result<&'a mut Vec<Arc<FileMetaData>>> {
-    state.groups.get_mut(group).ok_or_else(|| {
-        Error::corruption(
-            "manifest",
-            format!(
-                "edit names {} group {group} beyond its {} groups",
-                layout.name,
-                layout.groups.len()
-            ),
-        )
-    })
+    state
+        .groups
+        .get_mut(group)
+        .map(Arc::make_mut)
+        .ok_or_else(|| {
+            Error::corruption(
+                "manifest",
+                format!(
+                    "edit names {} group {group} beyond its {} groups",
+                    layout.name,
+                    layout.groups.len()
+                ),
+            )
+        })
 }
 
 fn check_group(
