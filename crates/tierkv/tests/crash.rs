@@ -323,16 +323,18 @@ fn crash_points(
     (count, checked)
 }
 
-/// The designs whose runs live on SSD (at least in part). Designs that keep every run in the
-/// PM pool write nothing but the manifest to SSD; their crash points are the PM fences, which
-/// `pm_crash.rs` walks one by one.
+/// The designs walked here: those whose runs live on SSD (at least in part), and `nvlsm`,
+/// whose runs are all in the PM pool but whose manifest and CURRENT are SSD files: its crash
+/// points here are the manifest's writes, syncs and renames, with the pool imaged at each
+/// (`pm_crash.rs` walks its PM fences one by one). `nvlsm-leveled` and `nvlsm-fragmented`
+/// write their manifest through the same code and are left out to fit the CI budget.
 fn ssd_designs() -> Vec<Design> {
     let designs: Vec<Design> = Design::ALL
         .iter()
         .copied()
-        .filter(|d| !d.data_on_pm())
+        .filter(|d| !d.data_on_pm() || *d == Design::NVLSM)
         .collect();
-    assert!(!designs.is_empty());
+    assert!(designs.contains(&Design::NVLSM));
     designs
 }
 
