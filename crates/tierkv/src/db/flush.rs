@@ -61,10 +61,10 @@ impl DbInner {
             });
             match result {
                 Ok(_) => {
-                    self.front.flushed();
+                    let retired = self.front.flushed(&self.dir);
                     state.install_super_version(&*self.front);
                     self.counters.flushes.fetch_add(1, Relaxed);
-                    let obsolete = self.collect_obsolete_after_flush(&mut state);
+                    let obsolete = self.collect_obsolete_after_flush(&mut state, retired);
                     self.bg_cv.notify_all();
                     drop(state);
                     self.delete_files(obsolete);

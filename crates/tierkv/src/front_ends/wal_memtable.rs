@@ -32,7 +32,7 @@ use crate::write_batch::BatchOp;
 use crate::{Error, Result, WriteBatch};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -503,8 +503,12 @@ impl FrontEnd for WalMemtable {
         edit.log_number = Some(b.imm.get(1).map_or(b.mem.log_number(), |m| m.log_number()));
     }
 
-    fn flushed(&self) {
-        self.buffers.lock().imm.pop_front();
+    fn flushed(&self, dir: &Path) -> Vec<(Tier, PathBuf)> {
+        let flushed = self.buffers.lock().imm.pop_front();
+        flushed
+            .map(|m| (self.wal_tier, log_file_name(dir, m.log_number())))
+            .into_iter()
+            .collect()
     }
 
     fn pending_flushes(&self) -> usize {

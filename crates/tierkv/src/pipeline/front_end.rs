@@ -16,9 +16,10 @@ use crate::db::{DbInner, Present};
 use crate::iterator::InternalIterator;
 use crate::memtable::LookupResult;
 use crate::options::WriteOptions;
+use crate::tier::Tier;
 use crate::version::{FileKind, VersionEdit, VersionSet};
 use crate::{Result, WriteBatch};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The front ends the engine has.
@@ -67,9 +68,11 @@ pub(crate) trait FrontEnd: Send + Sync {
     /// WAL front end: the log number of the next buffer). REQUIRES: the state mutex held.
     fn retire_flushed(&self, edit: &mut VersionEdit);
 
-    /// Forgets the oldest immutable buffer: its flush is installed. REQUIRES: the state mutex
+    /// Forgets the oldest immutable buffer: its flush is installed. Returns the files that
+    /// became obsolete with it (the WAL front end: that buffer's log, on the WAL's tier), so
+    /// that a flush deletes them without listing the directories. REQUIRES: the state mutex
     /// held.
-    fn flushed(&self);
+    fn flushed(&self, dir: &Path) -> Vec<(Tier, PathBuf)>;
 
     /// Immutable buffers waiting for their flush.
     fn pending_flushes(&self) -> usize;
