@@ -268,19 +268,22 @@ pub(crate) fn cascade_get(
             "cascade lookup key is not an internal key of the user key".into(),
         ));
     }
-    descend(floors, lookup_ikey, Some(user_key), purpose, &mut |_| {})
+    descend(floors, lookup_ikey, Some(user_key), purpose, &mut |_, _| {})
 }
 
 /// For every floor, the index of its first entry `>= target_ikey` (`len` if none), computed in
-/// one descent: floors the descent skips end below the target, so their position is `len`.
+/// one descent, with that entry's key and value when the floor was searched (read once here,
+/// so a cursor placed there need not read it again): floors the descent skips end below the
+/// target, so their position is `len`.
 pub(crate) fn cascade_seek(
     floors: &[Arc<PmArray>],
     target_ikey: &[u8],
     purpose: IoPurpose,
-) -> Result<Vec<u32>> {
-    let mut positions: Vec<u32> = floors.iter().map(|f| f.len()).collect();
-    descend(floors, target_ikey, None, purpose, &mut |s| {
-        positions[s.floor] = s.index;
+) -> Result<Vec<(u32, Option<KeyValue>)>> {
+    let mut positions: Vec<(u32, Option<KeyValue>)> =
+        floors.iter().map(|f| (f.len(), None)).collect();
+    descend(floors, target_ikey, None, purpose, &mut |s, kv| {
+        positions[s.floor] = (s.index, kv);
     })?;
     Ok(positions)
 }
@@ -294,20 +297,21 @@ pub(crate) fn cascade_get_traced(
     purpose: IoPurpose,
 ) -> Result<(Option<KeyValue>, Vec<Step>)> {
     let mut steps = Vec::new();
-    let r = descend(floors, lookup_ikey, Some(user_key), purpose, &mut |s| {
+    let r = descend(floors, lookup_ikey, Some(user_key), purpose, &mut |s, _| {
         steps.push(s)
     })?;
     Ok((r, steps))
 }
 
 /// The descent of the module doc. With `want`, returns entry `p` of the first floor where its
-/// user key is `want`; `visit` sees every floor searched.
+/// user key is `want`; `visit` sees every floor searched, and without `want` (a seek) also
+/// entry `p`'s key and value (`None` past the end).
 fn descend(
     floors: &[Arc<PmArray>],
     target: &[u8],
     want: Option<&[u8]>,
     purpose: IoPurpose,
-    visit: &mut dyn FnMut(Step),
+    visit: &mut dyn FnMut(Step, Option<KeyValue>),
 ) -> Result<Option<KeyValue>> {
     check_floors(floors)?;
     let Some(top) = floors.len().checked_sub(1) else {
@@ -318,21 +322,32 @@ fn descend(
         let floor = &floors[f];
         let found = floor.locate(target, lo, hi, purpose)?;
         let p = found.index;
-        visit(Step {
-            floor: f,
-            lo,
-            hi,
-            index: p,
-        });
         // b = entry p (none past the end); the search read it unless p == hi.
         let b = match (found.at, p < floor.len()) {
             (Some(e), _) => Some(e),
             (None, true) => Some(floor.entry(p, purpose)?),
             (None, false) => None,
         };
-        if let (Some(uk), Some(be)) = (want, &b) {
-            if let Some(kv) = matching(floor, p, be, found.at_data, uk, purpose)? {
-                return Ok(Some(kv));
+        let step = Step {
+            floor: f,
+            lo,
+            hi,
+            index: p,
+        };
+        match (want, &b) {
+            (Some(uk), Some(be)) => {
+                visit(step, None);
+                if let Some(kv) = matching(floor, p, be, found.at_data, uk, purpose)? {
+                    return Ok(Some(kv));
+                }
+            }
+            (Some(_), None) | (None, None) => visit(step, None),
+            (None, Some(be)) => {
+                let kv = match found.at_data {
+                    Some(kv) => kv,
+                    None => floor.read_data(p, be, purpose)?,
+                };
+                visit(step, Some(kv));
             }
         }
         // a = entry p - 1 (the search read it unless p == lo), or the virtual min.

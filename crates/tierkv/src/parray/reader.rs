@@ -579,9 +579,10 @@ impl std::fmt::Debug for ArrayIterator {
 }
 
 impl ArrayIterator {
-    /// Positions on entry `i` (`len()` = past the end, invalid). Used by the cascade, which
-    /// finds positions in every floor in one descent. `i > len()` is an error of the iterator.
-    pub(crate) fn seek_to_index(&mut self, i: u32) {
+    /// Positions on entry `i` (`len()` = past the end, invalid), whose key and value are `kv`
+    /// when the caller already read them (checksum-verified). Used by the cascade, which finds
+    /// positions in every floor in one descent. `i > len()` is an error of the iterator.
+    pub(crate) fn seek_to_index(&mut self, i: u32, kv: Option<KeyValue>) {
         if i > self.array.num_entries {
             self.fail(Error::InvalidArgument(format!(
                 "seek to entry {i} of sorted array {} with {} entries",
@@ -591,7 +592,7 @@ impl ArrayIterator {
             return;
         }
         self.pos = i;
-        self.load(None);
+        self.load(kv);
     }
 
     #[cfg(test)]

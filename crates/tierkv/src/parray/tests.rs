@@ -245,16 +245,16 @@ fn parray_round_trip_matches_sorted_model() {
         }
         // Both kinds of comparison were exercised.
         assert!(decided_by_data > 0 && decided_by_data < all_targets.len());
-        it.seek_to_index(len - 1);
+        it.seek_to_index(len - 1, None);
         assert_eq!((it.key(), it.position()), (&e[e.len() - 1].0[..], len - 1));
         it.next();
         assert!(!it.valid());
-        it.seek_to_index(len);
+        it.seek_to_index(len, None);
         assert!(!it.valid());
         it.status().unwrap();
         assert!(a.lower_bound(b"short", 0, len, READ).is_err());
         assert!(a.lower_bound(&e[0].0, 1, 0, READ).is_err());
-        it.seek_to_index(len + 1);
+        it.seek_to_index(len + 1, None);
         assert!(it.status().is_err());
     }
 }
@@ -578,7 +578,16 @@ impl Sat {
             .iter()
             .map(|m| lower_bound_model(m, target))
             .collect();
-        assert_eq!(got, want, "seek {target:?}");
+        let positions: Vec<u32> = got.iter().map(|(p, _)| *p).collect();
+        assert_eq!(positions, want, "seek {target:?}");
+        // Every entry the seek lands on comes with its key and value, read in the descent.
+        for (f, (p, kv)) in got.iter().enumerate() {
+            assert_eq!(
+                kv.as_ref(),
+                self.model[f].get(*p as usize),
+                "seek {target:?}: floor {f}"
+            );
+        }
     }
 }
 

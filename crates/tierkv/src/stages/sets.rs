@@ -285,8 +285,8 @@ impl InternalIterator for SetIterator {
         if self.cascade {
             match cascade_seek(&self.floors, target, self.purpose) {
                 Ok(positions) => {
-                    for (c, p) in self.cursors.iter_mut().zip(positions) {
-                        c.seek_to_index(p);
+                    for (c, (p, kv)) in self.cursors.iter_mut().zip(positions) {
+                        c.seek_to_index(p, kv);
                     }
                 }
                 Err(e) => {
