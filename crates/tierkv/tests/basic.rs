@@ -174,6 +174,21 @@ fn writes_are_throttled_while_l0_is_at_its_slowdown_trigger_and_stalls_are_count
     }
 }
 
+/// Options of an NVLSM-family `design` with 4 KiB memtables and runs, C1 of two runs and 64 KiB
+/// pool chunks in a pool of `pool_bytes`: many sets of several floors from a little data.
+fn tiny_set_options(design: tierkv::Design, pool_bytes: u64) -> Options {
+    let mut o = Options {
+        design,
+        write_buffer_size: 4096,
+        ..Options::default()
+    };
+    o.pm.chunk_bytes = 64 << 10;
+    o.pm.size_bytes = pool_bytes;
+    o.compaction.target_file_size = 4096;
+    o.compaction.level0_compaction_trigger = 2;
+    o
+}
+
 /// `check` verifies the next pointers of `nvlsm`'s Skip-Array Trees (and finds none to check
 /// in `nvlsm-fragmented`'s guards), on a database with sets of several floors.
 #[test]
@@ -183,16 +198,7 @@ fn check_verifies_skip_array_tree_pointers() {
         (tierkv::Design::NVLSM_FRAGMENTED, false),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let mut o = Options {
-            design,
-            write_buffer_size: 4096,
-            ..Options::default()
-        };
-        o.pm.chunk_bytes = 64 << 10;
-        o.pm.size_bytes = 32 << 20;
-        o.compaction.target_file_size = 4096;
-        o.compaction.level0_compaction_trigger = 2;
-        let o = design.options(o);
+        let o = design.options(tiny_set_options(design, 32 << 20));
         let db = Db::open(dir.path(), o.clone()).unwrap();
         for round in 0..40u32 {
             for i in 0..50u32 {
@@ -221,15 +227,7 @@ fn check_verifies_skip_array_tree_pointers() {
 #[test]
 fn nvlsm_two_floor_write_backs_keep_every_key() {
     let dir = tempfile::tempdir().unwrap();
-    let mut o = Options {
-        design: tierkv::Design::NVLSM,
-        write_buffer_size: 4096,
-        ..Options::default()
-    };
-    o.pm.chunk_bytes = 64 << 10;
-    o.pm.size_bytes = 256 << 20;
-    o.compaction.target_file_size = 4096;
-    o.compaction.level0_compaction_trigger = 2;
+    let mut o = tiny_set_options(tierkv::Design::NVLSM, 256 << 20);
     o.compaction.num_levels = 3;
     o.nvlsm.max_floor = 2;
     let o = tierkv::Design::NVLSM.options(o);
