@@ -173,7 +173,7 @@ pub fn repair(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
 
 /// The directory of an entry's database: `--db` (or `temp`) itself for a single design, else
 /// a subdirectory named after the entry's label, so every design starts from a fresh database.
-fn design_path(config: &BenchConfig, root: &Path, entry: &DesignEntry) -> PathBuf {
+pub fn design_path(config: &BenchConfig, root: &Path, entry: &DesignEntry) -> PathBuf {
     if config.design.len() == 1 {
         root.to_path_buf()
     } else {

@@ -29,11 +29,13 @@
 //!             name: "fill",
 //!             bench_args: &["--benchmarks=fillrandom,readrandom", "--num=400000"],
 //!             designs: &[],
+//!             from: None,
 //!         },
 //!         Phase {
 //!             name: "put0",
 //!             bench_args: &["--benchmarks=fillrandom,readrandomwriterandom", "--put_ratio=0"],
 //!             designs: &["nvlsm-leveled", "nvlsm", "NVLSM-2=nvlsm+nvlsm.max_floor=2"],
+//!             from: None,
 //!         },
 //!     ],
 //!     scaling: "...",
@@ -265,6 +267,12 @@ pub struct Phase {
     pub bench_args: &'static [&'static str],
     /// Its design entries; empty: the experiment's.
     pub designs: &'static [&'static str],
+    /// The earlier phase whose databases it starts from: each of its designs opens a copy of
+    /// the database (and PM pool) that design had at the end of that phase, as
+    /// `--use_existing_db` (fill benchmarks skipped), so that several workloads run against one
+    /// load without repeating it. Every design of this phase must be one of that phase's.
+    /// `None`: fresh databases.
+    pub from: Option<&'static str>,
 }
 
 /// One experiment of the registry.
@@ -340,6 +348,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 "--sample_interval_ms=500",
             ],
             designs: &[],
+            from: None,
         }],
         scaling:
             "The papers load tens of GB with 1 KiB-4 KiB values on machines with hundreds of GB \
@@ -406,6 +415,7 @@ pub const SELF_TEST_EXPERIMENTS: &[Experiment] = &[Experiment {
                 "--sample_interval_ms=100",
             ],
             designs: &[],
+            from: None,
         },
         Phase {
             name: "mixed",
@@ -419,6 +429,21 @@ pub const SELF_TEST_EXPERIMENTS: &[Experiment] = &[Experiment {
                 "leveled",
                 "l0-2=leveled+compaction.level0_compaction_trigger=2",
             ],
+            from: None,
+        },
+        Phase {
+            name: "reread",
+            bench_args: &[
+                "--benchmarks=fillrandom,readrandom",
+                "--num=3000",
+                "--write_buffer_size=65536",
+                "--sample_interval_ms=100",
+            ],
+            designs: &[
+                "l0-2=leveled+compaction.level0_compaction_trigger=2",
+                "leveled",
+            ],
+            from: Some("fill"),
         },
     ],
     scaling: "tiny: a few thousand keys, 64 KiB memtables",

@@ -15,6 +15,8 @@
 //! * [`reproduce`] and [`experiments`]: `tierkv reproduce`, scaled-down paper experiments
 //!   with checks judged over rounds ([`verdict`]).
 //! * [`overrides`]: `--set PATH=VALUE` and design variants' option overrides.
+//! * [`snapshot`]: copies of databases and sparse PM pools, for experiment phases that start
+//!   from an earlier phase's load.
 //! * [`simulate`]: `tierkv simulate-compaction`, a design's compaction policies over a key
 //!   stream without I/O.
 //! * [`text`]: keys and values as command-line text (hex with `0x`).
@@ -35,6 +37,7 @@ pub mod reproduce;
 pub mod rocks;
 pub mod runner;
 pub mod simulate;
+pub mod snapshot;
 pub mod text;
 pub mod verdict;
 pub mod verify;

@@ -370,7 +370,13 @@ pub fn command_line(config: &BenchConfig, phase: &Phase) -> String {
     } else {
         format!("'{}'", designs.replace('\'', "'\\''"))
     };
-    format!("tierkv bench --design={designs} {}", args.join(" "))
+    let command = format!("tierkv bench --design={designs} {}", args.join(" "));
+    match phase.from {
+        Some(from) => format!(
+            "{command} --use_existing_db  # on copies of phase {from}'s databases and pools"
+        ),
+        None => command,
+    }
 }
 
 /// The side-by-side figures of several rounds: each cell the median over the rounds, each
@@ -630,19 +636,194 @@ pub fn run(exp: &Experiment, args: &ReproduceArgs, out: &mut dyn Write) -> Engin
         let d = phase_dir(exp, p, &dir);
         std::fs::create_dir_all(&d).map_err(|e| format!("creating {}: {e}", d.display()))?;
     }
+    check_sources(exp, &configs)?;
     writeln!(out, "Reproducing {}: {}", exp.name, exp.claim)?;
+    let measured = run_rounds(exp, &configs, rounds, &dir, out);
+    remove_saved_databases(exp, &configs, &dir);
+    finish(exp, &configs, &measured?, &dir, out)
+}
+
+/// Runs every phase of `exp` `rounds` times; returns per phase, per round, the runs.
+fn run_rounds(
+    exp: &Experiment,
+    configs: &[BenchConfig],
+    rounds: usize,
+    dir: &Path,
+    out: &mut dyn Write,
+) -> EngineResult<Vec<Vec<Vec<DesignRun>>>> {
     let mut measured: Vec<Vec<Vec<DesignRun>>> = vec![Vec::new(); exp.phases.len()];
     for r in 1..=rounds {
         for (i, phase) in exp.phases.iter().enumerate() {
-            let d = phase_dir(exp, phase, &dir);
+            let d = phase_dir(exp, phase, dir);
             let mut config = configs[i].clone();
             config.json = Some(d.join(round_file(r)));
             config.plot = (r == 1).then_some(d);
+            let source = is_source(exp, phase);
+            if source || phase.from.is_some() {
+                let root = db_root(exp, phase, dir);
+                remove_dir_if_present(&root)?;
+                config.db = Some(root);
+            }
             writeln!(out, "== Round {r} of {rounds}, phase {} ==", phase.name)?;
+            if let Some(from) = phase.from {
+                let (j, src) = exp
+                    .phases
+                    .iter()
+                    .enumerate()
+                    .find(|(_, p)| p.name == from)
+                    .ok_or_else(|| format!("phase {} starts from no phase {from}", phase.name))?;
+                restore(&configs[j], &saved_db_root(exp, src, dir), src, &config)?;
+                writeln!(
+                    out,
+                    "Databases:  copies of phase {from}'s (fill benchmarks skipped)"
+                )?;
+                config.use_existing_db = true;
+            }
             measured[i].push(commands::bench(&config, out)?);
+            if source {
+                save(&config, &saved_db_root(exp, phase, dir), phase)?;
+            } else if let Some(root) = &config.db {
+                remove_dir_if_present(root)?;
+            }
         }
     }
-    finish(exp, &configs, &measured, &dir, out)
+    Ok(measured)
+}
+
+/// Whether a later phase of `exp` starts from `phase`'s databases.
+fn is_source(exp: &Experiment, phase: &Phase) -> bool {
+    exp.phases.iter().any(|p| p.from == Some(phase.name))
+}
+
+/// Checks every phase's `from`: it names an earlier phase, and each of the phase's designs is
+/// one of that phase's (by label, with the same entry).
+fn check_sources(exp: &Experiment, configs: &[BenchConfig]) -> Result<(), String> {
+    for (i, phase) in exp.phases.iter().enumerate() {
+        let Some(from) = phase.from else { continue };
+        let Some(j) = exp.phases[..i].iter().position(|p| p.name == from) else {
+            return Err(format!(
+                "experiment {}: phase {} starts from {from}, which is not an earlier phase",
+                exp.name, phase.name
+            ));
+        };
+        for entry in configs[i].design.iter() {
+            if !configs[j].design.iter().any(|e| e == entry) {
+                return Err(format!(
+                    "experiment {}: phase {} starts from {from}, which has no design {entry}",
+                    exp.name, phase.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where `phase` keeps its databases while it runs (those of a phase that starts from another
+/// are copies, removed after it).
+fn db_root(exp: &Experiment, phase: &Phase, dir: &Path) -> PathBuf {
+    phase_dir(exp, phase, dir).join("db")
+}
+
+/// Where a phase that others start from keeps its databases between rounds' phases.
+fn saved_db_root(exp: &Experiment, phase: &Phase, dir: &Path) -> PathBuf {
+    phase_dir(exp, phase, dir).join("db-saved")
+}
+
+/// Where a phase that others start from keeps the pool of an entry whose pool is `pool`.
+fn saved_pool(pool: &Path, phase: &Phase) -> PathBuf {
+    let mut name = pool.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".saved-{}", phase.name));
+    pool.with_file_name(name)
+}
+
+fn remove_dir_if_present(dir: &Path) -> EngineResult<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("removing {}: {e}", dir.display()).into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Moves the databases `config` (a phase others start from) just ran, and their pools, aside
+/// (renames: nothing is copied).
+fn save(config: &BenchConfig, saved_root: &Path, phase: &Phase) -> EngineResult<()> {
+    let root = config
+        .db
+        .as_ref()
+        .ok_or("a phase others start from keeps its databases")?;
+    remove_dir_if_present(saved_root)?;
+    std::fs::rename(root, saved_root)
+        .map_err(|e| format!("moving {} aside: {e}", root.display()))?;
+    for entry in config.design.iter() {
+        if let Some(pool) = config.pm_path_for(&entry.label).filter(|p| p.exists()) {
+            let saved = saved_pool(&pool, phase);
+            std::fs::rename(&pool, &saved)
+                .map_err(|e| format!("moving {} aside: {e}", pool.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies, for each design of `config`, the database and pool `source` (the configuration of
+/// `src`, the phase it starts from) saved, to where `config` opens them.
+fn restore(
+    source: &BenchConfig,
+    saved_root: &Path,
+    src: &Phase,
+    config: &BenchConfig,
+) -> EngineResult<()> {
+    let root = config
+        .db
+        .as_ref()
+        .ok_or("a phase that starts from another has a root")?;
+    for entry in config.design.iter() {
+        let from = commands::design_path(source, saved_root, entry);
+        let to = commands::design_path(config, root, entry);
+        crate::snapshot::copy_tree(&from, &to).map_err(|e| {
+            format!(
+                "copying the database of {} from phase {} ({}): {e}",
+                entry.label,
+                src.name,
+                from.display()
+            )
+        })?;
+        if let (Some(pool), Some(target)) = (
+            source.pm_path_for(&entry.label),
+            config.pm_path_for(&entry.label),
+        ) {
+            let saved = saved_pool(&pool, src);
+            if !saved.exists() {
+                // A design without a pool (RocksDB, an SSD-only design).
+                continue;
+            }
+            crate::snapshot::copy_sparse(&saved, &target).map_err(|e| {
+                format!(
+                    "copying the pool of {} from phase {} ({}): {e}",
+                    entry.label,
+                    src.name,
+                    saved.display()
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes what the phases others start from saved (best effort: the run's result matters
+/// more than a leftover file, which the next run replaces).
+fn remove_saved_databases(exp: &Experiment, configs: &[BenchConfig], dir: &Path) {
+    for (i, phase) in exp.phases.iter().enumerate() {
+        if !is_source(exp, phase) {
+            continue;
+        }
+        let _ = std::fs::remove_dir_all(saved_db_root(exp, phase, dir));
+        for entry in configs[i].design.iter() {
+            if let Some(pool) = configs[i].pm_path_for(&entry.label) {
+                let _ = std::fs::remove_file(saved_pool(&pool, phase));
+            }
+        }
+    }
 }
 
 /// Re-judges `exp` on the rounds in its output directory and rewrites its reports; returns the
@@ -794,6 +975,97 @@ mod tests {
     use crate::verdict::Band;
     use tierkv::Design;
 
+    /// A phase starts only from an earlier phase, and only with designs that phase ran.
+    #[test]
+    fn phases_start_from_earlier_phases_with_their_designs() {
+        let base = SELF_TEST_EXPERIMENTS[0];
+        let configs = |e: &Experiment| -> Vec<BenchConfig> {
+            e.phases
+                .iter()
+                .map(|p| config_for(e, p, &ReproduceArgs::default()).unwrap())
+                .collect()
+        };
+        check_sources(&base, &configs(&base)).unwrap();
+        let with = |fill_from: Option<&'static str>, reread: &'static [&'static str]| {
+            let mut phases = base.phases.to_vec();
+            phases[0].from = fill_from;
+            phases[2].designs = reread;
+            Experiment {
+                phases: Vec::leak(phases),
+                ..base
+            }
+        };
+        // From a later phase.
+        let e = with(Some("reread"), base.phases[2].designs);
+        let err = check_sources(&e, &configs(&e)).unwrap_err();
+        assert!(err.contains("not an earlier phase"), "{err}");
+        // A design the source phase did not run (same label, other options, too).
+        for designs in [
+            &["leveled", "new=leveled+table.block_size=8192"][..],
+            &["twin=leveled+table.block_size=8192"][..],
+        ] {
+            let e = with(None, designs);
+            let err = check_sources(&e, &configs(&e)).unwrap_err();
+            assert!(err.contains("which has no design"), "{err}");
+        }
+        assert!(command_line(&configs(&base)[2], &base.phases[2])
+            .ends_with("--use_existing_db  # on copies of phase fill's databases and pools"));
+    }
+
+    /// A source phase's databases and pools are moved aside after it runs, and each later
+    /// phase gets copies where its configuration opens them (one design: `--db` itself and
+    /// `--pm_path` unsuffixed).
+    #[test]
+    fn saved_databases_and_pools_are_copied_where_a_phase_opens_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let phase = SELF_TEST_EXPERIMENTS[0].phases[0];
+        let parse = |args: &[&str]| {
+            let flags = std::iter::once("bench").chain(args.iter().copied());
+            BenchFlags::try_parse_from(flags).unwrap().config
+        };
+        let pool = dir.path().join("pool");
+        let pm = format!("--pm_path={}", pool.display());
+        let root = dir.path().join("db");
+        let db = format!("--db={}", root.display());
+        let source = parse(&["--design=leveled,leveled-pm", &pm, &db]);
+        for label in ["leveled", "leveled-pm"] {
+            std::fs::create_dir_all(root.join(label)).unwrap();
+            std::fs::write(root.join(label).join("CURRENT"), label).unwrap();
+        }
+        let pm_pool = source.pm_path_for("leveled-pm").unwrap();
+        let f = std::fs::File::create(&pm_pool).unwrap();
+        f.set_len(64 << 20).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, b"pool data", 1 << 20).unwrap();
+        let saved = dir.path().join("saved");
+        save(&source, &saved, &phase).unwrap();
+        assert!(!root.exists() && !pm_pool.exists());
+        assert!(saved_pool(&pm_pool, &phase).exists());
+
+        let target_root = dir.path().join("copy");
+        let target_pool = dir.path().join("copy.pool");
+        let pm = format!("--pm_path={}", target_pool.display());
+        let db = format!("--db={}", target_root.display());
+        let target = parse(&["--design=leveled-pm", &pm, &db]);
+        restore(&source, &saved, &phase, &target).unwrap();
+        assert_eq!(
+            std::fs::read(target_root.join("CURRENT")).unwrap(),
+            b"leveled-pm"
+        );
+        let copied = std::fs::read(&target_pool).unwrap();
+        assert_eq!(copied.len(), 64 << 20);
+        assert_eq!(&copied[1 << 20..(1 << 20) + 9], b"pool data");
+        // A design without a saved pool (here: leveled, an SSD-only design) copies only its
+        // database.
+        let target = parse(&["--design=leveled", &pm, &db]);
+        std::fs::remove_file(&target_pool).unwrap();
+        restore(&source, &saved, &phase, &target).unwrap();
+        assert_eq!(
+            std::fs::read(target_root.join("CURRENT")).unwrap(),
+            b"leveled"
+        );
+        assert!(!target_pool.exists());
+    }
+
     #[test]
     fn registry_entries_are_complete_and_parse() {
         assert!(!EXPERIMENTS.is_empty());
@@ -857,6 +1129,14 @@ mod tests {
                 if let Ok(c) = config_for(e, p, &ReproduceArgs::default()) {
                     c.validate().unwrap();
                 }
+            }
+            let configs: Result<Vec<_>, _> = e
+                .phases
+                .iter()
+                .map(|p| config_for(e, p, &ReproduceArgs::default()))
+                .collect();
+            if let Ok(configs) = configs {
+                check_sources(e, &configs).unwrap();
             }
         }
         let mut out = Vec::new();
@@ -1086,6 +1366,7 @@ mod tests {
                     "--sample_interval_ms=100",
                 ],
                 designs: &[],
+                from: None,
             }],
             scaling: "tiny",
             claim: "nothing",

@@ -395,8 +395,8 @@ fn run_of<'a>(round: &'a mut Value, label: &str) -> &'a mut Value {
         .unwrap()
 }
 
-/// `tierkv reproduce` runs an experiment of two phases (each with its designs, variants
-/// among them) over two rounds and judges its five checks (a design against a band, ratios of
+/// `tierkv reproduce` runs an experiment of three phases (each with its designs, variants
+/// among them; the third on copies of the first's databases) over two rounds and judges its five checks (a design against a band, ratios of
 /// two designs, an ordering of three) on the medians with their spread; `--rejudge` judges
 /// rounds whose figures disagree as inconclusive.
 #[test]
@@ -415,9 +415,37 @@ fn reproduce_judges_several_checks_over_rounds() {
         stdout.contains("** Checks of self-test over 2 round(s) **"),
         "{stdout}"
     );
-    for phase in ["fill", "mixed"] {
+    for phase in ["fill", "mixed", "reread"] {
         for file in ["round-1.json", "round-2.json", "amplification.svg"] {
             assert!(out.join(phase).join(file).exists(), "{phase}/{file}");
+        }
+    }
+    // The reread phase opened copies of the fill phase's databases: its fillrandom was
+    // skipped, and its readrandom (same seed, same position) found exactly the keys the fill
+    // phase's readrandom found, per design and round; no database is left behind.
+    assert!(
+        stdout.contains("Databases:  copies of phase fill's (fill benchmarks skipped)"),
+        "{stdout}"
+    );
+    for round in ["round-1.json", "round-2.json"] {
+        let mut fill = json(&out.join("fill").join(round));
+        let mut reread = json(&out.join("reread").join(round));
+        for design in ["leveled", "l0-2"] {
+            let benches = run_of(&mut reread, design)["benchmarks"].clone();
+            assert_eq!(benches.as_array().unwrap().len(), 1, "{benches}");
+            assert_eq!(benches[0]["name"], "readrandom");
+            let found = benches[0]["found"].as_u64().unwrap();
+            let filled = run_of(&mut fill, design)["benchmarks"][1]["found"].clone();
+            assert!(found > 1000, "{design}: {found}");
+            assert_eq!(serde_json::json!(found), filled, "{design} {round}");
+        }
+    }
+    for phase in ["fill", "reread"] {
+        for db in ["db", "db-saved"] {
+            assert!(
+                !out.join(phase).join(db).exists(),
+                "{phase}/{db} left behind"
+            );
         }
     }
     let v = json(&out.join("report.json"));

@@ -61,6 +61,7 @@ pub const AMPLIFICATION: Experiment = Experiment {
             "--sample_interval_ms=1000",
         ],
         designs: &[],
+        from: None,
     }],
     scaling: "50M pairs in 2 MB runs (data / run ~3,600, four components) -> 1M pairs (144 MB) \
               in 40 KiB runs (data / run ~3,500, four components: C1 of 4 runs, C2 1.6 MiB, \
@@ -169,28 +170,53 @@ const PUT_STORES_3: &[&str] = &[
     "NVLSM-10=nvlsm",
 ];
 
+/// The bench flags every phase of the latency experiments shares: 500k pairs of 16-byte keys
+/// and 128-byte values in 20 KiB runs, one client, the pool on `/dev/shm`.
+macro_rules! latency_phase_args {
+    ($benchmarks:expr, $($arg:expr),*) => {
+        &[
+            $benchmarks,
+            "--num=500000",
+            $($arg,)*
+            "--key_size=16",
+            "--value_size=128",
+            "--write_buffer_size=20480",
+            "--set=compaction.target_file_size=20480",
+            "--threads=1",
+            "--pm_path=/dev/shm/tierkv-nvlsm.pool",
+            "--pm_size=17179869184",
+            "--set=pm.chunk_bytes=65536",
+            "--set=max_open_files=200000",
+            "--sample_interval_ms=1000",
+        ]
+    };
+}
+
+/// The load the put-ratio and range phases start from: 500k random puts (pcm preset).
+macro_rules! load_phase {
+    ($designs:expr) => {
+        Phase {
+            name: "load",
+            bench_args: latency_phase_args!("--benchmarks=fillrandom", "--pm_latency=pcm"),
+            designs: $designs,
+            from: None,
+        }
+    };
+}
+
+/// 100k operations at one put ratio, on a copy of the loaded stores.
 macro_rules! put_phase {
     ($name:expr, $ratio:expr, $latency:expr, $designs:expr) => {
         Phase {
             name: $name,
-            bench_args: &[
-                "--benchmarks=fillrandom,readrandomwriterandom",
-                "--num=500000",
-                "--reads=200000",
+            bench_args: latency_phase_args!(
+                "--benchmarks=readrandomwriterandom",
+                "--reads=100000",
                 $ratio,
-                "--key_size=16",
-                "--value_size=128",
-                "--write_buffer_size=20480",
-                "--set=compaction.target_file_size=20480",
-                $latency,
-                "--threads=1",
-                "--pm_path=/dev/shm/tierkv-nvlsm.pool",
-                "--pm_size=17179869184",
-                "--set=pm.chunk_bytes=65536",
-                "--set=max_open_files=200000",
-                "--sample_interval_ms=1000",
-            ],
+                $latency
+            ),
             designs: $designs,
+            from: Some("load"),
         }
     };
 }
@@ -205,6 +231,7 @@ pub const PUT_RATIO: Experiment = Experiment {
     figure: "Figs. 11-13 (average latency against the put ratio; Max_Floor 4 and 20)",
     designs: PUT_STORES_3,
     phases: &[
+        load_phase!(PUT_STORES),
         put_phase!("put100", "--put_ratio=100", "--pm_latency=pcm", PUT_STORES),
         put_phase!("put80", "--put_ratio=80", "--pm_latency=pcm", PUT_STORES_3),
         put_phase!("put50", "--put_ratio=50", "--pm_latency=pcm", PUT_STORES_3),
@@ -217,10 +244,11 @@ pub const PUT_RATIO: Experiment = Experiment {
             PUT_STORES_3
         ),
     ],
-    scaling: "50M puts + 10M operations per ratio -> a 500k-pair fill (72 MB in 20 KiB runs, \
-              data / run ~3,500) then 200k operations per ratio; NVLSM-L's L1 = 4 x 20 KiB x 10. \
-              pcm preset; the paper's Fig. 11 runs on its NVDIMM setting: the phase \
-              put50-nvdimm repeats Put(50%) with the nvdimm preset.",
+    scaling: "50M puts + 10M operations per ratio -> one 500k-pair load per store (72 MB in \
+              20 KiB runs, data / run ~3,500; phase load), then 100k operations per ratio, each \
+              on a copy of the loaded store; NVLSM-L's L1 = 4 x 20 KiB x 10. pcm preset; the \
+              paper's Fig. 11 runs on its NVDIMM setting: the phase put50-nvdimm repeats \
+              Put(50%) with the nvdimm preset.",
     claim: "NVLSM has the lowest average latency when puts and gets mix (80% and 50% puts); \
             with only puts it is about as fast as NVLSM-F and faster than NVLSM-L; with only \
             gets NVLSM-L is fastest and NVLSM-F slowest.",
@@ -324,28 +352,19 @@ pub const PUT_RATIO: Experiment = Experiment {
     rounds: 1,
 };
 
+/// Seeks (each followed by `nexts` nexts, each a new iterator) on a copy of the loaded stores.
 macro_rules! seek_phase {
     ($name:expr, $nexts:expr, $reads:expr) => {
         Phase {
             name: $name,
-            bench_args: &[
-                "--benchmarks=fillrandom,seekrandom",
-                "--num=500000",
+            bench_args: latency_phase_args!(
+                "--benchmarks=seekrandom",
                 $reads,
                 $nexts,
-                "--key_size=16",
-                "--value_size=128",
-                "--write_buffer_size=20480",
-                "--set=compaction.target_file_size=20480",
-                "--pm_latency=pcm",
-                "--threads=1",
-                "--pm_path=/dev/shm/tierkv-nvlsm.pool",
-                "--pm_size=17179869184",
-                "--set=pm.chunk_bytes=65536",
-                "--set=max_open_files=200000",
-                "--sample_interval_ms=1000",
-            ],
+                "--pm_latency=pcm"
+            ),
             designs: &[],
+            from: Some("load"),
         }
     };
 }
@@ -359,13 +378,15 @@ pub const RANGE: Experiment = Experiment {
     figure: "Fig. 15 (Seek, Range(48) and Range(1,024) latency)",
     designs: PUT_STORES_3,
     phases: &[
+        load_phase!(&[]),
         seek_phase!("seek", "--seek_nexts=0", "--reads=100000"),
         seek_phase!("range48", "--seek_nexts=48", "--reads=50000"),
         seek_phase!("range1024", "--seek_nexts=1024", "--reads=5000"),
     ],
-    scaling: "load 50M, then 10M Range(48) and Range(1,024) -> a 500k-pair fill in 20 KiB runs, \
-              then 100k seeks, 50k Range(48) and 5k Range(1,024) (a seek plus that many nexts, \
-              each a new iterator). pcm preset.",
+    scaling: "load 50M, then 10M Range(48) and Range(1,024) -> one 500k-pair load per store in \
+              20 KiB runs (phase load), then 100k seeks, 50k Range(48) and 5k Range(1,024) (a \
+              seek plus that many nexts, each a new iterator), each on a copy of the loaded \
+              store (all three measure the same store shape). pcm preset.",
     claim: "NVLSM's seeks and short ranges cost a little more than NVLSM-L's and much less \
             than NVLSM-F's (the cascade positions one cursor per floor cheaply); long ranges \
             cost NVLSM and NVLSM-F about 15-17% more than NVLSM-L.",
@@ -424,6 +445,7 @@ pub const YCSB: Experiment = Experiment {
             "--sample_interval_ms=1000",
         ],
         designs: &[],
+        from: None,
     }],
     scaling: "load 100M, then 10M operations per workload -> load 500k (20 KiB runs), then 100k \
               operations per workload, in one database (A to F in order, as the paper runs \
