@@ -204,13 +204,16 @@ macro_rules! load_phase {
     };
 }
 
-/// 100k operations at one put ratio, on a copy of the loaded stores.
+/// 100k operations at one put ratio, on a copy of the loaded stores. The fill is listed (and
+/// skipped: `--use_existing_db`) so that the operations keep the second benchmark's keys, as
+/// when they ran after the fill in one process (the first benchmark's keys are the fill's own:
+/// every get would find its key).
 macro_rules! put_phase {
     ($name:expr, $ratio:expr, $latency:expr, $designs:expr) => {
         Phase {
             name: $name,
             bench_args: latency_phase_args!(
-                "--benchmarks=readrandomwriterandom",
+                "--benchmarks=fillrandom,readrandomwriterandom",
                 "--reads=100000",
                 $ratio,
                 $latency
@@ -352,13 +355,14 @@ pub const PUT_RATIO: Experiment = Experiment {
     rounds: 1,
 };
 
-/// Seeks (each followed by `nexts` nexts, each a new iterator) on a copy of the loaded stores.
+/// Seeks (each followed by `nexts` nexts, each a new iterator) on a copy of the loaded stores
+/// (the fill listed and skipped, as for the put-ratio phases).
 macro_rules! seek_phase {
     ($name:expr, $nexts:expr, $reads:expr) => {
         Phase {
             name: $name,
             bench_args: latency_phase_args!(
-                "--benchmarks=seekrandom",
+                "--benchmarks=fillrandom,seekrandom",
                 $reads,
                 $nexts,
                 "--pm_latency=pcm"
