@@ -9,9 +9,11 @@
 
 mod leveled;
 mod leveled_pm;
+mod matrixkv;
 mod nvlsm;
 mod nvlsm_fragmented;
 mod nvlsm_leveled;
+mod trianglekv;
 
 use crate::options::Options;
 use crate::pipeline::{FrontEndKind, Stage};
@@ -65,6 +67,13 @@ impl Design {
     /// NVLSM-F: NVLSM's front end over PebblesDB-style guards of PM sorted arrays.
     pub const NVLSM_FRAGMENTED: Design = Design(&nvlsm_fragmented::SPEC);
 
+    /// TriangleKV: a triangle container of PM rows with cross-row hints as L0 (right-angle-side
+    /// compaction) over flattened leveled SSTables on SSD.
+    pub const TRIANGLEKV: Design = Design(&trianglekv::SPEC);
+    /// MatrixKV, TriangleKV's baseline: a matrix container of PM rows (receiver, compactor,
+    /// column compaction) as L0 over flattened leveled SSTables on SSD.
+    pub const MATRIXKV: Design = Design(&matrixkv::SPEC);
+
     /// Every design this build knows, in CLI order.
     pub const ALL: &'static [Design] = &[
         Design::LEVELED,
@@ -72,6 +81,8 @@ impl Design {
         Design::NVLSM,
         Design::NVLSM_LEVELED,
         Design::NVLSM_FRAGMENTED,
+        Design::TRIANGLEKV,
+        Design::MATRIXKV,
     ];
 
     /// The design's name in the CLI, the manifest and the reports.

@@ -28,3 +28,27 @@ pub trait InternalIterator: Send {
     /// The first error the iterator met, if any.
     fn status(&self) -> Result<()>;
 }
+
+impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
+    fn valid(&self) -> bool {
+        (**self).valid()
+    }
+    fn seek_to_first(&mut self) {
+        (**self).seek_to_first()
+    }
+    fn seek(&mut self, target: &[u8]) {
+        (**self).seek(target)
+    }
+    fn next(&mut self) {
+        (**self).next()
+    }
+    fn key(&self) -> &[u8] {
+        (**self).key()
+    }
+    fn value(&self) -> &[u8] {
+        (**self).value()
+    }
+    fn status(&self) -> Result<()> {
+        (**self).status()
+    }
+}

@@ -56,7 +56,7 @@ pub use db::{CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
     CompactionOptions, Design, FilterScope, NvlsmOptions, Options, PmOptions, ReadOptions,
-    SsdModelOptions, TableOptions, WriteOptions,
+    RowOptions, SsdModelOptions, TableOptions, WriteOptions,
 };
 pub use stats::DbStats;
 pub use tier::Tier;

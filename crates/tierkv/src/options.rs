@@ -165,6 +165,49 @@ impl Default for NvlsmOptions {
     }
 }
 
+/// The row-container designs' options (`trianglekv`, `matrixkv`): the PM L0 of rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RowOptions {
+    /// Live bytes the rows of the PM L0 may hold: writes stop when they reach it (the paper's
+    /// 8 GB of NVM for L0). 0: as many as `compaction.level0_stop_trigger` write buffers
+    /// (the L0 a leveled tree with these options stops at). Default 0; the row-container
+    /// designs' defaults set 3 GiB.
+    pub l0_bytes: u64,
+    /// Fraction of `l0_bytes` at which compaction of the rows starts (the triangle), or at
+    /// which the receiver becomes the compactor (the matrix). Default 0.6 (the paper's).
+    pub trigger: f64,
+    /// Fraction of `l0_bytes` at which each write group is delayed. Default 0.9.
+    pub slowdown: f64,
+    /// A flushed memtable whose keys overlap no live row and no L1 table goes straight to L1
+    /// as an SSTable (the paper's sequential load). Default true.
+    pub sequential_bypass: bool,
+}
+
+impl RowOptions {
+    /// The live bytes the rows may hold under `options` (`l0_bytes`, or its stand-in for 0).
+    pub fn l0_capacity(&self, options: &Options) -> u64 {
+        if self.l0_bytes > 0 {
+            self.l0_bytes
+        } else {
+            (options.compaction.level0_stop_trigger as u64)
+                .saturating_mul(options.write_buffer_size as u64)
+                .max(1)
+        }
+    }
+}
+
+impl Default for RowOptions {
+    fn default() -> Self {
+        RowOptions {
+            l0_bytes: 0,
+            trigger: 0.6,
+            slowdown: 0.9,
+            sequential_bypass: true,
+        }
+    }
+}
+
 /// Options of a database, given at open.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Options {
@@ -202,6 +245,9 @@ pub struct Options {
     /// The NVLSM designs' options.
     #[serde(default)]
     pub nvlsm: NvlsmOptions,
+    /// The row-container designs' options.
+    #[serde(default)]
+    pub rows: RowOptions,
     /// The file system; [`PosixFs`] unless a test substitutes another one.
     #[serde(skip, default = "default_fs")]
     pub fs: Arc<dyn FileSystem>,
@@ -228,6 +274,7 @@ impl Default for Options {
             pm: PmOptions::default(),
             ssd: SsdModelOptions::default(),
             nvlsm: NvlsmOptions::default(),
+            rows: RowOptions::default(),
             fs: default_fs(),
         }
     }
@@ -250,6 +297,7 @@ impl std::fmt::Debug for Options {
             .field("pm", &self.pm)
             .field("ssd", &self.ssd)
             .field("nvlsm", &self.nvlsm)
+            .field("rows", &self.rows)
             .finish_non_exhaustive()
     }
 }
@@ -296,6 +344,13 @@ impl Options {
             return bad(format!(
                 "nvlsm.max_floor {} not in 2..=64",
                 self.nvlsm.max_floor
+            ));
+        }
+        let r = &self.rows;
+        if !(r.trigger > 0.0 && r.trigger <= r.slowdown && r.slowdown <= 1.0) {
+            return bad(format!(
+                "need 0 < rows.trigger ({}) <= rows.slowdown ({}) <= 1",
+                r.trigger, r.slowdown
             ));
         }
         let c = &self.compaction;

@@ -169,3 +169,56 @@ pub(crate) fn create_writer(
         }
     })
 }
+
+/// Writes a row of a row container: a sorted array built for slot 1 whose entries carry the
+/// cross-row hint into `over` (the newest row so far; none: no hints, slot none), with the
+/// row's size sketch and no Bloom filter (TriangleKV's RowTable: section 3.1 of the paper).
+pub(crate) struct RowWriter {
+    builder: ArrayBuilder,
+    hints: Option<PointerBuilder>,
+    sketch: crate::version::SketchBuilder,
+}
+
+impl RowWriter {
+    /// A writer for a new row at `path` on `fs`, with hints into `over`.
+    pub(crate) fn create(
+        fs: &dyn FileSystem,
+        path: PathBuf,
+        over: Option<Arc<PmArray>>,
+        purpose: IoPurpose,
+    ) -> Result<RowWriter> {
+        let file = fs.create(&path)?;
+        let slot = over.as_ref().map(|_| 1);
+        Ok(RowWriter {
+            builder: ArrayBuilder::new(file, path, 0, slot),
+            hints: over.map(|o| PointerBuilder::over_row(o, purpose)),
+            sketch: crate::version::SketchBuilder::default(),
+        })
+    }
+
+    /// Adds an entry (in increasing internal-key order).
+    pub(crate) fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let next = match &mut self.hints {
+            Some(h) => h.next_for(ikey)?,
+            None => None,
+        };
+        self.builder.add(ikey, value, next)?;
+        let bytes = (crate::parray::ENTRY_LEN + ikey.len() + value.len()) as u64;
+        self.sketch.add(user_key(ikey), bytes);
+        Ok(())
+    }
+
+    /// Writes the rest, syncs the file; returns its summary and size sketch.
+    pub(crate) fn finish(self) -> Result<(TableSummary, crate::version::Sketch)> {
+        let s = self.builder.finish()?;
+        Ok((
+            TableSummary {
+                file_size: s.file_size,
+                num_entries: s.num_entries,
+                smallest: s.smallest,
+                largest: s.largest,
+            },
+            self.sketch.finish(),
+        ))
+    }
+}

@@ -175,6 +175,7 @@ impl AccumulativePolicy {
             output_group,
             trivial_move: false,
             plan,
+            range: None,
         }
     }
 }
@@ -268,6 +269,7 @@ impl CompactionPolicy for AccumulativePolicy {
             group: task.output_group,
             tier: self.tier,
             kind: self.kind,
+            row: false,
         }
     }
 
@@ -485,6 +487,7 @@ mod tests {
             largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
             tier: Tier::Pm,
             kind: RunKind::PmArray,
+            row: None,
         };
         let edit = policy().apply(&view, &t, vec![out(20, 0, "a", "c"), out(21, 0, "d", "f")]);
         let v = Version::new(

@@ -87,6 +87,7 @@ impl LeveledPolicy {
             output_group: level + 1,
             trivial_move,
             plan: OutputPlan::by_size(),
+            range: None,
         }
     }
 }
@@ -159,6 +160,7 @@ impl CompactionPolicy for LeveledPolicy {
             group: task.output_group,
             tier: self.output_tier,
             kind: self.output_kind,
+            row: false,
         }
     }
 

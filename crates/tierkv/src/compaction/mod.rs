@@ -10,11 +10,13 @@
 
 mod accumulative;
 mod leveled;
+mod rows;
 pub mod simulate;
 
 pub(crate) use accumulative::AccumulativePolicy;
 pub use leveled::max_bytes_for_level;
 pub(crate) use leveled::LeveledPolicy;
+pub(crate) use rows::RowPolicy;
 
 use crate::version::{FileMetaData, StageVersion, VersionEdit};
 use std::sync::Arc;
@@ -30,6 +32,9 @@ pub enum Reason {
     Manual,
     /// A set (a Skip-Array Tree, a guard) reached its floor limit.
     SetFull,
+    /// A row container's rows reached their trigger, or its compactor is being drained: a
+    /// key range moves out of rows into L1.
+    Rows,
 }
 
 /// What a policy sees of one stage.
@@ -160,6 +165,10 @@ pub struct CompactionTask {
     pub trivial_move: bool,
     /// How the merged output is cut into runs.
     pub plan: OutputPlan,
+    /// For a row container's task: the key range moved out of the input rows (group 0); only
+    /// their live entries in it are read. The other inputs are read whole. `None`: every input
+    /// is read whole.
+    pub range: Option<crate::version::KeyRange>,
 }
 
 impl CompactionTask {
@@ -293,6 +302,7 @@ pub(crate) mod spec {
                         largest: make_internal_key(b.as_bytes(), 1, ValueType::Value),
                         tier,
                         kind,
+                        row: None,
                     },
                 ));
             }

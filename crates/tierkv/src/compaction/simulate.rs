@@ -168,6 +168,7 @@ impl Sim {
             tier: target.tier,
             kind: target.kind,
             set: 0,
+            row: None,
         };
         self.runs.insert(number, Arc::new(contents));
         meta

@@ -22,7 +22,7 @@ pub struct CheckReport {
     /// Entries in those tables.
     pub entries_checked: u64,
     /// Entries of Skip-Array Tree floors whose next pointer was checked against the floors
-    /// below.
+    /// below, and of rows whose cross-row hint was checked against the row below.
     pub pointers_checked: u64,
     /// Live WAL files read.
     pub wal_files_checked: usize,
@@ -86,6 +86,24 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
                     .collect::<Result<Vec<_>>>()?;
                 report.pointers_checked +=
                     crate::parray::verify_pointers(&floors, IoPurpose::Recovery)?;
+            }
+        }
+        // The hints of every row whose hinted row is still there.
+        for (group, order) in version.layouts()[stage].groups.iter().enumerate() {
+            if *order != crate::version::GroupOrder::Rows {
+                continue;
+            }
+            let rows = &state.groups[group];
+            for w in rows.windows(2) {
+                let into = w[1].row.as_ref().map_or(0, |r| r.hints_into);
+                if into != w[0].number {
+                    continue;
+                }
+                let part = crate::stats::Part::Stage(stage);
+                let older = cache.array_for(&w[0], part, IoPurpose::Recovery)?;
+                let newer = cache.array_for(&w[1], part, IoPurpose::Recovery)?;
+                report.pointers_checked +=
+                    crate::parray::verify_row_hints(&older, &newer, IoPurpose::Recovery)?;
             }
         }
     }

@@ -21,6 +21,7 @@ use crate::format::{parse_internal_key, ValueType};
 use crate::iterator::InternalIterator;
 use crate::pipeline::RunTarget;
 use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter};
+use crate::stages::rows::{skipped_ranges, RowCursor};
 use crate::stats::{IoPurpose, Part};
 use crate::version::{FileMetaData, Version};
 use crate::{Error, Result};
@@ -160,16 +161,16 @@ impl DbInner {
         let current = applied?;
         let removed = task.input_runs().filter(|f| !kept.contains(&f.number));
         state.removed_runs.extend(removed.cloned());
-        // A run re-added with other metadata has two `Arc`s for one file: the count of either
-        // no longer says whether the file is named, so every later pass scans in full.
+        // A run re-added with other metadata has two `Arc`s for one file: the old one is kept
+        // in `superseded_runs`, and the file is deleted only once neither is held.
         if !kept.is_empty() {
-            let same = task
+            let superseded: Vec<Arc<FileMetaData>> = task
                 .input_runs()
                 .filter(|f| kept.contains(&f.number))
-                .all(|f| current.runs().any(|(_, _, r)| Arc::ptr_eq(r, f)));
-            if !same {
-                state.removed_runs_untracked = true;
-            }
+                .filter(|f| !current.runs().any(|(_, _, r)| Arc::ptr_eq(r, f)))
+                .cloned()
+                .collect();
+            state.superseded_runs.extend(superseded);
         }
         state.install_super_version(&*self.front);
         self.clog_finish(&mut state, job, true)
@@ -193,6 +194,17 @@ impl DbInner {
         let part = Part::Stage(task.stage);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in task.input_runs() {
+            // A row gives up only its live entries in the task's range.
+            if let (Some(range), Some(row)) = (&task.range, &f.row) {
+                let array = self.table_cache.array_for(f, part, IoPurpose::Compaction)?;
+                let skip = skipped_ranges(&row.dead, range);
+                children.push(Box::new(RowCursor::new(
+                    &array,
+                    skip,
+                    IoPurpose::Compaction,
+                )));
+                continue;
+            }
             children.push(
                 self.table_cache
                     .open_for(f, part, IoPurpose::Compaction)?
@@ -428,6 +440,7 @@ impl Output {
             tier: target.tier,
             kind: target.kind,
             set: self.set,
+            row: None,
         })
     }
 }

@@ -9,12 +9,13 @@
 
 use super::DbInner;
 use crate::pipeline::{FlushSource, RunTarget};
-use crate::runs::{create_writer, run_file_name};
+use crate::runs::{create_writer, run_file_name, RowWriter};
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{FileMetaData, VersionEdit};
+use crate::version::{FileMetaData, RowInfo, Version, VersionEdit};
 use crate::{Error, Result};
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 
 impl DbInner {
@@ -34,6 +35,12 @@ impl DbInner {
             };
             let number = state.versions.new_file_number();
             state.pending_outputs.insert(number);
+            let plan = self.flush_plan(state, &*source);
+            state = plan.1;
+            let plan = plan.0;
+            if plan.holds_group {
+                state.busy[0][plan.target.group] = true;
+            }
             drop(state);
             // Closed logs are synced off the write path, here; the log the flush edit will name
             // as the oldest live one was created before this buffer was handed over, so its
@@ -46,9 +53,12 @@ impl DbInner {
                     job = self.clog_start(Vec::new())?;
                     self.clog_output(job, number)
                 })
-                .and_then(|()| write_flush_run(self, &*source, number));
+                .and_then(|()| write_flush_run(self, &*source, number, &plan));
             state = self.state.lock();
             state.pending_outputs.remove(&number);
+            if plan.holds_group {
+                state.busy[0][plan.target.group] = false;
+            }
             let result = built.and_then(|run| {
                 let mut edit = VersionEdit::default();
                 if let Some((group, meta)) = run {
@@ -99,20 +109,102 @@ impl DbInner {
     }
 }
 
-/// Writes the entries of `source` as run `number` where stage 0 ingests flushes, syncs it and
-/// its directory, and counts the bytes as stage 0's flush writes; returns the run's group and
+/// Where a flush writes its run: the target, the row its hints point into (a row target), and
+/// whether the flush holds the target group busy while it writes (a group a compaction may
+/// also write: the sequential bypass into L1).
+pub(crate) struct FlushPlan {
+    pub target: RunTarget,
+    pub over: Option<Arc<FileMetaData>>,
+    pub holds_group: bool,
+}
+
+impl FlushPlan {
+    /// Stage 0's ingest target over the version `current` (no bypass: recovery).
+    pub(crate) fn ingest(db: &DbInner, current: &Version) -> FlushPlan {
+        let target = db.stages[0].ingest_target();
+        FlushPlan {
+            target,
+            over: newest_row(current, target),
+            holds_group: false,
+        }
+    }
+}
+
+/// The newest run of the target group when the target is a row (its hints point into it).
+fn newest_row(current: &Version, target: RunTarget) -> Option<Arc<FileMetaData>> {
+    target
+        .row
+        .then(|| current.stage(0).groups[target.group].last().cloned())
+        .flatten()
+}
+
+/// The user keys `source` spans.
+fn key_span(source: &dyn FlushSource) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let mut it = source.iter();
+    it.seek_to_first();
+    let mut span: Option<(Vec<u8>, Vec<u8>)> = None;
+    while it.valid() {
+        let uk = crate::format::user_key(it.key());
+        match &mut span {
+            None => span = Some((uk.to_vec(), uk.to_vec())),
+            Some((_, hi)) => {
+                if hi.as_slice() != uk {
+                    *hi = uk.to_vec();
+                }
+            }
+        }
+        it.next();
+    }
+    it.status()?;
+    Ok(span)
+}
+
+impl DbInner {
+    /// The plan of the flush of `source`, decided under the state lock (`state`, handed back:
+    /// a stage with a flush-time choice needs the source's key span, read without the lock).
+    fn flush_plan<'a>(
+        &'a self,
+        state: parking_lot::MutexGuard<'a, super::State>,
+        source: &dyn FlushSource,
+    ) -> (FlushPlan, parking_lot::MutexGuard<'a, super::State>) {
+        let ingest = self.stages[0].ingest_target();
+        if !ingest.row {
+            let plan = FlushPlan::ingest(self, &state.versions.current());
+            return (plan, state);
+        }
+        drop(state);
+        // A failed read of the buffer shows again when the flush writes it.
+        let span = key_span(source).ok().flatten();
+        let state = self.state.lock();
+        let current = state.versions.current();
+        let target = match &span {
+            Some((lo, hi)) => self.stages[0].flush_target(current.stage(0), &state.busy[0], lo, hi),
+            None => ingest,
+        };
+        let plan = FlushPlan {
+            target,
+            over: newest_row(&current, target),
+            holds_group: target.group != ingest.group,
+        };
+        (plan, state)
+    }
+}
+
+/// Writes the entries of `source` as run `number` where `plan` says, syncs it and its
+/// directory, and counts the bytes as stage 0's flush writes; returns the run's group and
 /// metadata (`None` for an empty source). When the PM pool has no room for the run it goes to
-/// SSD instead (counted in `pm_flush_fallbacks`).
+/// SSD instead (counted in `pm_flush_fallbacks`; a row stays a row, in a file on SSD).
 pub(crate) fn write_flush_run(
     db: &DbInner,
     source: &dyn FlushSource,
     number: u64,
+    plan: &FlushPlan,
 ) -> Result<Option<(usize, FileMetaData)>> {
     if source.is_empty() {
         return Ok(None);
     }
-    let target = db.stages[0].ingest_target();
-    let meta = match build_run(db, source, number, target) {
+    let target = plan.target;
+    let meta = match build_run(db, source, number, target, plan.over.as_deref()) {
         Err(Error::NoSpace(_)) if target.tier == Tier::Pm => {
             let _ = db
                 .fs_for(Tier::Pm)
@@ -126,6 +218,7 @@ pub(crate) fn write_flush_run(
                     tier: Tier::Ssd,
                     ..target
                 },
+                plan.over.as_deref(),
             )?
         }
         other => other?,
@@ -140,7 +233,11 @@ fn build_run(
     source: &dyn FlushSource,
     number: u64,
     target: RunTarget,
+    over: Option<&FileMetaData>,
 ) -> Result<FileMetaData> {
+    if target.row {
+        return build_row(db, source, number, target, over);
+    }
     let fs = db.fs_for(target.tier);
     let path = run_file_name(&db.dir, number, target.kind);
     let mut writer = create_writer(&**fs, path, target.kind, &db.options.table, None)?;
@@ -162,5 +259,49 @@ fn build_run(
         tier: target.tier,
         kind: target.kind,
         set: 0,
+        row: None,
+    })
+}
+
+/// [`build_run`] of a row: a sorted array with hints into `over` and a size sketch.
+fn build_row(
+    db: &DbInner,
+    source: &dyn FlushSource,
+    number: u64,
+    target: RunTarget,
+    over: Option<&FileMetaData>,
+) -> Result<FileMetaData> {
+    let fs = db.fs_for(target.tier);
+    let path = run_file_name(&db.dir, number, target.kind);
+    let over_array = over
+        .map(|f| {
+            db.table_cache
+                .array_for(f, Part::Stage(0), IoPurpose::Flush)
+        })
+        .transpose()?;
+    let mut writer = RowWriter::create(&**fs, path, over_array, IoPurpose::Flush)?;
+    let mut it = source.iter();
+    it.seek_to_first();
+    while it.valid() {
+        writer.add(it.key(), it.value())?;
+        it.next();
+    }
+    it.status()?;
+    let (summary, sketch) = writer.finish()?;
+    fs.sync_dir(&db.dir)?;
+    Ok(FileMetaData {
+        number,
+        file_size: summary.file_size,
+        num_entries: summary.num_entries,
+        smallest: summary.smallest,
+        largest: summary.largest,
+        tier: target.tier,
+        kind: target.kind,
+        set: 0,
+        row: Some(Box::new(RowInfo {
+            hints_into: over.map_or(0, |f| f.number),
+            dead: Vec::new(),
+            sketch,
+        })),
     })
 }

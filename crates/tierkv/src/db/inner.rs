@@ -42,9 +42,10 @@ pub(crate) struct State {
     /// The manifest and compaction-log numbers at the last full scan for obsolete files: a
     /// compaction that rotated neither needs no scan.
     pub scanned_numbers: Option<(Option<u64>, Option<u64>)>,
-    /// Set once a compaction re-added a run under a new `Arc` (see `removed_runs`): from then
-    /// on every pass for obsolete files is a full scan.
-    pub removed_runs_untracked: bool,
+    /// The old metadata of runs a compaction re-added under new metadata (a row whose dead
+    /// ranges grew): older versions and readers may still hold it, so a removed run of the
+    /// same number is deleted only once no one holds any of its metadata.
+    pub superseded_runs: Vec<Arc<FileMetaData>>,
     pub shutting_down: bool,
     /// Number of manual compactions waiting or running (automatic ones yield to them).
     pub manual_compactions: usize,
@@ -70,7 +71,7 @@ impl State {
             live_versions: Vec::new(),
             removed_runs: Vec::new(),
             scanned_numbers: None,
-            removed_runs_untracked: false,
+            superseded_runs: Vec::new(),
             shutting_down: false,
             manual_compactions: 0,
         }
@@ -203,9 +204,11 @@ impl DbInner {
         &self,
         source: &dyn FlushSource,
         number: u64,
+        current: &crate::version::Version,
     ) -> Result<Option<(usize, crate::version::FileMetaData)>> {
         self.clog_recovery_output(number)?;
-        super::flush::write_flush_run(self, source, number)
+        let plan = super::flush::FlushPlan::ingest(self, current);
+        super::flush::write_flush_run(self, source, number, &plan)
     }
 
     pub(crate) fn stats(&self) -> DbStats {

@@ -23,20 +23,37 @@ use std::sync::Arc;
 /// O(log children) key comparisons, which matters when a compaction merges many runs at once
 /// (a write-back of many NVLSM sets, a full guard); among equal keys the child listed first
 /// comes first.
-pub struct MergingIterator {
-    children: Vec<Box<dyn InternalIterator>>,
+///
+/// The children are of one type `C` (any iterator, boxed by default), so that a caller that
+/// positions them itself (one cascade descent for every row of a chain) can reach them through
+/// [`MergingIterator::reposition`].
+pub struct MergingIterator<C: InternalIterator = Box<dyn InternalIterator>> {
+    children: Vec<C>,
     /// Indexes of the valid children, a min-heap by (key, index); the top is the current entry.
     heap: Vec<usize>,
     error: Option<Error>,
 }
 
-impl MergingIterator {
+impl<C: InternalIterator> MergingIterator<C> {
     /// Merges `children`.
-    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
+    pub fn new(children: Vec<C>) -> Self {
         MergingIterator {
             heap: Vec::with_capacity(children.len()),
             children,
             error: None,
+        }
+    }
+
+    /// Positions the children with `position` instead of a seek of each, then merges them
+    /// from there; an error from `position` leaves the merge invalid with that error.
+    pub(crate) fn reposition(&mut self, position: impl FnOnce(&mut [C]) -> Result<()>) {
+        self.error = None;
+        match position(&mut self.children) {
+            Ok(()) => self.rebuild(),
+            Err(e) => {
+                self.heap.clear();
+                self.error = Some(e);
+            }
         }
     }
 
@@ -91,7 +108,7 @@ impl MergingIterator {
     }
 }
 
-impl InternalIterator for MergingIterator {
+impl<C: InternalIterator> InternalIterator for MergingIterator<C> {
     fn valid(&self) -> bool {
         !self.heap.is_empty()
     }
@@ -467,7 +484,7 @@ mod tests {
                 .map(|&k| (make_internal_key(&[k], 1, ValueType::Value), vec![k]))
                 .collect()
         };
-        let mut it = MergingIterator::new(vec![
+        let mut it: MergingIterator = MergingIterator::new(vec![
             Box::new(VecIter::new(entries(&[1, 3, 5, 7]), None)),
             Box::new(VecIter::new(entries(&[2, 4, 6]), Some(2))),
         ]);

@@ -58,16 +58,19 @@ impl DbInner {
     /// the database keeps once nothing reads it) and the manifest and compaction log are the
     /// ones the last full scan saw.
     fn removed_runs_tracked(&self, state: &super::State) -> bool {
-        !state.removed_runs_untracked
-            && state.scanned_numbers == Some(self.obsolete_scan_numbers(state))
+        state.scanned_numbers == Some(self.obsolete_scan_numbers(state))
     }
 
     /// The removed runs that only `removed_runs` holds (no version, reader or task names
-    /// them), taken out of it.
+    /// them, nor any superseded metadata of the same run), taken out of it.
     fn released_runs(&self, state: &mut super::State) -> Vec<ObsoleteFile> {
         let mut out = Vec::new();
+        state
+            .superseded_runs
+            .retain(|meta| Arc::strong_count(meta) > 1);
+        let held: HashSet<u64> = state.superseded_runs.iter().map(|m| m.number).collect();
         state.removed_runs.retain(|meta| {
-            if Arc::strong_count(meta) > 1 {
+            if Arc::strong_count(meta) > 1 || held.contains(&meta.number) {
                 return true;
             }
             out.push(ObsoleteFile {

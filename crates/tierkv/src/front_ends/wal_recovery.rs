@@ -254,7 +254,10 @@ fn flush_replayed(
     if db.pm.is_some() {
         written.push((number, Tier::Pm));
     }
-    if let Some((group, meta)) = db.write_flush_run(&MemtableFlush(Arc::clone(mem)), number)? {
+    let current = state.versions.current();
+    if let Some((group, meta)) =
+        db.write_flush_run(&MemtableFlush(Arc::clone(mem)), number, &current)?
+    {
         edit.stage_mut(0).added.push((group, meta));
     }
     *mem = front.new_memtable(0);

@@ -51,6 +51,20 @@
 //! `[next(a), next(b)]` finds the same answer. The paper's corner cases ("if stop is at the
 //! end / beginning of a floor") are `b` absent and `a` = virtual min.
 //!
+//! # Row chains (TriangleKV's cross-row hints)
+//!
+//! The same descent serves a *chain* of rows (Ding et al., "TriangleKV: Reducing Write Stalls
+//! and Write Amplification in LSM-Tree Based KV Stores With Triangle Container in NVM", IEEE
+//! TPDS 2022, section 3.4): `rows[0]` oldest, each later row an array built for slot 1 over the
+//! row before it ([`PointerBuilder::over_row`]), its pointers naming floor 0, meaning *the row
+//! it was built over*. A row's `fwd` hint of entry `e` is the lower bound of `e` in that row;
+//! the builder stores no pointer when that row ends below `e` (the paper's `fwd = len`), and
+//! the chain descent reads a missing pointer as `len` of the row below. Unlike a Skip-Array
+//! Tree, a row's pointers never skip a row, so a missing pointer does not end the descent: the
+//! rows below are searched from the window the last entry's pointer gives. The caller builds
+//! the chain from rows whose hints point into their predecessor in it
+//! ([`chain_get`], [`chain_seek`]).
+//!
 //! Thread-safety: the functions take shared floors; a [`PointerBuilder`] has one owner.
 //!
 //! Invariants: floors are checked to be stacked in slot order, every pointer followed must
@@ -64,6 +78,30 @@ use crate::stats::IoPurpose;
 use crate::{Error, Result};
 use std::cmp::Ordering;
 use std::sync::Arc;
+
+/// How the descent reads next pointers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Links {
+    /// A Skip-Array Tree: a pointer names a floor slot; no pointer ends the descent.
+    Sat,
+    /// A row chain: a pointer names the row below (floor byte 0); no pointer is that row's
+    /// `len`; the bottom row ends the descent.
+    Chain,
+}
+
+/// Checks `rows` is a row chain: every row above the bottom built for slot 1.
+fn check_chain(rows: &[Arc<PmArray>]) -> Result<()> {
+    for (f, a) in rows.iter().enumerate().skip(1) {
+        if a.floor_slot() != Some(1) {
+            return Err(Error::InvalidArgument(format!(
+                "sorted array {} built for floor {:?} used as row {f} of a chain",
+                a.path().display(),
+                a.floor_slot()
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// Checks `floors` is a SAT: floor `f > 0` built for slot `f`, floor 0 for slot 0 or none, at
 /// most 255 floors.
@@ -90,10 +128,43 @@ fn check_floors(floors: &[Arc<PmArray>]) -> Result<()> {
     Ok(())
 }
 
-/// Checks that pointer `p` found in `from` names an existing entry of the SAT.
-fn check_pointer(floors: &[Arc<PmArray>], from: &PmArray, p: NextPtr) -> Result<()> {
+/// Pointer `p` of an entry of floor `f` in the descent's terms: as stored in a SAT; in a
+/// chain, floor byte 0 becomes the row below (`f - 1`) and no pointer that row's `len`.
+fn link(
+    floors: &[Arc<PmArray>],
+    f: usize,
+    p: Option<NextPtr>,
+    links: Links,
+) -> Result<Option<NextPtr>> {
+    if links == Links::Sat {
+        return Ok(p);
+    }
+    let below = f - 1;
+    match p {
+        None => Ok(Some(NextPtr {
+            floor: below as u8,
+            offset: floors[below].len(),
+        })),
+        Some(NextPtr { floor: 0, offset }) => Ok(Some(NextPtr {
+            floor: below as u8,
+            offset,
+        })),
+        Some(other) => Err(Error::corruption(
+            floors[f].path().display().to_string(),
+            format!(
+                "row hint ({}, {}) names a floor other than the row below",
+                other.floor, other.offset
+            ),
+        )),
+    }
+}
+
+/// Checks that pointer `p` found in `from` names an existing entry of the SAT (in a chain,
+/// also the end of the row: a hint may be `len`).
+fn check_pointer(floors: &[Arc<PmArray>], from: &PmArray, p: NextPtr, links: Links) -> Result<()> {
+    let end_ok = links == Links::Chain;
     match floors.get(p.floor as usize) {
-        Some(g) if p.offset < g.len() => Ok(()),
+        Some(g) if p.offset < g.len() || (end_ok && p.offset == g.len()) => Ok(()),
         _ => Err(Error::corruption(
             from.path().display().to_string(),
             format!(
@@ -113,6 +184,9 @@ fn check_pointer(floors: &[Arc<PmArray>], from: &PmArray, p: NextPtr) -> Result<
 pub(crate) struct PointerBuilder {
     floors: Vec<Arc<PmArray>>,
     purpose: IoPurpose,
+    /// Built over one row of a chain: an exhausted row ends the scan (its own pointers name
+    /// the row below it, which the new row does not point into).
+    chain: bool,
     /// The scan position; `None` once every floor is exhausted (later keys get no pointer).
     cursor: Option<Cursor>,
     /// The previous key, to check the increasing order in debug builds.
@@ -158,10 +232,30 @@ impl PointerBuilder {
         Ok(PointerBuilder {
             floors,
             purpose,
+            chain: false,
             cursor,
             #[cfg(debug_assertions)]
             last_key: Vec::new(),
         })
+    }
+
+    /// A builder for a new row of a chain over `older`, the newest row so far (any array):
+    /// the new row is built for slot 1 and each of its pointers is the lower bound of its key
+    /// in `older` (floor 0), none past `older`'s last key (module doc, "Row chains").
+    pub(crate) fn over_row(older: Arc<PmArray>, purpose: IoPurpose) -> PointerBuilder {
+        PointerBuilder {
+            floors: vec![older],
+            purpose,
+            chain: true,
+            cursor: Some(Cursor {
+                floor: 0,
+                pos: 0,
+                entry: None,
+                key: None,
+            }),
+            #[cfg(debug_assertions)]
+            last_key: Vec::new(),
+        }
     }
 
     #[cfg(test)]
@@ -218,6 +312,11 @@ impl PointerBuilder {
                 c.entry = None;
                 c.key = None;
             }
+            if self.chain {
+                // The row below ends below `ikey`: no pointer, for this key and every later one.
+                self.cursor = None;
+                return Ok(None);
+            }
             // Floor exhausted: every floor between the one its last entry points to and this
             // one ends below that entry, hence below `ikey`.
             let last = match last {
@@ -226,7 +325,7 @@ impl PointerBuilder {
             };
             self.cursor = match last.next {
                 Some(p) => {
-                    check_pointer(&self.floors, floor, p)?;
+                    check_pointer(&self.floors, floor, p, Links::Sat)?;
                     Some(Cursor {
                         floor: p.floor as usize,
                         pos: p.offset,
@@ -268,7 +367,14 @@ pub(crate) fn cascade_get(
             "cascade lookup key is not an internal key of the user key".into(),
         ));
     }
-    descend(floors, lookup_ikey, Some(user_key), purpose, &mut |_, _| {})
+    descend(
+        floors,
+        lookup_ikey,
+        Some(user_key),
+        purpose,
+        Links::Sat,
+        &mut |_, _| {},
+    )
 }
 
 /// For every floor, the index of its first entry `>= target_ikey` (`len` if none), computed in
@@ -282,10 +388,82 @@ pub(crate) fn cascade_seek(
 ) -> Result<Vec<(u32, Option<KeyValue>)>> {
     let mut positions: Vec<(u32, Option<KeyValue>)> =
         floors.iter().map(|f| (f.len(), None)).collect();
-    descend(floors, target_ikey, None, purpose, &mut |s, kv| {
-        positions[s.floor] = (s.index, kv);
-    })?;
+    descend(
+        floors,
+        target_ikey,
+        None,
+        purpose,
+        Links::Sat,
+        &mut |s, kv| {
+            positions[s.floor] = (s.index, kv);
+        },
+    )?;
     Ok(positions)
+}
+
+/// [`cascade_get`] over a row chain (`rows[0]` oldest; module doc, "Row chains"): the newest
+/// version of `user_key` visible at the lookup's sequence in the newest row that holds one.
+pub(crate) fn chain_get(
+    rows: &[Arc<PmArray>],
+    user_key: &[u8],
+    lookup_ikey: &[u8],
+    purpose: IoPurpose,
+) -> Result<Option<KeyValue>> {
+    if lookup_ikey.len() < TRAILER_LEN || crate::format::user_key(lookup_ikey) != user_key {
+        return Err(Error::InvalidArgument(
+            "chain lookup key is not an internal key of the user key".into(),
+        ));
+    }
+    descend(
+        rows,
+        lookup_ikey,
+        Some(user_key),
+        purpose,
+        Links::Chain,
+        &mut |_, _| {},
+    )
+}
+
+/// [`cascade_seek`] over a row chain: every row's first entry `>= target_ikey` (`len` if none)
+/// with its key and value, in one descent.
+pub(crate) fn chain_seek(
+    rows: &[Arc<PmArray>],
+    target_ikey: &[u8],
+    purpose: IoPurpose,
+) -> Result<Vec<(u32, Option<KeyValue>)>> {
+    let mut positions: Vec<(u32, Option<KeyValue>)> =
+        rows.iter().map(|f| (f.len(), None)).collect();
+    descend(
+        rows,
+        target_ikey,
+        None,
+        purpose,
+        Links::Chain,
+        &mut |s, kv| {
+            positions[s.floor] = (s.index, kv);
+        },
+    )?;
+    Ok(positions)
+}
+
+/// [`chain_get`] that also reports every row it visited.
+#[cfg(test)]
+pub(crate) fn chain_get_traced(
+    rows: &[Arc<PmArray>],
+    user_key: &[u8],
+    lookup_ikey: &[u8],
+    purpose: IoPurpose,
+) -> Result<(Option<KeyValue>, Vec<Step>)> {
+    let mut steps = Vec::new();
+    let r = descend(
+        rows,
+        lookup_ikey,
+        Some(user_key),
+        purpose,
+        Links::Chain,
+        &mut |s, _| steps.push(s),
+    )?;
+    Ok((r, steps))
 }
 
 /// [`cascade_get`] that also reports every floor it visited.
@@ -297,9 +475,14 @@ pub(crate) fn cascade_get_traced(
     purpose: IoPurpose,
 ) -> Result<(Option<KeyValue>, Vec<Step>)> {
     let mut steps = Vec::new();
-    let r = descend(floors, lookup_ikey, Some(user_key), purpose, &mut |s, _| {
-        steps.push(s)
-    })?;
+    let r = descend(
+        floors,
+        lookup_ikey,
+        Some(user_key),
+        purpose,
+        Links::Sat,
+        &mut |s, _| steps.push(s),
+    )?;
     Ok((r, steps))
 }
 
@@ -311,9 +494,13 @@ fn descend(
     target: &[u8],
     want: Option<&[u8]>,
     purpose: IoPurpose,
+    links: Links,
     visit: &mut dyn FnMut(Step, Option<KeyValue>),
 ) -> Result<Option<KeyValue>> {
-    check_floors(floors)?;
+    match links {
+        Links::Sat => check_floors(floors)?,
+        Links::Chain => check_chain(floors)?,
+    }
     let Some(top) = floors.len().checked_sub(1) else {
         return Ok(None);
     };
@@ -350,10 +537,14 @@ fn descend(
                 visit(step, Some(kv));
             }
         }
+        if links == Links::Chain && f == 0 {
+            // The bottom row: nothing below it in the chain.
+            return Ok(None);
+        }
         // a = entry p - 1 (the search read it unless p == lo), or the virtual min.
         let next_a = match (p.checked_sub(1), found.below) {
-            (Some(_), Some(e)) => e.next,
-            (Some(i), None) => floor.entry(i, purpose)?.next,
+            (Some(_), Some(e)) => link(floors, f, e.next, links)?,
+            (Some(i), None) => link(floors, f, floor.entry(i, purpose)?.next, links)?,
             (None, _) => f.checked_sub(1).map(|g| NextPtr {
                 floor: g as u8,
                 offset: 0,
@@ -362,15 +553,19 @@ fn descend(
         let Some(na) = next_a else {
             return Ok(None);
         };
-        check_pointer(floors, floor, na)?;
+        check_pointer(floors, floor, na, links)?;
         let g = na.floor as usize;
         let g_len = floors[g].len();
         // Exact range handling: the answer in g lies in [na.offset, new_hi], which is what
         // a lower-bound search of the half-open [na.offset, new_hi) returns (new_hi when no
         // entry before it is >= the target).
-        let new_hi = match b.and_then(|e| e.next) {
+        let next_b = match &b {
+            Some(e) => link(floors, f, e.next, links)?,
+            None => None,
+        };
+        let new_hi = match next_b {
             Some(nb) if nb.floor == na.floor => {
-                check_pointer(floors, floor, nb)?;
+                check_pointer(floors, floor, nb, links)?;
                 nb.offset
             }
             _ => g_len,
@@ -450,4 +645,34 @@ pub(crate) fn verify_pointers(floors: &[Arc<PmArray>], purpose: IoPurpose) -> Re
         }
     }
     Ok(checked)
+}
+
+/// Checks every hint of row `newer` against the row it was built over, `older` (module doc,
+/// "Row chains"): entry `e` points at the lower bound of `e` in `older`, or nowhere when that
+/// is `older`'s end. Returns the number of entries checked; a wrong hint is `Corruption`
+/// naming the entry.
+pub(crate) fn verify_row_hints(
+    older: &PmArray,
+    newer: &PmArray,
+    purpose: IoPurpose,
+) -> Result<u64> {
+    for i in 0..newer.len() {
+        let entry = newer.entry(i, purpose)?;
+        let (key, _) = newer.read(i, purpose)?;
+        let at = older.lower_bound(&key, 0, older.len(), purpose)?;
+        let expected = (at < older.len()).then_some(NextPtr {
+            floor: 0,
+            offset: at,
+        });
+        if entry.next != expected {
+            return Err(Error::corruption(
+                newer.entry_location(i),
+                format!(
+                    "row hint {:?}, the row below says {:?}",
+                    entry.next, expected
+                ),
+            ));
+        }
+    }
+    Ok(newer.len() as u64)
 }

@@ -90,7 +90,10 @@ mod reader;
 mod tests;
 
 pub(crate) use builder::ArrayBuilder;
-pub(crate) use cascade::{cascade_get, cascade_seek, verify_pointers, PointerBuilder};
+pub(crate) use cascade::{
+    cascade_get, cascade_seek, chain_get, chain_seek, verify_pointers, verify_row_hints,
+    PointerBuilder,
+};
 pub(crate) use reader::{ArrayIterator, PmArray};
 
 use crate::util::coding::{decode_fixed32, decode_fixed64};

@@ -595,6 +595,12 @@ impl ArrayIterator {
         self.load(kv);
     }
 
+    /// Positions past the last entry (invalid, without an error).
+    pub(crate) fn seek_to_end(&mut self) {
+        self.pos = self.array.num_entries;
+        self.valid = false;
+    }
+
     #[cfg(test)]
     /// The index of the current entry (`len()` when past the end).
     pub(crate) fn position(&self) -> u32 {

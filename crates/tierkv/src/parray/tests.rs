@@ -1,9 +1,10 @@
 //! Tests of the sorted array and the Skip-Array Tree cascade: round trips against a sorted
 //! `Vec` model, corruption and truncation, property tests of pointers and searches against
-//! brute force, the paper's Fig. 5 and Fig. 7, and the reads a cascading search saves.
+//! brute force, the paper's Fig. 5 and Fig. 7, the reads a cascading search saves, and row
+//! chains (TriangleKV's cross-row hints) against brute force.
 
 use super::builder::ArraySummary;
-use super::cascade::{cascade_get_traced, Step};
+use super::cascade::{cascade_get_traced, chain_get, chain_get_traced, chain_seek, Step};
 use super::*;
 use crate::format::{
     compare_internal, lookup_key, make_internal_key, user_key, ValueType, MAX_SEQUENCE,
@@ -680,6 +681,207 @@ proptest! {
             }
         }
     }
+}
+
+// ---- Row chains ----
+
+/// A chain of rows with its model: `model[f]` is row f's entries, row 0 oldest.
+struct Chain {
+    sat: Sat,
+}
+
+impl Chain {
+    /// Adds a newest row as a flush will: `PointerBuilder::over_row` over the newest row so far
+    /// (none for the first), the row built for slot 1.
+    fn add_row(&mut self, entries: Entries) {
+        let sat = &mut self.sat;
+        let n = sat.floors.len();
+        let path = PathBuf::from(format!("/a/row{n:03}.arr"));
+        let mut pb = sat
+            .floors
+            .last()
+            .map(|older| PointerBuilder::over_row(Arc::clone(older), IoPurpose::Flush));
+        let slot = pb.as_ref().map(|_| 1);
+        let mut b = ArrayBuilder::new(sat.fs.create(&path).unwrap(), path.clone(), 10, slot);
+        let before = bytes_read(&sat.counters, IoPurpose::Flush);
+        for (k, v) in &entries {
+            let next = match &mut pb {
+                Some(pb) => pb.next_for(k).unwrap(),
+                None => None,
+            };
+            b.add(k, v, next).unwrap();
+        }
+        // One merge pass: every entry of the older row read at most once (48 bytes, plus its
+        // key and value at most once).
+        let scanned = bytes_read(&sat.counters, IoPurpose::Flush) - before;
+        let older: u64 = sat.model.last().map_or(0, |m| {
+            m.iter()
+                .map(|(k, v)| (ENTRY_LEN + k.len() + v.len()) as u64)
+                .sum()
+        });
+        assert!(
+            scanned <= older,
+            "merge pass read {scanned} bytes of {older}"
+        );
+        b.finish().unwrap();
+        sat.floors
+            .push(open(&sat.fs, &path, &sat.counters).unwrap());
+        sat.model.push(entries);
+    }
+
+    /// Every row's hints against their definition: the lower bound of the entry in the row
+    /// below, none when that is the row's end.
+    fn check_hints(&self, from: usize) {
+        let sat = &self.sat;
+        for f in from.max(1)..sat.floors.len() {
+            for (i, (k, _)) in sat.model[f].iter().enumerate() {
+                let below = &sat.model[f - 1];
+                let at = lower_bound_model(below, k);
+                let want = (at < below.len() as u32).then_some(NextPtr {
+                    floor: 0,
+                    offset: at,
+                });
+                let got = sat.floors[f].entry(i as u32, READ).unwrap().next;
+                assert_eq!(got, want, "row {f} entry {i}");
+            }
+        }
+    }
+
+    /// Gets and seeks over the rows `from..` (the older ones gone) against brute force.
+    fn check(&self, from: usize, uk: &[u8], snapshot: u64) {
+        let rows = &self.sat.floors[from..];
+        let model = &self.sat.model[from..];
+        let look = lookup_key(uk, snapshot);
+        let want = model.iter().rev().find_map(|m| {
+            m.get(lower_bound_model(m, &look) as usize)
+                .filter(|(k, _)| user_key(k) == uk)
+                .cloned()
+        });
+        assert_eq!(
+            chain_get(rows, uk, &look, READ).unwrap(),
+            want,
+            "get {uk:?} @ {snapshot}"
+        );
+        let got = chain_seek(rows, &look, READ).unwrap();
+        for (f, (p, kv)) in got.iter().enumerate() {
+            assert_eq!(
+                *p,
+                lower_bound_model(&model[f], &look),
+                "seek {uk:?} row {f}"
+            );
+            assert_eq!(
+                kv.as_ref(),
+                model[f].get(*p as usize),
+                "seek {uk:?} row {f}"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Rows of any key ranges (overlapping, disjoint, above or below the row before): hints as
+    /// defined, and gets and seeks over the whole chain and over every suffix of it (the rows
+    /// below gone, as compaction retires the oldest rows; the new bottom row's hints then point
+    /// into a row that is not there and are not followed) equal brute force.
+    #[test]
+    fn parray_row_chain_hints_gets_and_seeks_match_brute_force(
+        mode in 0u8..3,
+        rows in prop::collection::vec((floor_keys(), any::<u64>()), 1..=8),
+    ) {
+        let key = |k| key_of(mode, k);
+        let mut chain = Chain { sat: Sat::new() };
+        for (f, (keys, seed)) in rows.iter().enumerate() {
+            let mut rng = StdRng::seed_from_u64(*seed);
+            chain.add_row(floor_entries(keys, &key, 1000 * (f as u64 + 1), &mut rng));
+        }
+        chain.check_hints(0);
+        let snapshots: Vec<u64> =
+            [MAX_SEQUENCE, 0, 1500, 3015].into_iter().collect();
+        for from in 0..rows.len() {
+            for k in 0..=141u32 {
+                for &snap in &snapshots {
+                    chain.check(from, &key(k), snap);
+                }
+                let mut between = key(k);
+                between.push(b'!');
+                chain.check(from, &between, MAX_SEQUENCE);
+            }
+            for outside in [&b""[..], b"!", b"~~~~~~~~~~~~~~~~~~~~~"] {
+                chain.check(from, outside, MAX_SEQUENCE);
+            }
+        }
+    }
+}
+
+/// A get over a chain narrows each older row to the window between the hints of the keys
+/// bracketing the target: over rows of every key 0..400 (even keys in the older row, odd in
+/// the newer), a get of an absent key searches the older row in a window of at most two
+/// entries, not the whole row.
+#[test]
+fn parray_row_hints_narrow_the_older_row_to_a_window() {
+    let mut chain = Chain { sat: Sat::new() };
+    let key = |k: u32| format!("{k:05}").into_bytes();
+    let rows: [Vec<u32>; 2] = [(0..400).step_by(2).collect(), (1..400).step_by(2).collect()];
+    for (f, keys) in rows.iter().enumerate() {
+        let e: Entries = keys
+            .iter()
+            .map(|&k| {
+                (
+                    make_internal_key(&key(k), 10 + f as u64, ValueType::Value),
+                    key(k),
+                )
+            })
+            .collect();
+        chain.add_row(e);
+    }
+    chain.check_hints(0);
+    for k in [0u32, 1, 150, 151, 398, 399, 400] {
+        let look = lookup_key(&key(k), MAX_SEQUENCE);
+        let (got, steps) = chain_get_traced(&chain.sat.floors, &key(k), &look, READ).unwrap();
+        assert_eq!(got.map(|kv| kv.1), (k < 400).then(|| key(k)), "{k}");
+        if k % 2 == 0 {
+            // Not in the newer row: the older row searched in a window of at most 2 entries.
+            let older = steps.iter().find(|s| s.floor == 0).unwrap();
+            assert!(older.hi - older.lo <= 2, "{k}: {steps:?}");
+        }
+    }
+}
+
+/// An array built for another floor than a row's (slot 1) is refused as a row of a chain: its
+/// pointers would name floors the chain does not have.
+#[test]
+fn parray_array_of_another_floor_is_refused_as_a_row() {
+    let fs = mem_fs();
+    let counters = Arc::new(Counters::default());
+    let key = |k: u32| make_internal_key(format!("{k:03}").as_bytes(), 5, ValueType::Value);
+    let mut rows = Vec::new();
+    for (n, next) in [
+        (0u8, None),
+        (
+            1,
+            Some(NextPtr {
+                floor: 1,
+                offset: 0,
+            }),
+        ),
+    ] {
+        let path = PathBuf::from(format!("/a/bad{n}.arr"));
+        let slot = (n > 0).then_some(2);
+        let mut b = ArrayBuilder::new(fs.create(&path).unwrap(), path.clone(), 10, slot);
+        for k in 0..4 {
+            b.add(&key(k * 2 + n as u32), b"v", next).unwrap();
+        }
+        b.finish().unwrap();
+        rows.push(open(&fs, &path, &counters).unwrap());
+    }
+    // Built for slot 2: not a row of a chain.
+    let look = lookup_key(b"003", MAX_SEQUENCE);
+    assert!(matches!(
+        chain_get(&rows, b"003", &look, READ),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 /// The co-scan continues where the exhausted floor's last pointer goes, not from the start

@@ -36,6 +36,9 @@ pub(crate) struct RunTarget {
     pub tier: Tier,
     /// What they are made of.
     pub kind: RunKind,
+    /// A row of a row container: a sorted array with cross-row hints into the group's newest
+    /// row, a size sketch and no Bloom filter.
+    pub row: bool,
 }
 
 /// How much a stage holds back writes.
@@ -58,6 +61,21 @@ pub(crate) trait Stage: Send + Sync {
     /// Where a flush from the front end is written (stage 0), or a previous stage's compaction
     /// output that moves into this stage.
     fn ingest_target(&self) -> RunTarget;
+
+    /// Where a flushed buffer whose user keys span `[smallest, largest]` is written, given the
+    /// stage's state and which of its groups a compaction holds (`busy`); a target group other
+    /// than the ingest group is held busy by the flush while it writes. Default: the ingest
+    /// target.
+    fn flush_target(
+        &self,
+        state: &StageVersion,
+        busy: &[bool],
+        smallest: &[u8],
+        largest: &[u8],
+    ) -> RunTarget {
+        let _ = (state, busy, smallest, largest);
+        self.ingest_target()
+    }
 
     /// The newest version of `user_key` visible at the sequence in `lookup` (an internal lookup
     /// key), if this stage holds one (a tombstone included).

@@ -67,6 +67,7 @@ impl Stage for LeveledStage {
             group: 0,
             tier: self.l0_tier,
             kind: self.kind,
+            row: false,
         }
     }
 

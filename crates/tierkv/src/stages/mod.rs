@@ -5,13 +5,17 @@
 //!   `nvlsm-leveled`).
 //! * [`SetStage`] (`sets.rs`): NVLSM's components, C1 overlapping, C2.. groups of sets
 //!   (Skip-Array Trees for `nvlsm`, guards for `nvlsm-fragmented`).
+//! * [`RowStage`] (`rows.rs`): a row container of PM rows as L0 (TriangleKV's triangle,
+//!   MatrixKV's matrix) over leveled SSTables on SSD.
 //! * `concat.rs`: the concatenating iterator over a group's disjoint runs or sets.
 
 mod concat;
 mod levels;
+pub(crate) mod rows;
 mod sets;
 
 pub(crate) use levels::LeveledStage;
+pub(crate) use rows::RowStage;
 pub(crate) use sets::SetStage;
 
 use crate::options::CompactionOptions;

@@ -114,6 +114,7 @@ impl Stage for SetStage {
             group: 0,
             tier: Tier::Pm,
             kind: RunKind::PmArray,
+            row: false,
         }
     }
 

@@ -8,7 +8,7 @@
 
 use crate::tier::Tier;
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
-use crate::version::{FileMetaData, RunKind};
+use crate::version::{FileMetaData, KeyRange, RowInfo, RunKind};
 use crate::{Error, Result};
 
 const TAG_LOG_NUMBER: u32 = 2;
@@ -27,6 +27,9 @@ const STAGE_ADDED_RUN: u32 = 3;
 const STAGE_POINTER: u32 = 4;
 /// A run added to a set of a `Sets` group: the fields of `STAGE_ADDED_RUN`, then the set id.
 const STAGE_ADDED_SET_RUN: u32 = 5;
+/// A row added to a row container: the fields of `STAGE_ADDED_RUN`, then the row's
+/// `RowInfo` (hints, dead ranges, size sketch).
+const STAGE_ADDED_ROW: u32 = 6;
 
 /// The tier's code in the manifest.
 pub(crate) fn tier_code(tier: Tier) -> u32 {
@@ -230,10 +233,10 @@ fn encode_stage(s: &StageEdit) -> Vec<u8> {
         put_varint64(&mut b, *number);
     }
     for (group, f) in &s.added {
-        let tag = if f.set == 0 {
-            STAGE_ADDED_RUN
-        } else {
-            STAGE_ADDED_SET_RUN
+        let tag = match (&f.row, f.set) {
+            (Some(_), _) => STAGE_ADDED_ROW,
+            (None, 0) => STAGE_ADDED_RUN,
+            (None, _) => STAGE_ADDED_SET_RUN,
         };
         put_varint32(&mut b, tag);
         put_varint32(&mut b, *group as u32);
@@ -244,11 +247,62 @@ fn encode_stage(s: &StageEdit) -> Vec<u8> {
         put_varint64(&mut b, f.num_entries);
         put_length_prefixed(&mut b, &f.smallest);
         put_length_prefixed(&mut b, &f.largest);
-        if f.set != 0 {
-            put_varint64(&mut b, f.set);
+        match &f.row {
+            Some(row) => encode_row(&mut b, row),
+            None if f.set != 0 => put_varint64(&mut b, f.set),
+            None => {}
         }
     }
     b
+}
+
+/// A row's `RowInfo`: hints (varint64), dead ranges (count, then per range the start,
+/// whether it has an end (one byte, 0 or 1) and the end), sketch (count, then per point the
+/// key and the offset).
+fn encode_row(b: &mut Vec<u8>, row: &RowInfo) {
+    put_varint64(b, row.hints_into);
+    put_varint32(b, row.dead.len() as u32);
+    for r in &row.dead {
+        put_length_prefixed(b, &r.start);
+        match &r.end {
+            Some(e) => {
+                b.push(1);
+                put_length_prefixed(b, e);
+            }
+            None => b.push(0),
+        }
+    }
+    put_varint32(b, row.sketch.len() as u32);
+    for (key, offset) in &row.sketch {
+        put_length_prefixed(b, key);
+        put_varint64(b, *offset);
+    }
+}
+
+fn decode_row(d: &mut Decoder) -> std::result::Result<RowInfo, &'static str> {
+    let hints_into = d.varint64().ok_or("row hints")?;
+    let n = d.varint32().ok_or("row dead ranges")?;
+    let mut dead = Vec::new();
+    for _ in 0..n {
+        let start = d.length_prefixed().ok_or("dead range")?.to_vec();
+        let end = match d.u8().ok_or("dead range")? {
+            0 => None,
+            1 => Some(d.length_prefixed().ok_or("dead range")?.to_vec()),
+            _ => return Err("dead range"),
+        };
+        dead.push(KeyRange { start, end });
+    }
+    let n = d.varint32().ok_or("row sketch")?;
+    let mut sketch = Vec::new();
+    for _ in 0..n {
+        let key = d.length_prefixed().ok_or("row sketch")?.to_vec();
+        sketch.push((key, d.varint64().ok_or("row sketch")?));
+    }
+    Ok(RowInfo {
+        hints_into,
+        dead,
+        sketch,
+    })
 }
 
 /// Decodes a stage block; the error names what was bad.
@@ -268,7 +322,7 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                 let g = group(&mut d)?;
                 s.deleted.push((g, d.varint64().ok_or("deleted run")?));
             }
-            tag @ (STAGE_ADDED_RUN | STAGE_ADDED_SET_RUN) => {
+            tag @ (STAGE_ADDED_RUN | STAGE_ADDED_SET_RUN | STAGE_ADDED_ROW) => {
                 let g = group(&mut d)?;
                 let kind = d.u8().and_then(RunKind::from_code).ok_or("run kind")?;
                 let tier = d.varint32().and_then(tier_from_code).ok_or("run tier")?;
@@ -281,16 +335,17 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                     tier,
                     kind,
                     set: 0,
+                    row: None,
                 };
-                let set = if tag == STAGE_ADDED_SET_RUN {
-                    match d.varint64() {
-                        Some(set) if set != 0 => set,
+                let (set, row) = match tag {
+                    STAGE_ADDED_SET_RUN => match d.varint64() {
+                        Some(set) if set != 0 => (set, None),
                         _ => return Err("run set"),
-                    }
-                } else {
-                    0
+                    },
+                    STAGE_ADDED_ROW => (0, Some(Box::new(decode_row(&mut d)?))),
+                    _ => (0, None),
                 };
-                s.added.push((g, FileMetaData { set, ..f }));
+                s.added.push((g, FileMetaData { set, row, ..f }));
             }
             _ => return Err("stage tag"),
         }
@@ -313,6 +368,7 @@ mod tests {
             tier,
             kind: RunKind::Sst,
             set: 0,
+            row: None,
         }
     }
 
@@ -342,6 +398,34 @@ mod tests {
                 kind: RunKind::PmArray,
                 set: 12,
                 ..run(13, Tier::Pm)
+            },
+        ));
+        e.stage_mut(2).added.push((
+            0,
+            FileMetaData {
+                kind: RunKind::PmArray,
+                row: Some(Box::new(RowInfo {
+                    hints_into: 13,
+                    dead: vec![
+                        KeyRange {
+                            start: Vec::new(),
+                            end: Some(b"c".to_vec()),
+                        },
+                        KeyRange {
+                            start: b"x".to_vec(),
+                            end: None,
+                        },
+                    ],
+                    sketch: vec![(b"a".to_vec(), 0), (b"m".to_vec(), 4096)],
+                })),
+                ..run(14, Tier::Pm)
+            },
+        ));
+        e.stage_mut(2).added.push((
+            0,
+            FileMetaData {
+                row: Some(Box::default()),
+                ..run(15, Tier::Pm)
             },
         ));
         let enc = e.encode();

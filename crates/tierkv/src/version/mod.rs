@@ -97,6 +97,183 @@ pub struct FileMetaData {
     /// In a [`GroupOrder::Sets`] group, the set the run belongs to (a Skip-Array Tree or a
     /// guard; the set's id is the number of its first run); 0 in other groups.
     pub set: u64,
+    /// For a row of a row container (TriangleKV's triangle, MatrixKV's matrix): its hints,
+    /// the key ranges compaction moved out of it and its size sketch; `None` for other runs.
+    pub row: Option<Box<RowInfo>>,
+}
+
+/// A range of user keys `[start, end)`; `end = None` is unbounded (`start` empty: from the
+/// smallest key).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KeyRange {
+    /// The first user key in the range.
+    pub start: Vec<u8>,
+    /// The first user key past the range; `None`: no end.
+    pub end: Option<Vec<u8>>,
+}
+
+impl KeyRange {
+    /// Every user key.
+    pub fn all() -> KeyRange {
+        KeyRange {
+            start: Vec::new(),
+            end: None,
+        }
+    }
+
+    /// True if `key` is in the range.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.start.as_slice() <= key && self.end.as_deref().is_none_or(|e| key < e)
+    }
+
+    /// True if the range holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.end
+            .as_deref()
+            .is_some_and(|e| e <= self.start.as_slice())
+    }
+}
+
+impl std::fmt::Display for KeyRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
+        match &self.end {
+            Some(e) => write!(f, "[{:?}, {:?})", text(&self.start), text(e)),
+            None => write!(f, "[{:?}, end)", text(&self.start)),
+        }
+    }
+}
+
+/// Adds `range` to `ranges` (sorted, disjoint, none touching another), merging what it
+/// touches, and returns the result.
+pub fn add_range(ranges: &[KeyRange], range: &KeyRange) -> Vec<KeyRange> {
+    if range.is_empty() {
+        return ranges.to_vec();
+    }
+    let mut merged = range.clone();
+    let mut out = Vec::with_capacity(ranges.len() + 1);
+    for r in ranges {
+        let before = r
+            .end
+            .as_deref()
+            .is_some_and(|e| e < merged.start.as_slice());
+        let after = merged
+            .end
+            .as_deref()
+            .is_some_and(|e| e < r.start.as_slice());
+        if before || after {
+            out.push(r.clone());
+        } else {
+            merged.start = merged.start.min(r.start.clone());
+            merged.end = match (&merged.end, &r.end) {
+                (Some(a), Some(b)) => Some(a.max(b).clone()),
+                _ => None,
+            };
+        }
+    }
+    let at = out.partition_point(|r| r.start < merged.start);
+    out.insert(at, merged);
+    out
+}
+
+/// A row's size sketch: `(user key, bytes of the row's entries before it)`, increasing.
+pub type Sketch = Vec<(Vec<u8>, u64)>;
+
+/// What a row of a row container carries besides its keys (in the manifest).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowInfo {
+    /// The row its cross-row hints point into (the newest row when it was flushed), 0 = none.
+    pub hints_into: u64,
+    /// The key ranges compaction has moved out of the row, sorted, disjoint and not touching:
+    /// the row's entries there are dead (their data, or newer data, is below the row
+    /// container). In a triangle, a range dead in a row is dead in every older row.
+    pub dead: Vec<KeyRange>,
+    /// The row's size sketch: `(user key, bytes of the row's entries before the first entry
+    /// of that key)` at evenly spaced entries, increasing, the first the row's smallest key
+    /// at 0; compaction planning estimates the bytes of a key range from it.
+    pub sketch: Vec<(Vec<u8>, u64)>,
+}
+
+impl RowInfo {
+    /// True if `key` is in a dead range.
+    pub fn is_dead(&self, key: &[u8]) -> bool {
+        let i = self.dead.partition_point(|r| r.start.as_slice() <= key);
+        i > 0 && self.dead[i - 1].contains(key)
+    }
+
+    /// The estimated bytes of entries with user keys in `range`, of a row of `total` entry
+    /// bytes: from the sketch point at or after the range's start to the one at or after its
+    /// end (so the estimate is off by at most the spacing of the points at either end).
+    pub fn bytes_in(&self, range: &KeyRange, total: u64) -> u64 {
+        let at = |key: &[u8]| {
+            let i = self.sketch.partition_point(|(k, _)| k.as_slice() < key);
+            self.sketch.get(i).map_or(total, |p| p.1.min(total))
+        };
+        let from = at(&range.start);
+        let to = range.end.as_deref().map_or(total, at);
+        to.saturating_sub(from)
+    }
+
+    /// The estimated bytes of the row's live entries, of a row of `total` entry bytes.
+    pub fn live_bytes(&self, total: u64) -> u64 {
+        let dead: u64 = self.dead.iter().map(|r| self.bytes_in(r, total)).sum();
+        total.saturating_sub(dead)
+    }
+}
+
+/// Builds a row's size sketch from its entries in order, at most [`SketchBuilder::MAX_POINTS`]
+/// points at evenly spaced entries (every `2^k`-th entry, `k` growing as the row does).
+#[derive(Debug)]
+pub struct SketchBuilder {
+    every: u64,
+    seen: u64,
+    bytes: u64,
+    points: Vec<(Vec<u8>, u64)>,
+}
+
+impl Default for SketchBuilder {
+    fn default() -> Self {
+        SketchBuilder {
+            every: 1,
+            seen: 0,
+            bytes: 0,
+            points: Vec::new(),
+        }
+    }
+}
+
+impl SketchBuilder {
+    /// Most points a sketch keeps.
+    pub const MAX_POINTS: usize = 64;
+
+    /// Adds the next entry of the row (user key, and its bytes as the row stores it).
+    pub fn add(&mut self, user_key: &[u8], bytes: u64) {
+        let new_key = self
+            .points
+            .last()
+            .is_none_or(|(k, _)| k.as_slice() != user_key);
+        if self.seen.is_multiple_of(self.every) && new_key {
+            if self.points.len() == Self::MAX_POINTS {
+                // Keep every other point: the spacing doubles.
+                let mut i = 0;
+                self.points.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.every *= 2;
+            }
+            if self.seen.is_multiple_of(self.every) {
+                self.points.push((user_key.to_vec(), self.bytes));
+            }
+        }
+        self.seen += 1;
+        self.bytes += bytes;
+    }
+
+    /// The sketch.
+    pub fn finish(self) -> Vec<(Vec<u8>, u64)> {
+        self.points
+    }
 }
 
 impl FileMetaData {
@@ -126,6 +303,10 @@ pub enum GroupOrder {
     /// disjoint, the runs of one set may overlap and are its floors, older (lower number)
     /// first. NVLSM's Skip-Array Trees and guards.
     Sets,
+    /// The rows of a row container (TriangleKV's triangle, MatrixKV's matrix): runs that may
+    /// overlap, ordered by file number, older first, each with its [`RowInfo`]; a key range
+    /// dead in a row is dead in every older row.
+    Rows,
 }
 
 /// One set of a [`GroupOrder::Sets`] group: its floors and its key range.
@@ -350,7 +531,7 @@ impl Version {
                 let runs = Arc::make_mut(&mut state.groups[g]);
                 let order = layout.groups[g];
                 match order {
-                    GroupOrder::Overlapping => runs.sort_by_key(|f| f.number),
+                    GroupOrder::Overlapping | GroupOrder::Rows => runs.sort_by_key(|f| f.number),
                     GroupOrder::Disjoint => {
                         runs.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest))
                     }
@@ -503,6 +684,35 @@ fn check_range(f: &FileMetaData) -> Result<()> {
             format!("run {} has smallest key > largest key", f.number),
         ));
     }
+    if let Some(row) = &f.row {
+        let bad = |what: &str| {
+            Err(Error::corruption(
+                "manifest",
+                format!("row {}: {what}", f.number),
+            ))
+        };
+        if row.dead.iter().any(KeyRange::is_empty) {
+            return bad("an empty dead range");
+        }
+        // Sorted, disjoint and not touching: each range ends before the next one starts.
+        if row
+            .dead
+            .windows(2)
+            .any(|w| w[0].end.as_ref().is_none_or(|e| *e >= w[1].start))
+        {
+            return bad("dead ranges out of order or touching");
+        }
+        if row
+            .sketch
+            .windows(2)
+            .any(|w| w[0].0 >= w[1].0 || w[0].1 > w[1].1)
+        {
+            return bad("size sketch out of order");
+        }
+        if row.hints_into >= f.number {
+            return bad("hints into a newer row");
+        }
+    }
     Ok(())
 }
 
@@ -530,9 +740,32 @@ fn check_group_order(
             ));
         }
     }
+    if let Some(f) = runs
+        .iter()
+        .find(|f| f.row.is_some() != (order == GroupOrder::Rows))
+    {
+        return Err(Error::corruption(
+            "manifest",
+            format!(
+                "{stage} group {group}: run {} is {} in a group {} rows",
+                f.number,
+                if f.row.is_some() {
+                    "a row"
+                } else {
+                    "not a row"
+                },
+                if order == GroupOrder::Rows {
+                    "of"
+                } else {
+                    "without"
+                }
+            ),
+        ));
+    }
     for w in runs.windows(2) {
         let ok = match order {
             GroupOrder::Overlapping => w[0].number < w[1].number,
+            GroupOrder::Rows => w[0].number < w[1].number && dead_in_older(&w[0], &w[1]),
             GroupOrder::Disjoint => w[0].largest_user_key() < w[1].smallest_user_key(),
             GroupOrder::Sets => (w[0].set, w[0].number) < (w[1].set, w[1].number),
         };
@@ -547,6 +780,24 @@ fn check_group_order(
         }
     }
     Ok(())
+}
+
+/// True if every range dead in row `newer` is dead in row `older` (each dead range of the
+/// newer row lies inside one of the older row's: they are merged, so coverage is by one).
+fn dead_in_older(older: &FileMetaData, newer: &FileMetaData) -> bool {
+    let (Some(o), Some(n)) = (&older.row, &newer.row) else {
+        return false;
+    };
+    n.dead.iter().all(|r| {
+        o.dead.iter().any(|d| {
+            d.start <= r.start
+                && match (&d.end, &r.end) {
+                    (None, _) => true,
+                    (Some(_), None) => false,
+                    (Some(de), Some(re)) => re <= de,
+                }
+        })
+    })
 }
 
 /// The sets of a group have disjoint key ranges (and were derived in key order).
@@ -580,6 +831,7 @@ mod tests {
             tier: Tier::Ssd,
             kind: RunKind::Sst,
             set: 0,
+            row: None,
         }
     }
 

@@ -596,6 +596,7 @@ mod tests {
                 tier: crate::tier::Tier::Ssd,
                 kind: super::super::RunKind::Sst,
                 set: 0,
+                row: None,
             },
         ));
         e.stage_mut(0).pointers.push((1, b"pointer".to_vec()));

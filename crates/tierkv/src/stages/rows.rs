@@ -1,0 +1,427 @@
+//! A row container in PM as L0, over leveled SSTables on SSD: TriangleKV's triangle and
+//! MatrixKV's matrix (Ding et al., "TriangleKV: Reducing Write Stalls and Write Amplification
+//! in LSM-Tree Based KV Stores With Triangle Container in NVM", IEEE TPDS 2022; MatrixKV is the
+//! paper's baseline, Yao et al., USENIX ATC 2020).
+//!
+//! Group 0 holds the rows ([`GroupOrder::Rows`]): one per flushed memtable, a PM sorted array
+//! (the paper's RowTable: its data area is the row's data pages, its fixed-size index entries
+//! the sorted metadata array) whose entries carry the cross-row hint `fwd` into the row that
+//! was the newest when it was flushed (`parray`, "Row chains"). Compaction never rewrites a
+//! row: it moves a key range out of rows into L1 and records the range as dead in each row's
+//! [`RowInfo`]; a row whose every key is dead is deleted. Groups 1.. are L1..Ln, SSTables on
+//! SSD, sorted and disjoint as in `leveled`, L1 as large as the PM L0 (the flattened levels
+//! of section 3.3).
+//!
+//! * **Lookup** (section 3.4, Fig. 12): rows newest first, as chains of rows linked by their
+//!   hints: the newest row of a chain is binary-searched, each older one only in the window
+//!   the hints of the bracketing entries give (`parray::chain_get`). A key dead in a row is
+//!   dead in every older row (the version checks it), so the lookup goes on to L1 at the
+//!   first row where the key is dead. Rows have no Bloom filters (the paper rejects them for
+//!   L0, section 3.4). Then at most one SSTable per level.
+//! * **Iterators**: one per chain of rows, merging the rows' cursors; a seek positions every
+//!   row of the chain in one hint-guided descent (`parray::chain_seek`); each cursor skips its
+//!   row's dead ranges. One concatenating iterator per level.
+//! * **Write pressure** on the rows' live bytes (estimated from each row's size sketch and
+//!   dead ranges) against `rows.l0_bytes`: writes slow down at `rows.slowdown` of it and stop
+//!   at all of it.
+//! * **Flush target**: a memtable whose keys overlap no live row and no L1 table goes straight
+//!   to L1 as an SSTable when `rows.sequential_bypass` is on (the paper's sequential load).
+//! * **Compaction**: `compaction::RowPolicy` (right-angle side for the triangle, column
+//!   compaction for the matrix; leveled below L1).
+
+use super::levels::level_iterator;
+use crate::compaction::{CompactionPolicy, RowPolicy};
+use crate::db::{MergingIterator, TableCache};
+use crate::format::{lookup_key, parse_internal_key, user_key, MAX_SEQUENCE};
+use crate::iterator::InternalIterator;
+use crate::options::{CompactionOptions, Options, RowOptions};
+use crate::parray::{chain_get, chain_seek, ArrayIterator, KeyValue, PmArray};
+use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+use crate::stats::{IoPurpose, Part};
+use crate::tier::Tier;
+use crate::version::{
+    add_range, FileMetaData, GroupOrder, KeyRange, RowInfo, RunKind, StageLayout, StageVersion,
+};
+use crate::{Error, Result};
+use std::sync::Arc;
+
+/// Which row container L0 is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Container {
+    /// TriangleKV: one sequence of rows; right-angle-side compaction takes a key range out of
+    /// every row at once.
+    Triangle,
+    /// MatrixKV: the receiver absorbs flushes; a full receiver becomes the compactor, which
+    /// column compaction drains key range by key range.
+    Matrix,
+}
+
+/// The row-container stage of `trianglekv` and `matrixkv`.
+pub(crate) struct RowStage {
+    options: CompactionOptions,
+    rows: RowOptions,
+    policy: RowPolicy,
+}
+
+impl RowStage {
+    /// A row container of kind `container` over `compaction.num_levels - 1` SSD levels, shaped
+    /// by `options` (its `rows.l0_bytes` resolved: [`RowOptions::l0_capacity`]).
+    pub fn new(options: &Options, container: Container) -> Self {
+        let rows = RowOptions {
+            l0_bytes: options.rows.l0_capacity(options),
+            ..options.rows.clone()
+        };
+        RowStage {
+            options: options.compaction.clone(),
+            policy: RowPolicy::new(&options.compaction, &rows, container),
+            rows,
+        }
+    }
+}
+
+/// The row info of a run of a [`GroupOrder::Rows`] group (the version checks every row has
+/// one).
+pub(crate) fn row_info(f: &FileMetaData) -> &RowInfo {
+    static NONE: RowInfo = RowInfo {
+        hints_into: 0,
+        dead: Vec::new(),
+        sketch: Vec::new(),
+    };
+    f.row.as_deref().unwrap_or(&NONE)
+}
+
+/// The estimated live bytes of every row.
+pub(crate) fn live_row_bytes(rows: &[Arc<FileMetaData>]) -> u64 {
+    rows.iter()
+        .map(|f| row_info(f).live_bytes(f.file_size))
+        .sum()
+}
+
+/// True if row `f` holds a live key in `[lo, hi]` by its metadata: its key range meets it and
+/// no single dead range covers the meeting part.
+pub(crate) fn row_may_hold(f: &FileMetaData, lo: &[u8], hi: &[u8]) -> bool {
+    let (a, b) = (lo.max(f.smallest_user_key()), hi.min(f.largest_user_key()));
+    if a > b {
+        return false;
+    }
+    let info = row_info(f);
+    !info
+        .dead
+        .iter()
+        .any(|d| d.contains(a) && d.end.as_deref().is_none_or(|e| b < e))
+}
+
+/// The rows of `rows` (older first) in chains: maximal runs of consecutive rows in which each
+/// row's hints point into the row before it; oldest chain first.
+fn chains(rows: &[Arc<FileMetaData>]) -> Vec<&[Arc<FileMetaData>]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=rows.len() {
+        if i == rows.len() || row_info(&rows[i]).hints_into != rows[i - 1].number {
+            out.push(&rows[start..i]);
+            start = i;
+        }
+    }
+    out
+}
+
+fn open_rows(
+    tables: &TableCache,
+    part: Part,
+    rows: &[Arc<FileMetaData>],
+) -> Result<Vec<Arc<PmArray>>> {
+    rows.iter().map(|f| tables.array(f, part)).collect()
+}
+
+impl Stage for RowStage {
+    fn layout(&self) -> StageLayout {
+        let mut groups = vec![GroupOrder::Disjoint; self.options.num_levels];
+        groups[0] = GroupOrder::Rows;
+        StageLayout {
+            name: "rows+levels",
+            groups,
+        }
+    }
+
+    fn ingest_target(&self) -> RunTarget {
+        RunTarget {
+            group: 0,
+            tier: Tier::Pm,
+            kind: RunKind::PmArray,
+            row: true,
+        }
+    }
+
+    fn flush_target(
+        &self,
+        state: &StageVersion,
+        busy: &[bool],
+        smallest: &[u8],
+        largest: &[u8],
+    ) -> RunTarget {
+        let bypass = self.rows.sequential_bypass
+            && !busy[1]
+            && !state.groups[0]
+                .iter()
+                .any(|f| row_may_hold(f, smallest, largest))
+            && state
+                .overlapping(1, Some(smallest), Some(largest))
+                .is_empty();
+        if bypass {
+            RunTarget {
+                group: 1,
+                tier: Tier::Ssd,
+                kind: RunKind::Sst,
+                row: false,
+            }
+        } else {
+            self.ingest_target()
+        }
+    }
+
+    fn get(
+        &self,
+        cx: &ReadContext<'_>,
+        state: &StageVersion,
+        user_key: &[u8],
+        lookup: &[u8],
+    ) -> Result<Option<Entry>> {
+        let rows = &state.groups[0];
+        // The rows where the key is live: the newest ones, down to the first where it is dead.
+        let dead_from = rows
+            .iter()
+            .rposition(|f| row_info(f).is_dead(user_key))
+            .map_or(0, |i| i + 1);
+        let mut found = None;
+        for chain in chains(&rows[dead_from..]).into_iter().rev() {
+            let arrays = open_rows(cx.tables, cx.part, chain)?;
+            found = chain_get(&arrays, user_key, lookup, cx.purpose)?;
+            if found.is_some() {
+                break;
+            }
+        }
+        if found.is_none() {
+            for level in 1..state.groups.len() {
+                if let Some(f) = state.run_for_key(level, user_key) {
+                    let run = cx.tables.open(f, cx.part)?;
+                    found = run.get(lookup, cx.purpose, cx.fill_cache)?;
+                    if found.is_some() {
+                        break;
+                    }
+                }
+            }
+        }
+        let Some((ikey, value)) = found else {
+            return Ok(None);
+        };
+        let p = parse_internal_key(&ikey)
+            .ok_or_else(|| Error::corruption("rows", "malformed internal key"))?;
+        debug_assert_eq!(p.user_key, user_key);
+        Ok(Some((p.value_type, value)))
+    }
+
+    fn iterators(
+        &self,
+        cx: &ReadContext<'_>,
+        state: &StageVersion,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    ) -> Result<()> {
+        for chain in chains(&state.groups[0]).into_iter().rev() {
+            let arrays = open_rows(cx.tables, cx.part, chain)?;
+            let dead = chain.iter().map(|f| row_info(f).dead.clone()).collect();
+            out.push(Box::new(RowsIterator::new(arrays, dead, cx.purpose)));
+        }
+        for runs in state.groups.iter().skip(1) {
+            if !runs.is_empty() {
+                out.push(Box::new(level_iterator(cx, Arc::clone(runs))));
+            }
+        }
+        Ok(())
+    }
+
+    fn may_hold_from(&self, state: &StageVersion, group: usize, user_key: &[u8]) -> bool {
+        (group..state.groups.len()).any(|g| {
+            if g == 0 {
+                state.groups[0]
+                    .iter()
+                    .any(|f| row_may_hold(f, user_key, user_key))
+            } else {
+                state.run_for_key(g, user_key).is_some()
+            }
+        })
+    }
+
+    fn write_pressure(&self, state: &StageVersion) -> WritePressure {
+        let live = live_row_bytes(&state.groups[0]) as f64;
+        let capacity = self.rows.l0_bytes as f64;
+        if live >= capacity {
+            WritePressure::Stop
+        } else if live >= capacity * self.rows.slowdown {
+            WritePressure::Slowdown
+        } else {
+            WritePressure::None
+        }
+    }
+
+    fn policy(&self) -> &dyn CompactionPolicy {
+        &self.policy
+    }
+}
+
+/// The ranges a cursor over a row skips: the row's dead ranges and everything outside `keep`.
+pub(crate) fn skipped_ranges(dead: &[KeyRange], keep: &KeyRange) -> Vec<KeyRange> {
+    let mut skip = dead.to_vec();
+    if !keep.start.is_empty() {
+        skip = add_range(
+            &skip,
+            &KeyRange {
+                start: Vec::new(),
+                end: Some(keep.start.clone()),
+            },
+        );
+    }
+    if let Some(end) = &keep.end {
+        skip = add_range(
+            &skip,
+            &KeyRange {
+                start: end.clone(),
+                end: None,
+            },
+        );
+    }
+    skip
+}
+
+/// A cursor over one row's entries that skips the user-key ranges `skip` (sorted, disjoint):
+/// the row's dead ranges, and for a compaction everything outside the range it moves.
+pub(crate) struct RowCursor {
+    inner: ArrayIterator,
+    skip: Vec<KeyRange>,
+}
+
+impl RowCursor {
+    /// A cursor over `array` skipping `skip`.
+    pub(crate) fn new(array: &Arc<PmArray>, skip: Vec<KeyRange>, purpose: IoPurpose) -> Self {
+        RowCursor {
+            inner: array.iter(purpose),
+            skip,
+        }
+    }
+
+    /// Positions on entry `i` (whose key and value are `kv` when already read), then past
+    /// skipped ranges.
+    fn position(&mut self, i: u32, kv: Option<KeyValue>) {
+        self.inner.seek_to_index(i, kv);
+        self.settle();
+    }
+
+    /// Moves past entries in skipped ranges: a seek to the end of the range holding the current
+    /// key, or the end of the row for an unbounded one.
+    fn settle(&mut self) {
+        while self.inner.valid() {
+            let uk = user_key(self.inner.key());
+            let i = self.skip.partition_point(|r| r.start.as_slice() <= uk);
+            let Some(r) = i.checked_sub(1).map(|i| &self.skip[i]) else {
+                return;
+            };
+            if !r.contains(uk) {
+                return;
+            }
+            match &r.end {
+                Some(end) => {
+                    let target = lookup_key(end, MAX_SEQUENCE);
+                    self.inner.seek(&target);
+                }
+                None => {
+                    self.inner.seek_to_end();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl InternalIterator for RowCursor {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.inner.seek_to_first();
+        self.settle();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target);
+        self.settle();
+    }
+    fn next(&mut self) {
+        self.inner.next();
+        self.settle();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
+
+/// Merges the rows of one chain (oldest first), each cursor skipping its row's dead ranges; a
+/// seek positions every row in one hint-guided descent.
+pub(crate) struct RowsIterator {
+    rows: Vec<Arc<PmArray>>,
+    merge: MergingIterator<RowCursor>,
+    purpose: IoPurpose,
+}
+
+impl RowsIterator {
+    /// An unpositioned iterator over `rows` (a chain, oldest first) with their dead ranges.
+    pub(crate) fn new(
+        rows: Vec<Arc<PmArray>>,
+        dead: Vec<Vec<KeyRange>>,
+        purpose: IoPurpose,
+    ) -> Self {
+        let cursors = rows
+            .iter()
+            .zip(dead)
+            .map(|(a, d)| RowCursor::new(a, d, purpose))
+            .collect();
+        RowsIterator {
+            rows,
+            merge: MergingIterator::new(cursors),
+            purpose,
+        }
+    }
+}
+
+impl InternalIterator for RowsIterator {
+    fn valid(&self) -> bool {
+        self.merge.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.merge.seek_to_first();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        let (rows, purpose) = (&self.rows, self.purpose);
+        self.merge.reposition(|cursors| {
+            for (c, (p, kv)) in cursors.iter_mut().zip(chain_seek(rows, target, purpose)?) {
+                c.position(p, kv);
+            }
+            Ok(())
+        });
+    }
+    fn next(&mut self) {
+        self.merge.next();
+    }
+    fn key(&self) -> &[u8] {
+        self.merge.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.merge.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.merge.status()
+    }
+}
