@@ -499,6 +499,12 @@ pub struct BenchConfig {
     #[arg(long = "seek_nexts", default_value_t = 0)]
     pub seek_nexts: u64,
 
+    /// Open-loop rate: start operations at this many per second in all (spread evenly over the
+    /// threads) instead of as fast as the engine answers; each operation's latency counts from
+    /// when it was due, so queueing behind a stall shows in the percentiles. 0: closed loop.
+    #[arg(long = "ops_per_sec", default_value_t = 0)]
+    pub ops_per_sec: u64,
+
     /// Sync the write-ahead log on every write.
     #[arg(long, num_args = 0..=1, require_equals = true, default_value_t = false,
           default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]

@@ -61,6 +61,7 @@
 //! ```
 
 mod nvlsm;
+mod trianglekv;
 
 use crate::report::DesignRun;
 use crate::verdict::Band;
@@ -104,6 +105,8 @@ pub enum Metric {
     AvgLatency(Bench),
     /// 99th percentile latency in microseconds.
     P99Latency(Bench),
+    /// 99.9th percentile latency in microseconds.
+    P999Latency(Bench),
     /// Write amplification without the log's bytes, every tier together (the figure LSM papers
     /// quote): `figures.database.amplification.write_excluding_log`.
     WriteAmpExcludingLog,
@@ -121,6 +124,13 @@ pub enum Metric {
     BytesWritten,
     /// Seconds writers were delayed or stopped: `figures.stall_seconds`.
     StallSeconds,
+    /// Mean bytes a compaction out of the first group (L0: tables, rows, C1) read, over the
+    /// compactions the engine's job log holds (TierKV engines only).
+    L0CompactionMeanBytes,
+    /// The largest such compaction's input bytes.
+    L0CompactionMaxBytes,
+    /// The longest such compaction, in seconds.
+    L0CompactionMaxSeconds,
 }
 
 impl Metric {
@@ -130,6 +140,10 @@ impl Metric {
             Metric::OpsPerSec(b) => format!("{} ops/s", b.describe()),
             Metric::AvgLatency(b) => format!("{} average latency (us)", b.describe()),
             Metric::P99Latency(b) => format!("{} p99 latency (us)", b.describe()),
+            Metric::P999Latency(b) => format!("{} p99.9 latency (us)", b.describe()),
+            Metric::L0CompactionMeanBytes => "mean input bytes of an L0 compaction".into(),
+            Metric::L0CompactionMaxBytes => "largest L0 compaction's input bytes".into(),
+            Metric::L0CompactionMaxSeconds => "longest L0 compaction (s)".into(),
             Metric::WriteAmpExcludingLog => "write amplification without the log".into(),
             Metric::WriteAmp => "write amplification".into(),
             Metric::ReadAmp => "read amplification".into(),
@@ -146,6 +160,10 @@ impl Metric {
             Metric::OpsPerSec(b) => format!("ops/s {}", b.describe()),
             Metric::AvgLatency(b) => format!("avg {}", b.describe()),
             Metric::P99Latency(b) => format!("p99 {}", b.describe()),
+            Metric::P999Latency(b) => format!("p99.9 {}", b.describe()),
+            Metric::L0CompactionMeanBytes => "L0 job bytes".into(),
+            Metric::L0CompactionMaxBytes => "max L0 job bytes".into(),
+            Metric::L0CompactionMaxSeconds => "max L0 job s".into(),
             Metric::WriteAmpExcludingLog => "WA w/o log".into(),
             Metric::WriteAmp => "WA".into(),
             Metric::ReadAmp => "RA".into(),
@@ -159,9 +177,50 @@ impl Metric {
     /// The benchmark the figure comes from, if it comes from one.
     pub fn benchmark(&self) -> Option<&Bench> {
         match self {
-            Metric::OpsPerSec(b) | Metric::AvgLatency(b) | Metric::P99Latency(b) => Some(b),
+            Metric::OpsPerSec(b)
+            | Metric::AvgLatency(b)
+            | Metric::P99Latency(b)
+            | Metric::P999Latency(b) => Some(b),
             _ => None,
         }
+    }
+
+    /// For the L0-compaction figures, the figure (`Some(None)` when the run's engine keeps no
+    /// job log or ran no such compaction); `None` for the others.
+    fn l0_jobs(&self, run: &DesignRun) -> Option<Option<f64>> {
+        if !matches!(
+            self,
+            Metric::L0CompactionMeanBytes
+                | Metric::L0CompactionMaxBytes
+                | Metric::L0CompactionMaxSeconds
+        ) {
+            return None;
+        }
+        let jobs: Vec<_> = run
+            .final_stats
+            .as_ref()
+            .map(|s| {
+                s.stats
+                    .compaction_jobs
+                    .iter()
+                    .filter(|j| j.from_group == 0 && !j.trivial_move)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        if jobs.is_empty() {
+            return Some(None);
+        }
+        let n = jobs.len() as f64;
+        Some(Some(match self {
+            Metric::L0CompactionMeanBytes => {
+                jobs.iter().map(|j| j.input_bytes as f64).sum::<f64>() / n
+            }
+            Metric::L0CompactionMaxBytes => {
+                jobs.iter().map(|j| j.input_bytes).max().unwrap_or(0) as f64
+            }
+            _ => jobs.iter().map(|j| j.micros).max().unwrap_or(0) as f64 / 1e6,
+        }))
     }
 
     /// The figure in `run`, when it was measured. Engines without TierKV's figures (RocksDB)
@@ -180,8 +239,12 @@ impl Metric {
             return match self {
                 Metric::OpsPerSec(_) => ops_per_sec,
                 Metric::AvgLatency(_) => Some(latency.avg_us),
+                Metric::P999Latency(_) => Some(latency.p999_us),
                 _ => Some(latency.p99_us),
             };
+        }
+        if let Some(jobs) = self.l0_jobs(run) {
+            return jobs;
         }
         if let Some(f) = &run.figures {
             let a = &f.database.amplification;
@@ -193,7 +256,7 @@ impl Metric {
                 Metric::BytesRead => Some(f.database.bytes_read as f64),
                 Metric::BytesWritten => Some(f.database.bytes_written as f64),
                 Metric::StallSeconds => Some(f.stall_seconds),
-                Metric::OpsPerSec(_) | Metric::AvgLatency(_) | Metric::P99Latency(_) => None,
+                _ => None,
             };
         }
         let s = run.final_stats.as_ref()?;
@@ -392,6 +455,10 @@ pub const EXPERIMENTS: &[Experiment] = &[
     nvlsm::PUT_RATIO,
     nvlsm::RANGE,
     nvlsm::YCSB,
+    trianglekv::WRITE,
+    trianglekv::HINTS,
+    trianglekv::FLATTEN,
+    trianglekv::TAIL,
 ];
 
 /// Experiments for the harness's own tests (`tierkv reproduce --self-test`, hidden): tiny runs

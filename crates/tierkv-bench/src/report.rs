@@ -266,6 +266,13 @@ pub fn format_header(
     let _ = writeln!(s, "Entries:    {}", config.num);
     let _ = writeln!(s, "Reads:      {}", config.reads_per_thread());
     let _ = writeln!(s, "Threads:    {}", config.threads);
+    if config.ops_per_sec > 0 {
+        let _ = writeln!(
+            s,
+            "Rate:       {} ops/s in all, open loop (latency from when each operation was due)",
+            config.ops_per_sec
+        );
+    }
     let _ = writeln!(s, "Sync:       {}", config.sync);
     let cap = |mbps: u64| match mbps {
         0 => "uncapped".to_string(),
@@ -447,6 +454,29 @@ pub fn format_stats(s: &StatsSummary) -> String {
         "Flushes / compactions:  {} / {}",
         st.flushes, st.compactions
     );
+    let l0: Vec<_> = st
+        .compaction_jobs
+        .iter()
+        .filter(|j| j.from_group == 0 && !j.trivial_move)
+        .collect();
+    if !l0.is_empty() {
+        let n = l0.len() as u64;
+        let bytes: u64 = l0.iter().map(|j| j.input_bytes).sum();
+        let micros: u64 = l0.iter().map(|j| j.micros).sum();
+        let _ = writeln!(
+            o,
+            "  from L0:              {n}{}, input avg {} max {}, time avg {:.3} s max {:.3} s",
+            if st.compaction_jobs_dropped > 0 {
+                " (of the job log's last compactions)"
+            } else {
+                ""
+            },
+            b(bytes / n),
+            b(l0.iter().map(|j| j.input_bytes).max().unwrap_or(0)),
+            micros as f64 / n as f64 / 1e6,
+            l0.iter().map(|j| j.micros).max().unwrap_or(0) as f64 / 1e6,
+        );
+    }
     let _ = writeln!(
         o,
         "WAL:                    {} appends, {} syncs, {} live on SSD, {} on PM",

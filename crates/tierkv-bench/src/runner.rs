@@ -150,6 +150,9 @@ struct Plan {
     seed: u64,
     distribution: Option<RequestDistribution>,
     read_percent: u32,
+    /// Open-loop pacing: each thread starts an operation every `pace` (`--ops_per_sec`
+    /// spread over the threads); `None`: as fast as the engine goes.
+    pace: Option<Duration>,
 }
 
 /// A per-thread operation counter on its own cache line, read by the sampler.
@@ -170,16 +173,21 @@ struct ThreadOut {
 
 /// Times operations: one clock read per operation, a histogram per operation type, and the
 /// thread's operation counter.
+///
+/// Paced (open loop, `--ops_per_sec`), operation `i` is due at `start + i x pace`: the thread
+/// waits for it when early, and its latency counts from when it was due, so time an operation
+/// spent waiting behind a slow one is part of its latency (no coordinated omission).
 struct OpTimer<'a> {
     hists: [Option<Histogram<u64>>; OpKind::COUNT],
     last: Instant,
     start: Instant,
     ops: u64,
     slot: &'a AtomicU64,
+    pace: Option<Duration>,
 }
 
 impl<'a> OpTimer<'a> {
-    fn start(slot: &'a AtomicU64) -> Self {
+    fn start(slot: &'a AtomicU64, pace: Option<Duration>) -> Self {
         let now = Instant::now();
         OpTimer {
             hists: Default::default(),
@@ -187,6 +195,7 @@ impl<'a> OpTimer<'a> {
             start: now,
             ops: 0,
             slot,
+            pace,
         }
     }
 
@@ -200,6 +209,11 @@ impl<'a> OpTimer<'a> {
         self.last = now;
         self.ops += 1;
         self.slot.store(self.ops, Relaxed);
+        if let Some(pace) = self.pace {
+            let due = self.start + pace.saturating_mul(self.ops.min(u32::MAX as u64) as u32);
+            wait_until(due);
+            self.last = due;
+        }
     }
 
     fn finish(self, bytes: u64, found: u64, lookups: u64) -> ThreadOut {
@@ -211,6 +225,24 @@ impl<'a> OpTimer<'a> {
             lookups,
             start: self.start,
             finish: self.last,
+        }
+    }
+}
+
+/// Waits until `due`: sleeps while more than 200 us are left (the sleep's granularity), then
+/// yields until it passes, so a paced thread starts each operation on time without holding a
+/// core the engine's background threads need.
+fn wait_until(due: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= due {
+            return;
+        }
+        let left = due - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep(left - Duration::from_micros(150));
+        } else {
+            std::thread::yield_now();
         }
     }
 }
@@ -293,7 +325,7 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
     let write_bytes = (plan.key_size + plan.value_size) as u64;
     let (mut bytes, mut found, mut lookups) = (0u64, 0u64, 0u64);
     sh.barrier.wait();
-    let mut t = OpTimer::start(slot);
+    let mut t = OpTimer::start(slot, plan.pace);
     match sh.bench {
         Benchmark::Fillseq => {
             for k in 0..plan.num {
@@ -393,7 +425,7 @@ fn ycsb_worker(
         let order = LoadOrder::new(plan.num, plan.seed);
         let range = thread_range(plan.num, plan.threads, thread);
         sh.barrier.wait();
-        let mut t = OpTimer::start(slot);
+        let mut t = OpTimer::start(slot, plan.pace);
         for i in range {
             encode_key(order.at(i), &mut key);
             engine.put(&key, values.next(&key))?;
@@ -414,7 +446,7 @@ fn ycsb_worker(
     let chooser = OpChooser::new(&mix);
     let mut keys = KeyChooser::new(dist, plan.num, expected_new_keys, latest_zetan);
     sh.barrier.wait();
-    let mut t = OpTimer::start(slot);
+    let mut t = OpTimer::start(slot, plan.pace);
     for _ in ops {
         match chooser.next(&mut rng) {
             YcsbOp::Read => {
@@ -549,7 +581,10 @@ pub fn run_benchmark(
     } else {
         config.threads.max(1)
     };
+    let pace = (config.ops_per_sec > 0)
+        .then(|| Duration::from_secs_f64(threads as f64 / config.ops_per_sec as f64));
     let plan = Plan {
+        pace,
         num: config.num,
         reads: config.reads_per_thread(),
         key_size: config.key_size,

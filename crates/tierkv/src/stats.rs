@@ -160,6 +160,64 @@ pub struct Counters {
     pub wal_syncs: AtomicU64,
     /// Flushes that went to SSD because the PM pool was full.
     pub pm_flush_fallbacks: AtomicU64,
+    /// The most recent compactions, oldest first (at most [`JOB_LOG_LEN`]).
+    pub jobs: parking_lot::Mutex<JobLog>,
+}
+
+/// Compactions the job log keeps.
+pub const JOB_LOG_LEN: usize = 2_000;
+
+/// The most recent compactions of a database.
+#[derive(Debug, Default)]
+pub struct JobLog {
+    /// When the database opened (the clock of [`CompactionJob::end_micros`]).
+    opened: Option<std::time::Instant>,
+    jobs: std::collections::VecDeque<CompactionJob>,
+    /// Jobs dropped from the front to keep [`JOB_LOG_LEN`].
+    dropped: u64,
+}
+
+impl JobLog {
+    /// Records a compaction that took `micros` and ended now.
+    pub fn push(&mut self, mut job: CompactionJob) {
+        let opened = *self.opened.get_or_insert_with(std::time::Instant::now);
+        job.end_micros = u64::try_from(opened.elapsed().as_micros()).unwrap_or(u64::MAX);
+        if self.jobs.len() == JOB_LOG_LEN {
+            self.jobs.pop_front();
+            self.dropped += 1;
+        }
+        self.jobs.push_back(job);
+    }
+
+    /// Starts the clock (at open).
+    pub fn start_clock(&mut self) {
+        self.opened.get_or_insert_with(std::time::Instant::now);
+    }
+}
+
+/// One finished compaction.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactionJob {
+    /// The stage compacted.
+    pub stage: usize,
+    /// The group its first inputs came from (L0 = 0: a row container's rows, L0 tables, C1).
+    pub from_group: usize,
+    /// The group its outputs went to.
+    pub to_group: usize,
+    /// Why it ran (`Level0Files`, `LevelSize`, `Manual`, `SetFull`, `Rows`).
+    pub reason: String,
+    /// A run moved down without a rewrite.
+    pub trivial_move: bool,
+    /// Input runs (rows a row compaction reads a range of included).
+    pub input_runs: usize,
+    /// Key and value bytes of the entries the merge read.
+    pub input_bytes: u64,
+    /// Bytes of the output runs.
+    pub output_bytes: u64,
+    /// Wall time from planning to installing, in microseconds.
+    pub micros: u64,
+    /// When it finished, in microseconds since the database opened.
+    pub end_micros: u64,
 }
 
 impl Default for Counters {
@@ -184,6 +242,7 @@ impl Default for Counters {
             wal_appends: AtomicU64::new(0),
             wal_syncs: AtomicU64::new(0),
             pm_flush_fallbacks: AtomicU64::new(0),
+            jobs: parking_lot::Mutex::new(JobLog::default()),
         }
     }
 }
@@ -396,6 +455,12 @@ pub struct DbStats {
     /// The design's stages, in pipeline order: their runs and bytes per group.
     #[serde(default)]
     pub stages: Vec<StageStats>,
+    /// The most recent compactions (at most 2,000), oldest first.
+    #[serde(default)]
+    pub compaction_jobs: Vec<CompactionJob>,
+    /// Compactions that finished before those (dropped from the job log).
+    #[serde(default)]
+    pub compaction_jobs_dropped: u64,
 }
 
 /// One stage of the design as it stands.
@@ -421,6 +486,10 @@ impl DbStats {
                 .sum()
         };
         use IoPurpose as P;
+        let (compaction_jobs, compaction_jobs_dropped) = {
+            let log = c.jobs.lock();
+            (log.jobs.iter().cloned().collect(), log.dropped)
+        };
         DbStats {
             user_bytes_written: g(&c.user_bytes_written),
             user_bytes_read: g(&c.user_bytes_read),
@@ -459,6 +528,8 @@ impl DbStats {
                 + sum(Tier::Pm, P::Flush, false),
             pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
             io,
+            compaction_jobs,
+            compaction_jobs_dropped,
             ..DbStats::default()
         }
     }

@@ -491,15 +491,19 @@ fn run_seeds(
 }
 
 /// The main model test, on every design; `compact_range` runs on whole and partial key ranges.
-/// To fit the CI budget, `nvlsm` runs two thirds of the seeds and the variants of its family
-/// (`nvlsm-leveled`, `nvlsm-fragmented`: the same stage, policy and run kind with other set
-/// shapes) a third.
+/// To fit the CI budget, `nvlsm` and `trianglekv` run two thirds of the seeds and the variants
+/// of their families (`nvlsm-leveled`, `nvlsm-fragmented`: the same stage, policy and run kind
+/// with other set shapes; `matrixkv`: the same stage and rows with another compaction plan) a
+/// third.
 #[test]
 fn model_random_sequences_memfs() {
     for &design in Design::ALL {
-        let n = if design == Design::NVLSM_LEVELED || design == Design::NVLSM_FRAGMENTED {
+        let n = if design == Design::NVLSM_LEVELED
+            || design == Design::NVLSM_FRAGMENTED
+            || design == Design::MATRIXKV
+        {
             seed_count() / 3
-        } else if design == Design::NVLSM {
+        } else if design == Design::NVLSM || design == Design::TRIANGLEKV {
             seed_count() * 2 / 3
         } else {
             seed_count()

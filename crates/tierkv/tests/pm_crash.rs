@@ -275,7 +275,9 @@ fn torn_images(design: Design) -> (u64, u64) {
 /// The seeds of the main workload `design` runs: two, or one (a different one per design) for
 /// the designs that keep every run on PM.
 fn seeds(design: Design) -> Vec<u64> {
-    if design.data_on_pm() {
+    // One seed for the all-PM designs and the row containers (each fence images a pool that
+    // holds runs, so their walks are the longest).
+    if design.data_on_pm() || design == Design::TRIANGLEKV || design == Design::MATRIXKV {
         vec![1 + design.name().len() as u64 % 2]
     } else {
         vec![1, 2]
@@ -529,6 +531,16 @@ fn pm_designs() -> Vec<Design> {
     designs
 }
 
+/// The designs of the crash-during-recovery walks: [`pm_designs`] but `matrixkv`, whose
+/// recovery is `trianglekv`'s (the same front end, rows and manifest), left out to fit the CI
+/// budget.
+fn recovery_designs() -> Vec<Design> {
+    pm_designs()
+        .into_iter()
+        .filter(|d| *d != Design::MATRIXKV)
+        .collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 // Crashes during recovery.
 //
@@ -715,7 +727,7 @@ fn crash_every_recovery_fence(design: Design, ops: &[Op], firsts: &[FirstCrash])
 fn crash_during_recovery_at_every_pm_fence() {
     let t = Instant::now();
     let mut checked = 0;
-    for design in pm_designs() {
+    for design in recovery_designs() {
         for seed in seeds(design) {
             let ops = Arc::new(workload(seed));
             let kinds = [FirstImage::Strict, FirstImage::AllPendingProcess];
@@ -736,7 +748,7 @@ fn crash_during_recovery_torn_wal_tail() {
     let seed = 2;
     let ops = Arc::new(workload(seed));
     let mut checked = 0;
-    for design in pm_designs() {
+    for design in recovery_designs() {
         // Twelve of the design's torn images.
         let (torn, lines) = torn_images(design);
         let n = (torn + lines) as usize;

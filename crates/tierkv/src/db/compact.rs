@@ -100,17 +100,26 @@ impl DbInner {
     }
 
     fn execute(&self, task: &CompactionTask) -> Result<()> {
+        let started = std::time::Instant::now();
         let stage = &self.stages[task.stage];
         let policy = stage.policy();
         let mut outputs = Vec::new();
         let mut job = None;
+        let mut input_bytes = 0;
         if !task.trivial_move {
             let target = policy.output(task);
             job = self.clog_start(task.input_runs().map(|f| f.number).collect())?;
             // Output numbers stay in `pending_outputs` until the manifest names them.
             let mut created = Vec::new();
             let merged = self
-                .merge(task, target, job, &mut outputs, &mut created)
+                .merge(
+                    task,
+                    target,
+                    job,
+                    &mut outputs,
+                    &mut created,
+                    &mut input_bytes,
+                )
                 .and_then(|()| self.clog_merged(job));
             if let Err(e) = merged {
                 // The outputs are garbage: unregistered, removed (best effort: recovery
@@ -173,7 +182,20 @@ impl DbInner {
             state.superseded_runs.extend(superseded);
         }
         state.install_super_version(&*self.front);
-        self.clog_finish(&mut state, job, true)
+        self.clog_finish(&mut state, job, true)?;
+        self.counters.jobs.lock().push(crate::stats::CompactionJob {
+            stage: task.stage,
+            from_group: task.inputs.first().map_or(0, |(g, _)| *g),
+            to_group: task.output_group,
+            reason: format!("{:?}", task.reason),
+            trivial_move: task.trivial_move,
+            input_runs: task.input_runs().count(),
+            input_bytes,
+            output_bytes: outputs.iter().map(|m| m.file_size).sum(),
+            micros: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            end_micros: 0,
+        });
+        Ok(())
     }
 
     /// Merges the task's input runs into new runs written as `target` says and cut as the
@@ -188,6 +210,7 @@ impl DbInner {
         job: Option<u64>,
         outputs: &mut Vec<FileMetaData>,
         created: &mut Vec<u64>,
+        input_bytes: &mut u64,
     ) -> Result<()> {
         let version = self.state.lock().versions.current();
         let smallest_snapshot = self.smallest_snapshot();
@@ -226,6 +249,7 @@ impl DbInner {
         let mut slot = None;
         while input.valid() {
             let ikey = input.key();
+            *input_bytes += (ikey.len() + input.value().len()) as u64;
             let p = parse_internal_key(ikey)
                 .ok_or_else(|| Error::corruption("compaction input", "malformed internal key"))?;
             let new_user_key = current_key.as_deref() != Some(p.user_key);

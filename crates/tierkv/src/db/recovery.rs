@@ -58,6 +58,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     let lock = fs.lock(&dir.join("LOCK"))?;
     let counters = Arc::new(Counters::default());
+    counters.jobs.lock().start_clock();
     let (mut versions, pm) = match classify_directory(&*fs, dir)? {
         DirState::Existing => {
             if options.error_if_exists {

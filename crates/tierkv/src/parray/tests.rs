@@ -4,7 +4,9 @@
 //! chains (TriangleKV's cross-row hints) against brute force.
 
 use super::builder::ArraySummary;
-use super::cascade::{cascade_get_traced, chain_get, chain_get_traced, chain_seek, Step};
+use super::cascade::{
+    cascade_get_traced, chain_get, chain_get_traced, chain_seek, verify_row_hints, Step,
+};
 use super::*;
 use crate::format::{
     compare_internal, lookup_key, make_internal_key, user_key, ValueType, MAX_SEQUENCE,
@@ -847,6 +849,58 @@ fn parray_row_hints_narrow_the_older_row_to_a_window() {
             assert!(older.hi - older.lo <= 2, "{k}: {steps:?}");
         }
     }
+}
+
+/// `check`'s verification of a row's hints accepts the hints a flush builds and reports a
+/// hint one entry off (well-formed, its checksum right) as corruption naming the entry.
+#[test]
+fn parray_verify_row_hints_finds_wrong_hints() {
+    let mut chain = Chain { sat: Sat::new() };
+    let key = |k: u32| format!("{k:05}").into_bytes();
+    let rows: [Vec<u32>; 2] = [(0..100).step_by(2).collect(), (1..100).step_by(3).collect()];
+    for (f, keys) in rows.iter().enumerate() {
+        let e: Entries = keys
+            .iter()
+            .map(|&k| {
+                (
+                    make_internal_key(&key(k), 10 + f as u64, ValueType::Value),
+                    key(k),
+                )
+            })
+            .collect();
+        chain.add_row(e);
+    }
+    let floors = &chain.sat.floors;
+    assert_eq!(
+        verify_row_hints(&floors[0], &floors[1], READ).unwrap(),
+        floors[1].len() as u64
+    );
+    // The same row with one hint moved by one entry.
+    let path = PathBuf::from("/a/wrong.arr");
+    let mut b = ArrayBuilder::new(
+        chain.sat.fs.create(&path).unwrap(),
+        path.clone(),
+        0,
+        Some(1),
+    );
+    for i in 0..floors[1].len() {
+        let (k, v) = floors[1].read(i, READ).unwrap();
+        let mut next = floors[1].entry(i, READ).unwrap().next;
+        if i == 7 {
+            next = next.map(|p| NextPtr {
+                offset: p.offset + 1,
+                ..p
+            });
+        }
+        b.add(&k, &v, next).unwrap();
+    }
+    b.finish().unwrap();
+    let wrong = open(&chain.sat.fs, &path, &chain.sat.counters).unwrap();
+    let e = verify_row_hints(&floors[0], &wrong, READ).unwrap_err();
+    assert!(
+        e.is_corruption() && e.to_string().contains("wrong.arr"),
+        "{e}"
+    );
 }
 
 /// An array built for another floor than a row's (slot 1) is refused as a row of a chain: its
