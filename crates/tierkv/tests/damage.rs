@@ -341,3 +341,10 @@ fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_lev
 fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_nvlsm() {
     run(Design::NVLSM, 300, 3);
 }
+
+/// A row container: its manifest records every row's hints, dead ranges and size sketch
+/// (sub-tag 6) beside SSD tables, and its rows and WAL live in the pool.
+#[test]
+fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_trianglekv() {
+    run(Design::TRIANGLEKV, 300, 4);
+}
