@@ -235,73 +235,54 @@ fn build_run(
     target: RunTarget,
     over: Option<&FileMetaData>,
 ) -> Result<FileMetaData> {
-    if target.row {
-        return build_row(db, source, number, target, over);
-    }
     let fs = db.fs_for(target.tier);
     let path = run_file_name(&db.dir, number, target.kind);
-    let mut writer = create_writer(&**fs, path, target.kind, &db.options.table, None)?;
-    let mut it = source.iter();
-    it.seek_to_first();
-    while it.valid() {
-        writer.add(it.key(), it.value())?;
-        it.next();
-    }
-    it.status()?;
-    let summary = writer.finish()?;
-    fs.sync_dir(&db.dir)?;
-    Ok(FileMetaData {
-        number,
-        file_size: summary.file_size,
-        num_entries: summary.num_entries,
-        smallest: summary.smallest,
-        largest: summary.largest,
-        tier: target.tier,
-        kind: target.kind,
-        set: 0,
-        row: None,
-    })
-}
-
-/// [`build_run`] of a row: a sorted array with hints into `over` and a size sketch.
-fn build_row(
-    db: &DbInner,
-    source: &dyn FlushSource,
-    number: u64,
-    target: RunTarget,
-    over: Option<&FileMetaData>,
-) -> Result<FileMetaData> {
-    let fs = db.fs_for(target.tier);
-    let path = run_file_name(&db.dir, number, target.kind);
-    let over_array = over
-        .map(|f| {
-            db.table_cache
-                .array_for(f, Part::Stage(0), IoPurpose::Flush)
-        })
-        .transpose()?;
-    let mut writer = RowWriter::create(&**fs, path, over_array, IoPurpose::Flush)?;
-    let mut it = source.iter();
-    it.seek_to_first();
-    while it.valid() {
-        writer.add(it.key(), it.value())?;
-        it.next();
-    }
-    it.status()?;
-    let (summary, sketch) = writer.finish()?;
-    fs.sync_dir(&db.dir)?;
-    Ok(FileMetaData {
-        number,
-        file_size: summary.file_size,
-        num_entries: summary.num_entries,
-        smallest: summary.smallest,
-        largest: summary.largest,
-        tier: target.tier,
-        kind: target.kind,
-        set: 0,
-        row: Some(Box::new(RowInfo {
+    let (summary, row) = if target.row {
+        // A row: a sorted array with hints into `over` and a size sketch.
+        let over_array = over
+            .map(|f| {
+                db.table_cache
+                    .array_for(f, Part::Stage(0), IoPurpose::Flush)
+            })
+            .transpose()?;
+        let mut writer = RowWriter::create(&**fs, path, over_array, IoPurpose::Flush)?;
+        add_all(source, |k, v| writer.add(k, v))?;
+        let (summary, sketch) = writer.finish()?;
+        let row = RowInfo {
             hints_into: over.map_or(0, |f| f.number),
             dead: Vec::new(),
             sketch,
-        })),
+        };
+        (summary, Some(Box::new(row)))
+    } else {
+        let mut writer = create_writer(&**fs, path, target.kind, &db.options.table, None)?;
+        add_all(source, |k, v| writer.add(k, v))?;
+        (writer.finish()?, None)
+    };
+    fs.sync_dir(&db.dir)?;
+    Ok(FileMetaData {
+        number,
+        file_size: summary.file_size,
+        num_entries: summary.num_entries,
+        smallest: summary.smallest,
+        largest: summary.largest,
+        tier: target.tier,
+        kind: target.kind,
+        set: 0,
+        row,
     })
+}
+
+/// Feeds every entry of `source`, in order, to `add`.
+fn add_all(
+    source: &dyn FlushSource,
+    mut add: impl FnMut(&[u8], &[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut it = source.iter();
+    it.seek_to_first();
+    while it.valid() {
+        add(it.key(), it.value())?;
+        it.next();
+    }
+    it.status()
 }

@@ -362,18 +362,13 @@ pub(crate) fn cascade_get(
     lookup_ikey: &[u8],
     purpose: IoPurpose,
 ) -> Result<Option<KeyValue>> {
-    if lookup_ikey.len() < TRAILER_LEN || crate::format::user_key(lookup_ikey) != user_key {
-        return Err(Error::InvalidArgument(
-            "cascade lookup key is not an internal key of the user key".into(),
-        ));
-    }
-    descend(
+    get_traced(
         floors,
+        user_key,
         lookup_ikey,
-        Some(user_key),
         purpose,
         Links::Sat,
-        &mut |_, _| {},
+        &mut |_| {},
     )
 }
 
@@ -386,19 +381,7 @@ pub(crate) fn cascade_seek(
     target_ikey: &[u8],
     purpose: IoPurpose,
 ) -> Result<Vec<(u32, Option<KeyValue>)>> {
-    let mut positions: Vec<(u32, Option<KeyValue>)> =
-        floors.iter().map(|f| (f.len(), None)).collect();
-    descend(
-        floors,
-        target_ikey,
-        None,
-        purpose,
-        Links::Sat,
-        &mut |s, kv| {
-            positions[s.floor] = (s.index, kv);
-        },
-    )?;
-    Ok(positions)
+    seek(floors, target_ikey, purpose, Links::Sat)
 }
 
 /// [`cascade_get`] over a row chain (`rows[0]` oldest; module doc, "Row chains"): the newest
@@ -409,18 +392,13 @@ pub(crate) fn chain_get(
     lookup_ikey: &[u8],
     purpose: IoPurpose,
 ) -> Result<Option<KeyValue>> {
-    if lookup_ikey.len() < TRAILER_LEN || crate::format::user_key(lookup_ikey) != user_key {
-        return Err(Error::InvalidArgument(
-            "chain lookup key is not an internal key of the user key".into(),
-        ));
-    }
-    descend(
+    get_traced(
         rows,
+        user_key,
         lookup_ikey,
-        Some(user_key),
         purpose,
         Links::Chain,
-        &mut |_, _| {},
+        &mut |_| {},
     )
 }
 
@@ -431,39 +409,46 @@ pub(crate) fn chain_seek(
     target_ikey: &[u8],
     purpose: IoPurpose,
 ) -> Result<Vec<(u32, Option<KeyValue>)>> {
-    let mut positions: Vec<(u32, Option<KeyValue>)> =
-        rows.iter().map(|f| (f.len(), None)).collect();
-    descend(
-        rows,
-        target_ikey,
-        None,
-        purpose,
-        Links::Chain,
-        &mut |s, kv| {
-            positions[s.floor] = (s.index, kv);
-        },
-    )?;
-    Ok(positions)
+    seek(rows, target_ikey, purpose, Links::Chain)
 }
 
-/// [`chain_get`] that also reports every row it visited.
-#[cfg(test)]
-pub(crate) fn chain_get_traced(
-    rows: &[Arc<PmArray>],
+/// A get by the descent, `step` seeing every floor it searched.
+fn get_traced(
+    floors: &[Arc<PmArray>],
     user_key: &[u8],
     lookup_ikey: &[u8],
     purpose: IoPurpose,
-) -> Result<(Option<KeyValue>, Vec<Step>)> {
-    let mut steps = Vec::new();
-    let r = descend(
-        rows,
+    links: Links,
+    step: &mut dyn FnMut(Step),
+) -> Result<Option<KeyValue>> {
+    if lookup_ikey.len() < TRAILER_LEN || crate::format::user_key(lookup_ikey) != user_key {
+        return Err(Error::InvalidArgument(
+            "lookup key is not an internal key of the user key".into(),
+        ));
+    }
+    descend(
+        floors,
         lookup_ikey,
         Some(user_key),
         purpose,
-        Links::Chain,
-        &mut |s, _| steps.push(s),
-    )?;
-    Ok((r, steps))
+        links,
+        &mut |s, _| step(s),
+    )
+}
+
+/// Every floor's position for `target_ikey` by one descent (floors it skips: `len`).
+fn seek(
+    floors: &[Arc<PmArray>],
+    target_ikey: &[u8],
+    purpose: IoPurpose,
+    links: Links,
+) -> Result<Vec<(u32, Option<KeyValue>)>> {
+    let mut positions: Vec<(u32, Option<KeyValue>)> =
+        floors.iter().map(|f| (f.len(), None)).collect();
+    descend(floors, target_ikey, None, purpose, links, &mut |s, kv| {
+        positions[s.floor] = (s.index, kv);
+    })?;
+    Ok(positions)
 }
 
 /// [`cascade_get`] that also reports every floor it visited.
@@ -475,13 +460,33 @@ pub(crate) fn cascade_get_traced(
     purpose: IoPurpose,
 ) -> Result<(Option<KeyValue>, Vec<Step>)> {
     let mut steps = Vec::new();
-    let r = descend(
+    let r = get_traced(
         floors,
+        user_key,
         lookup_ikey,
-        Some(user_key),
         purpose,
         Links::Sat,
-        &mut |s, _| steps.push(s),
+        &mut |s| steps.push(s),
+    )?;
+    Ok((r, steps))
+}
+
+/// [`chain_get`] that also reports every row it visited.
+#[cfg(test)]
+pub(crate) fn chain_get_traced(
+    rows: &[Arc<PmArray>],
+    user_key: &[u8],
+    lookup_ikey: &[u8],
+    purpose: IoPurpose,
+) -> Result<(Option<KeyValue>, Vec<Step>)> {
+    let mut steps = Vec::new();
+    let r = get_traced(
+        rows,
+        user_key,
+        lookup_ikey,
+        purpose,
+        Links::Chain,
+        &mut |s| steps.push(s),
     )?;
     Ok((r, steps))
 }

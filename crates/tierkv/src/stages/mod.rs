@@ -40,6 +40,22 @@ fn may_hold_from(
     })
 }
 
+/// A stage's answer from the entry a search found (internal key, value): its type and value;
+/// a malformed key is corruption naming the stage.
+fn found_entry(
+    stage: &str,
+    user_key: &[u8],
+    found: Option<(Vec<u8>, Vec<u8>)>,
+) -> crate::Result<Option<crate::pipeline::Entry>> {
+    let Some((ikey, value)) = found else {
+        return Ok(None);
+    };
+    let p = crate::format::parse_internal_key(&ikey)
+        .ok_or_else(|| crate::Error::corruption(stage, "malformed internal key"))?;
+    debug_assert_eq!(p.user_key, user_key);
+    Ok(Some((p.value_type, value)))
+}
+
 /// The write pressure of a stage whose first group (L0, C1) holds `runs` flushed runs: stop at
 /// `level0_stop_trigger`, slow down at `level0_slowdown_trigger`.
 fn first_group_pressure(options: &CompactionOptions, runs: usize) -> WritePressure {

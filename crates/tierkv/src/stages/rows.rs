@@ -32,7 +32,7 @@
 use super::levels::level_iterator;
 use crate::compaction::{CompactionPolicy, RowPolicy};
 use crate::db::{MergingIterator, TableCache};
-use crate::format::{lookup_key, parse_internal_key, user_key, MAX_SEQUENCE};
+use crate::format::{lookup_key, user_key, MAX_SEQUENCE};
 use crate::iterator::InternalIterator;
 use crate::options::{CompactionOptions, Options, RowOptions};
 use crate::parray::{chain_get, chain_seek, ArrayIterator, KeyValue, PmArray};
@@ -42,7 +42,7 @@ use crate::tier::Tier;
 use crate::version::{
     add_range, FileMetaData, GroupOrder, KeyRange, RowInfo, RunKind, StageLayout, StageVersion,
 };
-use crate::{Error, Result};
+use crate::Result;
 use std::sync::Arc;
 
 /// Which row container L0 is.
@@ -211,13 +211,7 @@ impl Stage for RowStage {
                 }
             }
         }
-        let Some((ikey, value)) = found else {
-            return Ok(None);
-        };
-        let p = parse_internal_key(&ikey)
-            .ok_or_else(|| Error::corruption("rows", "malformed internal key"))?;
-        debug_assert_eq!(p.user_key, user_key);
-        Ok(Some((p.value_type, value)))
+        super::found_entry("rows", user_key, found)
     }
 
     fn iterators(

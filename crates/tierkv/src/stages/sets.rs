@@ -20,7 +20,7 @@
 use super::concat::{before, ConcatIterator, Segments};
 use crate::compaction::{AccumulativePolicy, CompactionPolicy};
 use crate::db::TableCache;
-use crate::format::{compare_internal, make_internal_key, parse_internal_key, ValueType};
+use crate::format::{compare_internal, make_internal_key, ValueType};
 use crate::iterator::InternalIterator;
 use crate::options::{CompactionOptions, FilterScope, NvlsmOptions};
 use crate::parray::{cascade_get, cascade_seek, ArrayIterator, PmArray};
@@ -144,13 +144,7 @@ impl Stage for SetStage {
                 }
             }
         }
-        let Some((ikey, value)) = found else {
-            return Ok(None);
-        };
-        let p = parse_internal_key(&ikey)
-            .ok_or_else(|| Error::corruption("components", "malformed internal key"))?;
-        debug_assert_eq!(p.user_key, user_key);
-        Ok(Some((p.value_type, value)))
+        super::found_entry("components", user_key, found)
     }
 
     fn iterators(
