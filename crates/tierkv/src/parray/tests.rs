@@ -817,27 +817,36 @@ proptest! {
     }
 }
 
+/// A key `k` as five digits.
+fn five_digits(k: u32) -> Vec<u8> {
+    format!("{k:05}").into_bytes()
+}
+
+/// A chain of one row per entry of `rows` (oldest first), row `f` holding the keys it lists
+/// (`five_digits`) at sequence `10 + f`, each key its own value.
+fn chain_of(rows: &[Vec<u32>]) -> Chain {
+    let mut chain = Chain { sat: Sat::new() };
+    for (f, keys) in rows.iter().enumerate() {
+        let e: Entries = keys
+            .iter()
+            .map(|&k| {
+                let kk = five_digits(k);
+                (make_internal_key(&kk, 10 + f as u64, ValueType::Value), kk)
+            })
+            .collect();
+        chain.add_row(e);
+    }
+    chain
+}
+
 /// A get over a chain narrows each older row to the window between the hints of the keys
 /// bracketing the target: over rows of every key 0..400 (even keys in the older row, odd in
 /// the newer), a get of an absent key searches the older row in a window of at most two
 /// entries, not the whole row.
 #[test]
 fn parray_row_hints_narrow_the_older_row_to_a_window() {
-    let mut chain = Chain { sat: Sat::new() };
-    let key = |k: u32| format!("{k:05}").into_bytes();
-    let rows: [Vec<u32>; 2] = [(0..400).step_by(2).collect(), (1..400).step_by(2).collect()];
-    for (f, keys) in rows.iter().enumerate() {
-        let e: Entries = keys
-            .iter()
-            .map(|&k| {
-                (
-                    make_internal_key(&key(k), 10 + f as u64, ValueType::Value),
-                    key(k),
-                )
-            })
-            .collect();
-        chain.add_row(e);
-    }
+    let chain = chain_of(&[(0..400).step_by(2).collect(), (1..400).step_by(2).collect()]);
+    let key = five_digits;
     chain.check_hints(0);
     for k in [0u32, 1, 150, 151, 398, 399, 400] {
         let look = lookup_key(&key(k), MAX_SEQUENCE);
@@ -855,21 +864,7 @@ fn parray_row_hints_narrow_the_older_row_to_a_window() {
 /// hint one entry off (well-formed, its checksum right) as corruption naming the entry.
 #[test]
 fn parray_verify_row_hints_finds_wrong_hints() {
-    let mut chain = Chain { sat: Sat::new() };
-    let key = |k: u32| format!("{k:05}").into_bytes();
-    let rows: [Vec<u32>; 2] = [(0..100).step_by(2).collect(), (1..100).step_by(3).collect()];
-    for (f, keys) in rows.iter().enumerate() {
-        let e: Entries = keys
-            .iter()
-            .map(|&k| {
-                (
-                    make_internal_key(&key(k), 10 + f as u64, ValueType::Value),
-                    key(k),
-                )
-            })
-            .collect();
-        chain.add_row(e);
-    }
+    let chain = chain_of(&[(0..100).step_by(2).collect(), (1..100).step_by(3).collect()]);
     let floors = &chain.sat.floors;
     assert_eq!(
         verify_row_hints(&floors[0], &floors[1], READ).unwrap(),
