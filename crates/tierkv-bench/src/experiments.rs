@@ -459,6 +459,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     trianglekv::HINTS,
     trianglekv::FLATTEN,
     trianglekv::TAIL,
+    trianglekv::YCSB,
 ];
 
 /// Experiments for the harness's own tests (`tierkv reproduce --self-test`, hidden): tiny runs

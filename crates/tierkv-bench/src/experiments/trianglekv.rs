@@ -312,3 +312,117 @@ pub const TAIL: Experiment = Experiment {
     ],
     rounds: 1,
 };
+
+/// The YCSB workloads of Fig. 14 in the paper's order, one check per workload.
+macro_rules! ycsb_check {
+    ($claim:expr, $paper:expr, $bench:expr, $b:expr, $band:expr) => {
+        Check {
+            claim: $claim,
+            paper: $paper,
+            phase: "ycsb",
+            metric: Metric::OpsPerSec(Bench::all($bench)),
+            compare: Compare::Ratio {
+                a: "trianglekv",
+                b: $b,
+                band: $band,
+            },
+        }
+    };
+}
+
+/// YCSB load and A-F throughput (Fig. 14; E3).
+pub const YCSB: Experiment = Experiment {
+    name: "trianglekv-ycsb",
+    paper: PAPER,
+    figure: "Fig. 14 (YCSB load and A-F throughput)",
+    designs: STORES,
+    phases: &[Phase {
+        name: "ycsb",
+        bench_args: tri_args!(
+            "--benchmarks=ycsb-load,ycsb-a,ycsb-b,ycsb-c,ycsb-d,ycsb-e,ycsb-f",
+            "--num=160000",
+            "--reads=20000"
+        ),
+        designs: &[],
+        from: None,
+    }],
+    scaling: "an 80 GB load and 1M operations per workload -> a load of the write experiment's \
+              size (160k x 4 KiB), then 20k operations per workload (A to F in order in one \
+              database; E's scans up to 100 records of 4 KiB), the write experiment's stores \
+              and SSD model.",
+    claim: "TriangleKV is fastest on the write-heavy load, A and F (4.54x RocksDB-L0-NVM and \
+            1.38x MatrixKV on average) and adequate on the read-heavy B-E.",
+    checks: &[
+        ycsb_check!(
+            "YCSB load: trianglekv faster than leveled-pm",
+            "4.54x (load, A, F on average)",
+            "ycsb-load",
+            "leveled-pm",
+            Band::Above(1.0)
+        ),
+        ycsb_check!(
+            "YCSB load: trianglekv faster than matrixkv",
+            "1.38x (load, A, F on average)",
+            "ycsb-load",
+            "matrixkv",
+            Band::Above(1.0)
+        ),
+        ycsb_check!(
+            "YCSB-A: trianglekv faster than leveled-pm",
+            "4.54x (load, A, F on average)",
+            "ycsb-a",
+            "leveled-pm",
+            Band::Above(1.0)
+        ),
+        ycsb_check!(
+            "YCSB-A: trianglekv faster than matrixkv",
+            "1.38x (load, A, F on average)",
+            "ycsb-a",
+            "matrixkv",
+            Band::Above(1.0)
+        ),
+        ycsb_check!(
+            "YCSB-F: trianglekv faster than leveled-pm",
+            "4.54x (load, A, F on average)",
+            "ycsb-f",
+            "leveled-pm",
+            Band::Above(1.0)
+        ),
+        ycsb_check!(
+            "YCSB-F: trianglekv faster than matrixkv",
+            "1.38x (load, A, F on average)",
+            "ycsb-f",
+            "matrixkv",
+            Band::Above(1.0)
+        ),
+        ycsb_check!(
+            "YCSB-B: trianglekv adequate (>= 0.8x leveled-pm)",
+            "adequate",
+            "ycsb-b",
+            "leveled-pm",
+            Band::AtLeast(0.8)
+        ),
+        ycsb_check!(
+            "YCSB-C: trianglekv adequate (>= 0.8x leveled-pm)",
+            "adequate",
+            "ycsb-c",
+            "leveled-pm",
+            Band::AtLeast(0.8)
+        ),
+        ycsb_check!(
+            "YCSB-D: trianglekv adequate (>= 0.8x leveled-pm)",
+            "adequate",
+            "ycsb-d",
+            "leveled-pm",
+            Band::AtLeast(0.8)
+        ),
+        ycsb_check!(
+            "YCSB-E: trianglekv adequate (>= 0.8x leveled-pm)",
+            "adequate",
+            "ycsb-e",
+            "leveled-pm",
+            Band::AtLeast(0.8)
+        ),
+    ],
+    rounds: 1,
+};
