@@ -38,6 +38,10 @@ pub(crate) mod log;
 pub(crate) mod memtable;
 pub(crate) mod options;
 pub(crate) mod parray;
+// The shared persistent B+ tree of the LAB-DB and SLM-DB designs; only its tests use it until
+// those designs are built on it.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) mod pbtree;
 pub(crate) mod pipeline;
 pub(crate) mod runs;
 pub(crate) mod sst;

@@ -21,6 +21,7 @@ mod direct;
 mod mem;
 mod pm;
 mod pm_open;
+pub(crate) use pm::check16;
 mod posix;
 mod ssd_model;
 

@@ -126,7 +126,7 @@ pub const PMFS_MIN_CHUNK_BYTES: u64 = 1 << 16;
 const NT_MIN_BYTES: usize = 1024;
 
 /// A 16-bit check of two words (entry sizes, chunk links).
-fn check16(a: u64, b: u64) -> u64 {
+pub(crate) fn check16(a: u64, b: u64) -> u64 {
     let mut buf = [0u8; 16];
     buf[..8].copy_from_slice(&a.to_le_bytes());
     buf[8..].copy_from_slice(&b.to_le_bytes());
