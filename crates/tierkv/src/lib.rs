@@ -40,9 +40,13 @@ pub(crate) mod options;
 pub(crate) mod parray;
 // The shared persistent B+ tree of the LAB-DB and SLM-DB designs; only its tests use it until
 // those designs are built on it.
-#[cfg_attr(not(test), allow(dead_code))]
+#[allow(dead_code)]
 pub(crate) mod pbtree;
 pub(crate) mod pipeline;
+// SLM-DB's persistent skiplist memtable; only its tests use it until the design is built on
+// it.
+#[allow(dead_code)]
+pub(crate) mod pmtable;
 pub(crate) mod runs;
 pub(crate) mod sst;
 pub(crate) mod stages;

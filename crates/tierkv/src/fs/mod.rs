@@ -28,6 +28,7 @@ mod ssd_model;
 pub use direct::DIRECT_IO_ALIGN;
 #[cfg(any(test, feature = "test-util"))]
 pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
+pub(crate) use pm::PmWords;
 pub use pm::{PmFs, PmFsOwner, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_NAME};
 pub use pm_open::{
     open_pm_owners, open_pm_structures, PmFsOpen, PmOpenReport, PmOwner, PmStructures,

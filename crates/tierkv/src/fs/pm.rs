@@ -1025,36 +1025,130 @@ struct PmReadable {
     size: u64,
 }
 
+/// Reads `buf.len()` bytes at `offset` of `file`, whose content is its first `size` bytes.
+fn read_file(
+    fs: &PmFs,
+    file: &PmFile,
+    path: &Path,
+    size: u64,
+    offset: u64,
+    buf: &mut [u8],
+) -> Result<()> {
+    let end = offset.checked_add(buf.len() as u64);
+    if end.is_none_or(|e| e > size) {
+        return Err(Error::io(
+            "read",
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "read past the end of a PM file",
+            ),
+        ));
+    }
+    let chunks = file.chunks.read();
+    let dpc = fs.data_per_chunk;
+    let mut pos = offset;
+    let mut out = &mut buf[..];
+    while !out.is_empty() {
+        let (idx, within) = (pos / dpc, pos % dpc);
+        let n = (out.len() as u64).min(dpc - within) as usize;
+        let at = chunks[idx as usize] + CHUNK_HEADER_BYTES + within;
+        fs.pool.read(at, &mut out[..n])?;
+        out = &mut out[n..];
+        pos += n as u64;
+    }
+    Ok(())
+}
+
 impl RandomAccessFile for PmReadable {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let end = offset.checked_add(buf.len() as u64);
-        if end.is_none_or(|e| e > self.size) {
-            return Err(Error::io(
-                "read",
-                &self.path,
-                std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "read past the end of a PM file",
-                ),
-            ));
-        }
-        let chunks = self.file.chunks.read();
-        let dpc = self.fs.data_per_chunk;
-        let mut pos = offset;
-        let mut out = &mut buf[..];
-        while !out.is_empty() {
-            let (idx, within) = (pos / dpc, pos % dpc);
-            let n = (out.len() as u64).min(dpc - within) as usize;
-            let at = chunks[idx as usize] + CHUNK_HEADER_BYTES + within;
-            self.fs.pool.read(at, &mut out[..n])?;
-            out = &mut out[n..];
-            pos += n as u64;
-        }
-        Ok(())
+        read_file(&self.fs, &self.file, &self.path, self.size, offset, buf)
     }
 
     fn size(&self) -> u64 {
         self.size
+    }
+}
+
+/// A handle on a PM file for a structure linked inside it (the persistent skiplist memtable):
+/// reads up to the file's current persisted size, and 8-byte loads and persisted stores at
+/// 8-aligned offsets inside it. The file's appends still go through its [`WritableFile`];
+/// a store here changes bytes the file already holds, in place.
+pub(crate) struct PmWords {
+    fs: PmFs,
+    file: Arc<PmFile>,
+    path: PathBuf,
+}
+
+impl PmWords {
+    /// The file's persisted size.
+    pub(crate) fn size(&self) -> u64 {
+        self.file.size.load(Ordering::Acquire)
+    }
+
+    /// Reads `buf.len()` bytes at `offset` (inside the persisted size).
+    pub(crate) fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        read_file(&self.fs, &self.file, &self.path, self.size(), offset, buf)
+    }
+
+    /// The pool offset of the word at file offset `offset`.
+    fn word(&self, offset: u64) -> Result<u64> {
+        if !offset.is_multiple_of(8) || offset + 8 > self.size() {
+            return Err(Error::InvalidArgument(format!(
+                "{}: word offset {offset} not 8-aligned inside the file",
+                self.path.display()
+            )));
+        }
+        let dpc = self.fs.data_per_chunk;
+        let chunks = self.file.chunks.read();
+        Ok(chunks[(offset / dpc) as usize] + CHUNK_HEADER_BYTES + offset % dpc)
+    }
+
+    /// The 8-byte word at `offset` (atomic, Acquire).
+    pub(crate) fn load_u64(&self, offset: u64) -> Result<u64> {
+        Ok(self.fs.pool.load_u64(self.word(offset)?)?)
+    }
+
+    /// Stores the 8-byte word at `offset` (atomic, Release) and persists it.
+    pub(crate) fn store_u64_persist(&self, offset: u64, value: u64) -> Result<()> {
+        Ok(self.fs.pool.store_u64_persist(self.word(offset)?, value)?)
+    }
+
+    /// `msync`s the range `[offset, offset + len)` of the file (a sync write), whatever the
+    /// pool's mode.
+    pub(crate) fn msync(&self, offset: u64, len: u64) -> Result<()> {
+        let dpc = self.fs.data_per_chunk;
+        let chunks = self.file.chunks.read();
+        let (mut pos, end) = (offset, (offset + len).min(self.size()));
+        while pos < end {
+            let (idx, within) = (pos / dpc, pos % dpc);
+            let n = (end - pos).min(dpc - within);
+            self.fs
+                .pool
+                .msync(chunks[idx as usize] + CHUNK_HEADER_BYTES + within, n)?;
+            pos += n;
+        }
+        Ok(())
+    }
+}
+
+impl PmFs {
+    /// A [`PmWords`] handle on the file at `path`.
+    pub(crate) fn words(&self, path: &Path) -> Result<PmWords> {
+        Ok(PmWords {
+            fs: self.clone(),
+            file: self.get(path)?,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The pool offset of byte `offset` of the file at `path` (damage tests).
+    #[cfg(test)]
+    pub(crate) fn pool_offset_of(&self, path: &Path, offset: u64) -> Result<u64> {
+        let file = self.get(path)?;
+        let chunks = file.chunks.read();
+        let dpc = self.data_per_chunk;
+        Ok(chunks[(offset / dpc) as usize] + CHUNK_HEADER_BYTES + offset % dpc)
     }
 }
 
