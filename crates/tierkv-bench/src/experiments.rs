@@ -61,6 +61,7 @@
 //! ```
 
 mod nvlsm;
+mod slmdb;
 mod trianglekv;
 
 use crate::report::DesignRun;
@@ -122,6 +123,9 @@ pub enum Metric {
     /// Bytes written through the engine's file layer, every tier and purpose:
     /// `figures.database.bytes_written`.
     BytesWritten,
+    /// Bytes written to the SSD tier (every purpose, the log's included):
+    /// `figures.tiers[0].bytes_written` (the papers' "disk writes").
+    SsdBytesWritten,
     /// Seconds writers were delayed or stopped: `figures.stall_seconds`.
     StallSeconds,
     /// Mean bytes a compaction out of the first group (L0: tables, rows, C1) read, over the
@@ -150,6 +154,7 @@ impl Metric {
             Metric::SpaceAmp => "space amplification".into(),
             Metric::BytesRead => "bytes read (all tiers)".into(),
             Metric::BytesWritten => "bytes written (all tiers)".into(),
+            Metric::SsdBytesWritten => "bytes written to SSD".into(),
             Metric::StallSeconds => "stall seconds".into(),
         }
     }
@@ -170,6 +175,7 @@ impl Metric {
             Metric::SpaceAmp => "SA".into(),
             Metric::BytesRead => "bytes read".into(),
             Metric::BytesWritten => "bytes written".into(),
+            Metric::SsdBytesWritten => "SSD bytes written".into(),
             Metric::StallSeconds => "stall s".into(),
         }
     }
@@ -255,6 +261,7 @@ impl Metric {
                 Metric::SpaceAmp => a.space,
                 Metric::BytesRead => Some(f.database.bytes_read as f64),
                 Metric::BytesWritten => Some(f.database.bytes_written as f64),
+                Metric::SsdBytesWritten => f.tiers.first().map(|t| t.bytes_written as f64),
                 Metric::StallSeconds => Some(f.stall_seconds),
                 _ => None,
             };
@@ -460,6 +467,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     trianglekv::FLATTEN,
     trianglekv::TAIL,
     trianglekv::YCSB,
+    slmdb::MEMTABLE,
 ];
 
 /// Experiments for the harness's own tests (`tierkv reproduce --self-test`, hidden): tiny runs

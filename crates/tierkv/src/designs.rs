@@ -9,6 +9,7 @@
 
 mod leveled;
 mod leveled_pm;
+mod leveled_pmtable;
 mod matrixkv;
 mod nvlsm;
 mod nvlsm_fragmented;
@@ -58,6 +59,9 @@ impl Design {
     /// The "RocksDB-L0-NVM" baseline of TriangleKV and LAB-DB: WAL on a PM log, L0 tables in
     /// the PM pool (read in place), L1 and below on SSD.
     pub const LEVELED_PM: Design = Design(&leveled_pm::SPEC);
+    /// SLM-DB's "LevelDB+PM" baseline: a persistent skiplist memtable in PM and no WAL, in
+    /// front of the leveled SSTables of `leveled`.
+    pub const LEVELED_PMTABLE: Design = Design(&leveled_pmtable::SPEC);
 
     /// NVLSM: C1 runs and Skip-Array Trees of PM sorted arrays (accumulative compaction,
     /// cascading search), all in the PM pool.
@@ -78,6 +82,7 @@ impl Design {
     pub const ALL: &'static [Design] = &[
         Design::LEVELED,
         Design::LEVELED_PM,
+        Design::LEVELED_PMTABLE,
         Design::NVLSM,
         Design::NVLSM_LEVELED,
         Design::NVLSM_FRAGMENTED,
@@ -103,6 +108,11 @@ impl Design {
     /// Where the WAL lives under `options` (SSD for a design without a log).
     pub fn wal_tier(self, options: &Options) -> Tier {
         (self.0.log_tier)(options).unwrap_or(Tier::Ssd)
+    }
+
+    /// True if the design's memtable is in the PM pool and it has no WAL (SLM-DB's designs).
+    pub fn memtable_on_pm(self) -> bool {
+        self.0.front_end == FrontEndKind::PmMemtable
     }
 
     /// True if the design keeps anything in the PM pool under `options`.

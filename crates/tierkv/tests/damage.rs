@@ -348,3 +348,10 @@ fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_nvl
 fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_trianglekv() {
     run(Design::TRIANGLEKV, 300, 4);
 }
+
+/// SLM-DB's LevelDB+PM: its live memtables are persistent skiplists in the pool (the last
+/// session's writes are still in one at close), in place of a WAL.
+#[test]
+fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_leveled_pmtable() {
+    run(Design::LEVELED_PMTABLE, 300, 5);
+}

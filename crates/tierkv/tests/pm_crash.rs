@@ -748,7 +748,12 @@ fn crash_during_recovery_torn_wal_tail() {
     let seed = 2;
     let ops = Arc::new(workload(seed));
     let mut checked = 0;
-    for design in recovery_designs() {
+    // A design whose memtable is in PM has no WAL to tear (the walk above covers its
+    // recovery).
+    for design in recovery_designs()
+        .into_iter()
+        .filter(|d| !d.memtable_on_pm())
+    {
         // Twelve of the design's torn images.
         let (torn, lines) = torn_images(design);
         let n = (torn + lines) as usize;

@@ -44,7 +44,7 @@ impl DbInner {
             }
             Ok(v)
         };
-        match sv.front.get(key, snapshot) {
+        match sv.front.get(key, snapshot)? {
             LookupResult::Found(v) => return found(Some(v)),
             LookupResult::Deleted => return Ok(None),
             LookupResult::Absent => {}

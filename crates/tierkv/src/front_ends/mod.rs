@@ -1,8 +1,10 @@
 //! The front ends designs are assembled from (see [`crate::pipeline::FrontEnd`]).
 //!
 //! * [`WalMemtable`] (`wal_memtable.rs`, recovery in `wal_recovery.rs`): a write-ahead log on
-//!   SSD or PM and a DRAM memtable, LevelDB's write path with group commit.
+//!   SSD or PM and a DRAM memtable, LevelDB's write path with group commit; or, with no WAL, a
+//!   persistent skiplist memtable in PM (SLM-DB's).
 
+mod buffer;
 mod wal_memtable;
 mod wal_recovery;
 
@@ -15,6 +17,6 @@ use crate::pipeline::{FrontEnd, FrontEndKind};
 /// The front end of `kind` for `options`.
 pub(crate) fn build(kind: FrontEndKind, options: &Options) -> Box<dyn FrontEnd> {
     match kind {
-        FrontEndKind::WalMemtable => Box::new(WalMemtable::new(options)),
+        FrontEndKind::WalMemtable | FrontEndKind::PmMemtable => Box::new(WalMemtable::new(options)),
     }
 }

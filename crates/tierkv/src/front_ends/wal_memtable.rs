@@ -1,4 +1,8 @@
-//! The WAL + DRAM memtable front end (LevelDB's write path), used by `leveled` and `leveled-pm`.
+//! The memtable front end: LevelDB's write path (a WAL and a DRAM memtable), used by `leveled`,
+//! `leveled-pm` and the PM designs with a PM log; or, for SLM-DB's designs (`slmdb`,
+//! `leveled-pmtable`), the same write path with a persistent skiplist memtable in PM
+//! ([`crate::pmtable`]) and no WAL: the memtable file plays the WAL's part (its number, its
+//! name `NNNNNN.log`, its retirement by the flush) and a write is durable once linked into it.
 //!
 //! Writers join a queue; the writer at the front (the leader) commits a group of batches with
 //! one WAL append. Steps of the leader, holding the `wal` lock: make room (throttle on the
@@ -17,6 +21,7 @@
 //! a leaf lock taken under the database's state mutex or alone. Lock order: `wal` -> state ->
 //! `buffers`.
 
+use super::buffer::Buffer;
 use super::wal_recovery;
 use crate::db::{DbInner, Present, State};
 use crate::format::ValueType;
@@ -25,6 +30,7 @@ use crate::log::LogWriter;
 use crate::memtable::{LookupResult, MemTable, RegionCache};
 use crate::options::{Options, WriteOptions};
 use crate::pipeline::{FlushSource, FrontEnd, FrontView, WritePressure};
+use crate::pmtable::PmTable;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{log_file_name, FileKind, VersionEdit, VersionSet};
@@ -56,7 +62,7 @@ pub(crate) struct WalState {
     pub writer: LogWriter,
     pub number: u64,
     /// The active memtable (the same `Arc` as `Buffers::mem`).
-    pub mem: Arc<MemTable>,
+    pub mem: Buffer,
 }
 
 /// Closed WALs not synced yet: a rotation hands its old WAL (and the directory entry of the new
@@ -75,51 +81,50 @@ struct ClosedLogs {
 
 /// The memtables readers see.
 struct Buffers {
-    mem: Arc<MemTable>,
+    mem: Buffer,
     /// Immutable memtables waiting for flush, oldest first.
-    imm: VecDeque<Arc<MemTable>>,
+    imm: VecDeque<Buffer>,
 }
 
 /// The memtables of one super version.
 struct MemtableView {
-    mem: Arc<MemTable>,
+    mem: Buffer,
     /// Immutable memtables, oldest first.
-    imm: Vec<Arc<MemTable>>,
+    imm: Vec<Buffer>,
 }
 
 impl FrontView for MemtableView {
-    fn get(&self, key: &[u8], snapshot: u64) -> LookupResult {
+    fn get(&self, key: &[u8], snapshot: u64) -> Result<LookupResult> {
         for mem in std::iter::once(&self.mem).chain(self.imm.iter().rev()) {
-            match mem.get(key, snapshot) {
+            match mem.get(key, snapshot)? {
                 LookupResult::Absent => {}
-                found => return found,
+                found => return Ok(found),
             }
         }
-        LookupResult::Absent
+        Ok(LookupResult::Absent)
     }
 
     fn iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) {
-        out.push(Box::new(self.mem.iter()));
+        out.push(self.mem.iter());
         for m in self.imm.iter().rev() {
-            out.push(Box::new(m.iter()));
+            out.push(m.iter());
         }
     }
 
     fn dram_bytes(&self) -> (u64, u64) {
-        let mems = || std::iter::once(&self.mem).chain(self.imm.iter());
-        (
-            mems().map(|m| m.approximate_bytes()).sum(),
-            mems().map(|m| m.stale_resident_bytes()).sum(),
-        )
+        std::iter::once(&self.mem)
+            .chain(self.imm.iter())
+            .map(Buffer::dram_bytes)
+            .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
     }
 }
 
 /// A memtable handed to the flush.
-pub(super) struct MemtableFlush(pub Arc<MemTable>);
+pub(super) struct MemtableFlush(pub Buffer);
 
 impl FlushSource for MemtableFlush {
     fn iter(&self) -> Box<dyn InternalIterator> {
-        Box::new(self.0.iter())
+        self.0.iter()
     }
     fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -128,8 +133,10 @@ impl FlushSource for MemtableFlush {
 
 /// The WAL + memtable front end.
 pub(crate) struct WalMemtable {
-    /// Where the WAL lives.
+    /// Where the WAL lives (PM for a PM memtable: its file).
     pub(super) wal_tier: Tier,
+    /// SLM-DB's persistent skiplist memtable in PM, no WAL (module docs).
+    pub(super) pm_memtable: bool,
     write_buffer_size: usize,
     max_write_buffer_number: usize,
     queue: Mutex<VecDeque<Arc<Writer>>>,
@@ -145,9 +152,15 @@ pub(crate) struct WalMemtable {
 impl WalMemtable {
     /// A front end for `options`; [`FrontEnd::recover`] starts its WAL.
     pub fn new(options: &Options) -> Self {
-        let placeholder = Arc::new(MemTable::new(0, 0));
+        let placeholder = Buffer::Dram(Arc::new(MemTable::new(0, 0)));
+        let pm_memtable = options.design.memtable_on_pm();
         WalMemtable {
-            wal_tier: options.design.wal_tier(options),
+            wal_tier: if pm_memtable {
+                Tier::Pm
+            } else {
+                options.design.wal_tier(options)
+            },
+            pm_memtable,
             write_buffer_size: options.write_buffer_size,
             max_write_buffer_number: options.max_write_buffer_number,
             queue: Mutex::new(VecDeque::new()),
@@ -155,7 +168,7 @@ impl WalMemtable {
             wal: Mutex::new(WalState {
                 writer: LogWriter::new(Box::new(NullFile)),
                 number: 0,
-                mem: Arc::clone(&placeholder),
+                mem: placeholder.clone(),
             }),
             buffers: Mutex::new(Buffers {
                 mem: placeholder,
@@ -179,8 +192,19 @@ impl WalMemtable {
         ))
     }
 
+    /// A new, empty persistent memtable numbered `number`, in the pool of `db`.
+    pub(super) fn new_pm_memtable(&self, db: &DbInner, number: u64) -> Result<Buffer> {
+        let pm = db.pm.as_ref().ok_or_else(|| {
+            Error::InvalidArgument("a PM memtable design needs a PM pool".to_string())
+        })?;
+        let path = log_file_name(&db.dir, number);
+        Ok(Buffer::Pm(Arc::new(PmTable::create(
+            &pm.pmfs, &path, number,
+        )?)))
+    }
+
     /// Installs `mem` as the active memtable (recovery's first one).
-    pub(super) fn set_active(&self, mem: Arc<MemTable>) {
+    pub(super) fn set_active(&self, mem: Buffer) {
         self.buffers.lock().mem = mem;
     }
 
@@ -190,6 +214,15 @@ impl WalMemtable {
             batch.append(w.slot.lock().batch.as_ref().expect("batch"));
         }
         let mut wal = self.wal.lock();
+        if self.pm_memtable {
+            // The memtable's file room for every node of the group, taken up front so that no
+            // link is made for a batch that cannot be completed.
+            let room = batch.encoded_len() + PM_NODE_OVERHEAD * batch.len();
+            self.make_room_for_write(db, &mut wal, false, room)?;
+            if let Buffer::Pm(table) = &wal.mem {
+                return self.commit_to_pm(db, table, &batch, sync);
+            }
+        }
         self.make_room_for_write(db, &mut wal, false, batch.encoded_len())?;
         if sync {
             // Everything acknowledged before a sync write must be durable when it is: the
@@ -217,7 +250,13 @@ impl WalMemtable {
         if let Err(e) = appended {
             return Err(db.state.lock().poison("WAL write failed", e));
         }
-        if let Err(e) = insert_into(&wal.mem, &batch, first_seq) {
+        let inserted = match &wal.mem {
+            Buffer::Dram(mem) => insert_into(mem, &batch, first_seq),
+            Buffer::Pm(table) => {
+                insert_ops_pm(table, batch.iter_ops(), first_seq, sync).map(|_| ())
+            }
+        };
+        if let Err(e) = inserted {
             // The batch is logged but only partly in the memtable, under sequence numbers that
             // were never published: refuse further writes (reopening replays the log).
             return Err(db.state.lock().poison("memtable insert failed", e));
@@ -226,6 +265,41 @@ impl WalMemtable {
         db.counters
             .user_bytes_written
             .fetch_add(user_bytes, Relaxed);
+        db.counters.user_writes.fetch_add(count, Relaxed);
+        Ok(())
+    }
+
+    /// Links the group's `batch` into the active PM memtable and commits it (the PM memtable's
+    /// write: no WAL). A failure after the first link poisons the database: the batch is
+    /// neither committed nor published, and reopening unlinks what was linked of it.
+    fn commit_to_pm(
+        &self,
+        db: &DbInner,
+        table: &PmTable,
+        batch: &WriteBatch,
+        sync: bool,
+    ) -> Result<()> {
+        let first_seq = db.last_sequence.load(Acquire) + 1;
+        let count = batch.len() as u64;
+        let before = table.pm_bytes();
+        let linked = insert_ops_pm(table, batch.iter_ops(), first_seq, sync)
+            .and_then(|n| table.commit(first_seq + n - 1, sync));
+        if let Err(e) = linked {
+            return Err(db.state.lock().poison("PM memtable write failed", e));
+        }
+        db.counters.add_written(
+            Tier::Pm,
+            Part::FrontEnd,
+            IoPurpose::Wal,
+            table.pm_bytes() - before + 8,
+        );
+        if sync {
+            db.counters.wal_syncs.fetch_add(1, Relaxed);
+        }
+        db.last_sequence.store(first_seq + count - 1, Release);
+        db.counters
+            .user_bytes_written
+            .fetch_add(batch.user_bytes(), Relaxed);
         db.counters.user_writes.fetch_add(count, Relaxed);
         Ok(())
     }
@@ -266,11 +340,14 @@ impl WalMemtable {
                 state = db.state.lock();
                 continue;
             }
-            let full = wal.mem.approximate_bytes() >= self.write_buffer_size as u64
+            let full = wal.mem.fill_bytes() >= self.write_buffer_size as u64
                 || self.wal_share_exceeded(db, wal, record_len);
             if !force && !full {
                 drop(state);
-                let reserved = wal.writer.reserve_record(record_len);
+                let reserved = match &wal.mem {
+                    Buffer::Pm(t) => t.reserve(record_len as u64),
+                    Buffer::Dram(_) => wal.writer.reserve_record(record_len),
+                };
                 state = db.state.lock();
                 match reserved {
                     Ok(()) => return Ok(()),
@@ -327,7 +404,7 @@ impl WalMemtable {
                 Err(e @ Error::NoSpace(_)) => return Err(e),
                 Err(e) => return Err(state.poison("WAL rotation failed", e)),
             }
-            self.make_immutable(&mut state, db, Arc::clone(&wal.mem));
+            self.make_immutable(&mut state, db, wal.mem.clone());
             force = false;
             if !writing {
                 return Ok(());
@@ -336,7 +413,7 @@ impl WalMemtable {
     }
 
     /// Makes the active memtable immutable, `mem` the active one, and publishes the change.
-    fn make_immutable(&self, state: &mut MutexGuard<'_, State>, db: &DbInner, mem: Arc<MemTable>) {
+    fn make_immutable(&self, state: &mut MutexGuard<'_, State>, db: &DbInner, mem: Buffer) {
         {
             let mut b = self.buffers.lock();
             let old = std::mem::replace(&mut b.mem, mem);
@@ -350,6 +427,15 @@ impl WalMemtable {
     /// are synced later, off the write path (RocksDB's closed-log sync): by the flush thread,
     /// or first thing by a sync write.
     fn rotate_wal(&self, db: &DbInner, wal: &mut WalState, number: u64) -> Result<()> {
+        if let Buffer::Pm(old) = &wal.mem {
+            // No WAL: the new memtable's file takes its place, and the old one, durable
+            // node by node, needs no sync.
+            let mem = self.new_pm_memtable(db, number)?;
+            old.freeze();
+            wal.number = number;
+            wal.mem = mem;
+            return Ok(());
+        }
         let path = log_file_name(&db.dir, number);
         let file = db.fs_for(self.wal_tier).create_log(&path)?;
         let old = std::mem::replace(&mut wal.writer, LogWriter::new(file));
@@ -359,7 +445,7 @@ impl WalMemtable {
             closed.dir_unsynced = true;
         }
         wal.number = number;
-        wal.mem = self.new_memtable(number);
+        wal.mem = Buffer::Dram(self.new_memtable(number));
         Ok(())
     }
 
@@ -413,7 +499,11 @@ impl WalMemtable {
     /// True if the WAL is on PM, its memtable holds data, and appending `record_len` bytes
     /// would take it past its share of the pool (`PmTier::wal_chunk_cap`).
     fn wal_share_exceeded(&self, db: &DbInner, wal: &WalState, record_len: usize) -> bool {
-        let Some(pm) = db.pm.as_ref().filter(|p| p.wal_chunk_cap > 0) else {
+        let Some(pm) = db
+            .pm
+            .as_ref()
+            .filter(|p| p.wal_chunk_cap > 0 && !self.pm_memtable)
+        else {
             return false;
         };
         let bytes = wal.writer.size() + wal.writer.physical_len(record_len);
@@ -480,7 +570,7 @@ impl FrontEnd for WalMemtable {
     fn view(&self) -> Arc<dyn FrontView> {
         let b = self.buffers.lock();
         Arc::new(MemtableView {
-            mem: Arc::clone(&b.mem),
+            mem: b.mem.clone(),
             imm: b.imm.iter().cloned().collect(),
         })
     }
@@ -494,19 +584,19 @@ impl FrontEnd for WalMemtable {
         let b = self.buffers.lock();
         b.imm
             .front()
-            .map(|m| Arc::new(MemtableFlush(Arc::clone(m))) as Arc<dyn FlushSource>)
+            .map(|m| Arc::new(MemtableFlush(m.clone())) as Arc<dyn FlushSource>)
     }
 
     fn retire_flushed(&self, edit: &mut VersionEdit) {
         // WALs older than the next memtable's are no longer needed.
         let b = self.buffers.lock();
-        edit.log_number = Some(b.imm.get(1).map_or(b.mem.log_number(), |m| m.log_number()));
+        edit.log_number = Some(b.imm.get(1).map_or(b.mem.number(), Buffer::number));
     }
 
     fn flushed(&self, dir: &Path) -> Vec<(Tier, PathBuf)> {
         let flushed = self.buffers.lock().imm.pop_front();
         flushed
-            .map(|m| (self.wal_tier, log_file_name(dir, m.log_number())))
+            .map(|m| (self.wal_tier, log_file_name(dir, m.number())))
             .into_iter()
             .collect()
     }
@@ -565,8 +655,32 @@ pub(super) fn insert_ops<'a>(
     Ok(n)
 }
 
-/// A sink used only until recovery installs the real WAL.
-struct NullFile;
+/// Bytes a PM memtable node takes besides its key and value (header and padding), at most.
+pub(super) const PM_NODE_OVERHEAD: usize = 40;
+
+/// Links decoded batch operations into the PM memtable `table`, numbering them from
+/// `first_seq`; returns how many were linked (at least one: batches are never empty).
+fn insert_ops_pm<'a>(
+    table: &PmTable,
+    ops: impl IntoIterator<Item = Result<BatchOp<'a>>>,
+    first_seq: u64,
+    sync: bool,
+) -> Result<u64> {
+    let mut n = 0;
+    for op in ops {
+        let seq = first_seq + n;
+        match op? {
+            BatchOp::Put(k, v) => table.add(seq, ValueType::Value, k, v, sync)?,
+            BatchOp::Delete(k) => table.add(seq, ValueType::Deletion, k, &[], sync)?,
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// A sink used only until recovery installs the real WAL (and, for a PM memtable, in its
+/// place: nothing is appended to it).
+pub(super) struct NullFile;
 
 impl crate::fs::WritableFile for NullFile {
     fn append(&mut self, _: &[u8]) -> Result<()> {

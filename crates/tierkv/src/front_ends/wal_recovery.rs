@@ -19,10 +19,12 @@
 //! proves the cut is damage, not a power failure: corruption, naming the file. Damage followed
 //! by valid records in the same WAL is corruption too.
 
-use super::wal_memtable::{insert_ops, MemtableFlush, WalMemtable, WalState};
+use super::buffer::Buffer;
+use super::wal_memtable::{insert_ops, MemtableFlush, NullFile, WalMemtable, WalState};
 use crate::db::{DbInner, Present, State};
 use crate::log::{LogReader, LogWriter};
-use crate::memtable::MemTable;
+use crate::pipeline::FlushSource;
+use crate::pmtable::PmTable;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{log_file_name, run_file_name, FileKind, VersionEdit, VersionSet};
@@ -75,7 +77,12 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
     logs.sort_unstable_by_key(|(n, _)| *n);
     let mut edit = VersionEdit::default();
     let mut written: Vec<(u64, Tier)> = Vec::new();
-    if let Err(e) = replay(front, db, &mut state, &logs, &mut edit, &mut written) {
+    let replayed = if front.pm_memtable {
+        reopen_pm_memtables(db, &mut state, &logs, &mut edit, &mut written)
+    } else {
+        replay(front, db, &mut state, &logs, &mut edit, &mut written)
+    };
+    if let Err(e) = replayed {
         for (number, tier) in written {
             let kind = db.stages[0].ingest_target().kind;
             let _ = db
@@ -94,6 +101,25 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
     db.clog_end_recovery(&mut state, true)?;
     let obsolete = db.collect_obsolete_files(&mut state);
     db.delete_files(obsolete);
+    if front.pm_memtable {
+        let mem = front.new_pm_memtable(db, number)?;
+        state.versions.log_and_apply(VersionEdit {
+            log_created: Some(true),
+            ..VersionEdit::default()
+        })?;
+        *front.wal.lock() = WalState {
+            writer: LogWriter::new(Box::new(NullFile)),
+            number,
+            mem: mem.clone(),
+        };
+        front.set_active(mem);
+        state.install_super_version(front);
+        db.last_sequence.store(
+            state.versions.last_sequence,
+            std::sync::atomic::Ordering::Release,
+        );
+        return Ok(());
+    }
     let path = log_file_name(&db.dir, number);
     let file = match &db.pm {
         Some(pm) if front.wal_tier == Tier::Pm => pm.pmfs.create_log_using_spare(&path)?,
@@ -104,11 +130,11 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
         log_created: Some(true),
         ..VersionEdit::default()
     })?;
-    let mem = front.new_memtable(number);
+    let mem = Buffer::Dram(front.new_memtable(number));
     *front.wal.lock() = WalState {
         writer: LogWriter::new(file),
         number,
-        mem: Arc::clone(&mem),
+        mem: mem.clone(),
     };
     front.set_active(mem);
     state.install_super_version(front);
@@ -177,7 +203,8 @@ fn replay(
                 max_seq = max_seq.max(first + n - 1);
             }
             if mem.approximate_bytes() >= db.options.write_buffer_size as u64 {
-                flush_replayed(front, db, state, &mut mem, edit, written)?;
+                let full = std::mem::replace(&mut mem, front.new_memtable(0));
+                flush_replayed(db, state, &MemtableFlush(Buffer::Dram(full)), edit, written)?;
             }
         }
         let tail = reader.tail();
@@ -195,7 +222,50 @@ fn replay(
             break;
         }
     }
-    flush_replayed(front, db, state, &mut mem, edit, written)?;
+    flush_replayed(db, state, &MemtableFlush(Buffer::Dram(mem)), edit, written)?;
+    state.versions.last_sequence = max_seq;
+    Ok(())
+}
+
+/// The PM memtable's recovery in place of a WAL replay: opens the live memtables of `logs`
+/// (each unlinks a batch a crash cut short) and flushes them into the first stage (added to
+/// `edit`, listed in `written`); sets the version set's last sequence to the newest committed
+/// one.
+fn reopen_pm_memtables(
+    db: &DbInner,
+    state: &mut State,
+    logs: &[(u64, Tier)],
+    edit: &mut VersionEdit,
+    written: &mut Vec<(u64, Tier)>,
+) -> Result<()> {
+    let mut max_seq = state.versions.last_sequence;
+    for &(number, tier) in logs {
+        let path = log_file_name(&db.dir, number);
+        let pm = match (&db.pm, tier) {
+            (Some(pm), Tier::Pm) => pm,
+            _ => {
+                return Err(Error::corruption(
+                    path.display().to_string(),
+                    "a WAL on SSD in a database whose memtable is in PM",
+                ))
+            }
+        };
+        let (table, rec) = PmTable::open(&pm.pmfs, &path, number, true)?;
+        db.counters.add_read(
+            Tier::Pm,
+            Part::FrontEnd,
+            IoPurpose::Recovery,
+            table.pm_bytes(),
+        );
+        max_seq = max_seq.max(rec.committed);
+        flush_replayed(
+            db,
+            state,
+            &MemtableFlush(Buffer::Pm(Arc::new(table))),
+            edit,
+            written,
+        )?;
+    }
     state.versions.last_sequence = max_seq;
     Ok(())
 }
@@ -238,14 +308,13 @@ pub(crate) fn holds_synced_record(data: Vec<u8>, location: &str) -> bool {
 }
 
 fn flush_replayed(
-    front: &WalMemtable,
     db: &DbInner,
     state: &mut State,
-    mem: &mut Arc<MemTable>,
+    source: &dyn FlushSource,
     edit: &mut VersionEdit,
     written: &mut Vec<(u64, Tier)>,
 ) -> Result<()> {
-    if mem.is_empty() {
+    if source.is_empty() {
         return Ok(());
     }
     let number = state.versions.new_file_number();
@@ -255,11 +324,8 @@ fn flush_replayed(
         written.push((number, Tier::Pm));
     }
     let current = state.versions.current();
-    if let Some((group, meta)) =
-        db.write_flush_run(&MemtableFlush(Arc::clone(mem)), number, &current)?
-    {
+    if let Some((group, meta)) = db.write_flush_run(source, number, &current)? {
         edit.stage_mut(0).added.push((group, meta));
     }
-    *mem = front.new_memtable(0);
     Ok(())
 }

@@ -18,7 +18,8 @@
 //!                  32 bits, crc32c(entry offset u64, first_chunk u64, name_len u32, flags u32,
 //!                  name); any other value is damage
 //!   size word:     the file's size in the low 48 bits, check16(entry offset, size) above
-//!   flags:         bit 0 = a log file (its chunks are zeroed before use; counted as log space)
+//!   flags:         bit 0 = log space: a log file (its chunks are zeroed before use) or a
+//!                  persistent memtable (not zeroed: never read as a record log)
 //! chunk:           next u64 (0 = last; else the next chunk's offset, whose low 16 bits are
 //!                  zero, plus check16(this chunk, next chunk)) | magic u64 "TKVCHUNK" |
 //!                  48 reserved | data...
@@ -189,6 +190,9 @@ enum ChunkClass {
     Table,
     Log,
     LogUsingSpare,
+    /// A persistent memtable: log space (it is the design's log), chunks not zeroed (nothing
+    /// reads it as a record log).
+    Buffer,
 }
 
 /// A snapshot of the pool's space as `PmFs` accounts it.
@@ -657,6 +661,12 @@ impl PmFs {
         self.create_file(path, ChunkClass::LogUsingSpare)
     }
 
+    /// Creates a persistent memtable's file: counted as log space (the design's log), its
+    /// chunks not zeroed.
+    pub(crate) fn create_buffer(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create_file(path, ChunkClass::Buffer)
+    }
+
     fn get(&self, path: &Path) -> Result<Arc<PmFile>> {
         let name = name_of(path)?;
         self.dir
@@ -675,7 +685,7 @@ impl PmFs {
         let policy = space.policy;
         let keep = match class {
             ChunkClass::Table => table_reserve(&space),
-            ChunkClass::Log => policy.spare_chunks,
+            ChunkClass::Log | ChunkClass::Buffer => policy.spare_chunks,
             ChunkClass::LogUsingSpare => 0,
         };
         if free <= keep {
@@ -692,6 +702,10 @@ impl PmFs {
         }
         let c = if class == ChunkClass::Table {
             self.pool.allocate_chunk()?
+        } else if class == ChunkClass::Buffer {
+            let c = self.pool.allocate_chunk()?;
+            space.log_chunks.fetch_add(1, Ordering::AcqRel);
+            c
         } else {
             let c = self.pool.allocate_zeroed_chunk(CHUNK_HEADER_BYTES)?;
             space.log_chunks.fetch_add(1, Ordering::AcqRel);
@@ -775,7 +789,11 @@ impl PmFs {
             fs: self.clone(),
             file,
             path: path.to_path_buf(),
-            class: if log { ChunkClass::Log } else { class },
+            class: if class == ChunkClass::LogUsingSpare {
+                ChunkClass::Log
+            } else {
+                class
+            },
             chunk_count: 1,
             last_chunk: chunk,
             write_chunk: (0, chunk),

@@ -28,12 +28,16 @@ pub(crate) enum FrontEndKind {
     /// LevelDB's: a write-ahead log (SSD or PM) and a DRAM memtable, writers grouped by a
     /// leader into one log append (`front_ends/wal_memtable.rs`).
     WalMemtable,
+    /// SLM-DB's: the same write path with a persistent skiplist memtable in PM and no WAL
+    /// (`front_ends/wal_memtable.rs`, `pmtable`).
+    PmMemtable,
 }
 
 /// What readers see of the write buffers at one instant (part of a super version).
 pub(crate) trait FrontView: Send + Sync {
-    /// The newest version of `key` visible at `snapshot` in the write buffers.
-    fn get(&self, key: &[u8], snapshot: u64) -> LookupResult;
+    /// The newest version of `key` visible at `snapshot` in the write buffers (an error for a
+    /// PM-resident buffer found damaged).
+    fn get(&self, key: &[u8], snapshot: u64) -> Result<LookupResult>;
     /// Iterators over the write buffers, newest first.
     fn iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>);
     /// DRAM the buffers hold: (bytes of their entries, resident bytes of reused memory not yet

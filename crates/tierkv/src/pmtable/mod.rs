@@ -2,7 +2,7 @@
 //! Key-Value Store with Persistent Memory", FAST 2019, section 3.1): a memtable in PM that
 //! needs no write-ahead log. A write is durable when it returns because the list itself is.
 //!
-//! One memtable is one `PmFs` file (`NNNNNN.pmt`, the number playing the WAL number's part):
+//! One memtable is one `PmFs` file (`NNNNNN.log`: it takes the WAL's number, name and place):
 //! a head, then nodes appended in arrival order. The **bottom level** is a singly linked list
 //! of the nodes in internal-key order (user key ascending, sequence descending), linked
 //! through each node's first word: it is the only persistent level. The **upper levels** are
@@ -29,6 +29,11 @@
 //! The memtable's content is: the nodes reachable from the head whose sequence is at most the
 //! commit word's.
 //!
+//! * **create**: the head is appended and persisted with the file's size (one fence). A crash
+//!   inside that fence can leave the size persisted over a torn head; nothing can have been
+//!   linked yet, so open takes a file no longer than a head for an empty memtable without
+//!   reading it. A head that fails its check in a longer file is corruption.
+//!
 //! * **add** (one node of a batch): the node is appended with its next word set to its
 //!   predecessor's next, and the file's size persisted with it (`PmFs` flush: one fence). It is
 //!   unreachable until the predecessor's next word is set to it (8-byte store, persisted):
@@ -53,7 +58,7 @@
 mod tests;
 
 use crate::format::{compare_internal, pack_trailer, SequenceNumber, ValueType, TRAILER_LEN};
-use crate::fs::{check16, FileSystem, PmFs, PmWords, WritableFile};
+use crate::fs::{check16, PmFs, PmWords, WritableFile};
 use crate::iterator::InternalIterator;
 use crate::memtable::LookupResult;
 use crate::util::crc::{crc32c, mask, unmask};
@@ -62,7 +67,7 @@ use parking_lot::{Mutex, RwLock};
 use std::cmp::Ordering as Cmp;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 const HEAD_BYTES: u64 = 64;
@@ -155,12 +160,15 @@ pub(crate) struct PmTable {
     /// Bytes of the keys and values linked (what the write buffer size is compared with).
     data_bytes: AtomicU64,
     committed: AtomicU64,
+    /// Opened with nothing after its head (never written, or a crash inside `create`): empty,
+    /// and the head is not read.
+    headless: AtomicBool,
 }
 
 impl PmTable {
     /// Creates memtable `number` as the file `path` of `fs`, empty and ready to take writes.
     pub(crate) fn create(fs: &PmFs, path: &Path, number: u64) -> Result<PmTable> {
-        let mut w = fs.create(path)?;
+        let mut w = fs.create_buffer(path)?;
         let mut head = [0u8; HEAD_BYTES as usize];
         head[0..8].copy_from_slice(&encode_next(0, 0).to_le_bytes());
         head[8..16].copy_from_slice(&encode_commit(0).to_le_bytes());
@@ -179,6 +187,7 @@ impl PmTable {
             entries: AtomicU64::new(0),
             data_bytes: AtomicU64::new(0),
             committed: AtomicU64::new(0),
+            headless: AtomicBool::new(false),
         })
     }
 
@@ -201,6 +210,7 @@ impl PmTable {
             entries: AtomicU64::new(0),
             data_bytes: AtomicU64::new(0),
             committed: AtomicU64::new(0),
+            headless: AtomicBool::new(false),
         };
         let rec = t.recover(writable)?;
         Ok((t, rec))
@@ -212,8 +222,11 @@ impl PmTable {
 
     fn recover(&self, writable: bool) -> Result<PmTableRecovery> {
         let size = self.words.size();
-        if size < HEAD_BYTES {
-            return Err(self.bad("PM memtable shorter than its head".to_string()));
+        if size <= HEAD_BYTES {
+            // No node was ever appended, so nothing was ever linked: an empty memtable, or a
+            // crash inside `create` (its head's flush cut, any of its words torn).
+            self.headless.store(true, Ordering::Release);
+            return Ok(PmTableRecovery::default());
         }
         let mut head = [0u8; HEAD_BYTES as usize];
         self.words.read(0, &mut head)?;
@@ -347,6 +360,9 @@ impl PmTable {
 
     /// The last node whose internal key is below `target` (0 = the head) and its next.
     fn find(&self, target: &[u8]) -> Result<(u64, u64)> {
+        if self.headless.load(Ordering::Acquire) {
+            return Ok((0, 0));
+        }
         let mut cur = self
             .towers
             .read()
@@ -423,6 +439,15 @@ impl PmTable {
         }
         self.committed.store(seq, Ordering::Release);
         Ok(())
+    }
+
+    /// Makes sure the file has room for `bytes` more without allocating during the next
+    /// appends (a write's nodes, before the first is linked).
+    pub(crate) fn reserve(&self, bytes: u64) -> Result<()> {
+        match self.writer.lock().as_mut() {
+            Some(w) => w.reserve(bytes),
+            None => Ok(()),
+        }
     }
 
     /// Takes no more writes (its flush may start).
@@ -506,6 +531,9 @@ impl PmTable {
 
     /// Reads and checks every linked node; returns the number of entries.
     pub(crate) fn verify(&self) -> Result<u64> {
+        if self.headless.load(Ordering::Acquire) {
+            return Ok(0);
+        }
         let mut n = 0;
         let mut prev: Option<Vec<u8>> = None;
         let mut at = self.next_of(0)?;
@@ -569,7 +597,11 @@ impl InternalIterator for PmTableIter {
     }
 
     fn seek_to_first(&mut self) {
-        let r = self.table.next_of(0);
+        let r = if self.table.headless.load(Ordering::Acquire) {
+            Ok(0)
+        } else {
+            self.table.next_of(0)
+        };
         if let Some(next) = self.fail(r) {
             self.load(next);
         }

@@ -16,7 +16,7 @@ fn options() -> PoolOptions {
 }
 
 fn path() -> PathBuf {
-    PathBuf::from("/db/000007.pmt")
+    PathBuf::from("/db/000007.log")
 }
 
 fn new_table() -> (Arc<PmPool>, PmFs, Arc<PmTable>) {
@@ -265,11 +265,47 @@ fn damage_is_reported_as_corruption() {
         let fs3 = PmFs::open(p3, "img", PmFsOpen::Existing(ID)).unwrap();
         match PmTable::open(&fs3, &path(), 7, false) {
             Err(Error::Corruption { location, .. }) => {
-                assert!(location.contains("000007.pmt"), "{what}: {location}")
+                assert!(location.contains("000007.log"), "{what}: {location}")
             }
             Err(e) => panic!("{what}: {e}"),
             Ok(_) => panic!("{what}: damage not found"),
         }
         assert!(fs3.exists(&path()));
     }
+}
+
+/// A crash at any fence of the memtable's creation leaves no file, or a file that opens as an
+/// empty memtable.
+#[test]
+fn a_crash_inside_create_leaves_an_empty_memtable() {
+    let pool = PmPool::create_crash_sim(&options(), true).unwrap();
+    let _fs = PmFs::open(Arc::clone(&pool), "test", PmFsOpen::Create(ID)).unwrap();
+    let checked = Arc::new(AtomicU64::new(0));
+    {
+        let checked = checked.clone();
+        let weak = Arc::downgrade(&pool);
+        pool.set_fence_hook(Some(Box::new(move |fence| {
+            let Some(p) = weak.upgrade() else { return };
+            let kinds = [CrashImage::Strict, CrashImage::AllPending]
+                .into_iter()
+                .chain((0..6).map(|s| CrashImage::Torn(fence * 10 + s)));
+            for kind in kinds {
+                let img = p.crash_image(kind).unwrap();
+                let p2 = PmPool::open_crash_image(img, &options()).unwrap();
+                let fs = PmFs::open(p2, "img", PmFsOpen::Existing(ID)).unwrap();
+                if !fs.exists(&path()) {
+                    continue;
+                }
+                let (t, rec) = PmTable::open(&fs, &path(), 7, true)
+                    .unwrap_or_else(|e| panic!("fence {fence} {kind:?}: {e}"));
+                assert_eq!((rec.entries, t.verify().unwrap()), (0, 0));
+                assert!(all(&Arc::new(t)).is_empty());
+                checked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        })));
+    }
+    let t = PmTable::create(&_fs, &path(), 7).unwrap();
+    pool.set_fence_hook(None);
+    assert!(t.is_empty());
+    assert!(checked.load(std::sync::atomic::Ordering::SeqCst) > 0);
 }
