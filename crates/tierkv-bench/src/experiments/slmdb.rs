@@ -8,7 +8,10 @@
 //! preset (500 ns per written-back line, the paper's emulation). Scaling (the reading notes'):
 //! the paper loads 8 GB of 1 KB values through 64 MB memtables; here 1M random puts of 20-byte
 //! keys and 1 KiB values (1 GiB) through 8 MiB memtables into 2 MiB tables (the same ~128
-//! flushes); WALs not synced, as the paper's LevelDB. One client thread.
+//! flushes); WALs not synced, as the paper's LevelDB; the SSD model on at the sequential rates
+//! of the paper's SSD (an Intel DC S3520 480 GB: 380 MB/s writes, 450 MB/s reads), since the
+//! claims are about disk writes and without the cap the page cache takes them for free. One
+//! client thread.
 
 use super::{Bench, Check, Compare, Experiment, Metric, Phase};
 use crate::verdict::Band;
@@ -34,6 +37,8 @@ pub const MEMTABLE: Experiment = Experiment {
             "--pm_latency=slmdb",
             "--pm_path=/dev/shm/tierkv-slm.pool",
             "--pm_size=1073741824",
+            "--ssd_write_mbps=380",
+            "--ssd_read_mbps=450",
             "--threads=1",
             "--sample_interval_ms=1000",
         ],
@@ -42,8 +47,8 @@ pub const MEMTABLE: Experiment = Experiment {
     }],
     scaling: "8 GB of 1 KB values, 64 MB memtables -> 1 GiB (1M x 1 KiB, 20-byte keys), 8 MiB \
               memtables, 2 MiB tables, L1 10 MiB (LevelDB's); slmdb PM preset (500 ns per \
-              written-back line); WAL unsynced; no SSD model (the paper's SSD, and the page \
-              cache here, take the writes).",
+              written-back line); WAL unsynced; the SSD model at the sequential rates of the \
+              paper's Intel DC S3520 480 GB (writes 380 MB/s, reads 450 MB/s).",
     claim: "A persistent memtable without a WAL writes about as fast as LevelDB (latency within \
             a few percent at 1 KB) and writes 16% fewer bytes to the disk (no WAL).",
     checks: &[
