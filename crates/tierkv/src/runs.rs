@@ -130,6 +130,7 @@ impl RunWriter for ArrayWriter {
             num_entries: s.num_entries,
             smallest: s.smallest,
             largest: s.largest,
+            data_blocks: Vec::new(),
         })
     }
 }
@@ -217,6 +218,7 @@ impl RowWriter {
                 num_entries: s.num_entries,
                 smallest: s.smallest,
                 largest: s.largest,
+                data_blocks: Vec::new(),
             },
             self.sketch.finish(),
         ))

@@ -216,7 +216,11 @@ impl Table {
 
     /// Reads data block `i` through the cache.
     fn data_block(&self, i: usize, purpose: IoPurpose, fill_cache: bool) -> Result<Arc<Block>> {
-        let h = self.index.entries[i].handle;
+        self.block_at(self.index.entries[i].handle, purpose, fill_cache)
+    }
+
+    /// Reads the data block at `h` through the cache.
+    fn block_at(&self, h: BlockHandle, purpose: IoPurpose, fill_cache: bool) -> Result<Arc<Block>> {
         if self.tier == Tier::Pm {
             return self.read_data_block_uncached(h, purpose);
         }
@@ -280,6 +284,48 @@ impl Table {
             // any, starts the next block.
             key_buf = it.into_key_buffer();
             i += 1;
+        }
+        Ok(None)
+    }
+
+    /// Looks up `lookup_key` in the one data block at `handle` (a location a global index
+    /// holds), without the index block or the filter: the first entry `>= lookup_key` in that
+    /// block if it has the same user key. A handle that is not one of the table's data blocks
+    /// is corruption naming the table. (For SLM-DB's global index; that design is not built
+    /// yet.)
+    #[allow(dead_code)]
+    pub fn get_in_block(
+        &self,
+        handle: BlockHandle,
+        lookup_key: &[u8],
+        purpose: IoPurpose,
+        fill_cache: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if lookup_key.len() < TRAILER_LEN {
+            return Err(Error::InvalidArgument(
+                "lookup key shorter than an internal-key trailer".into(),
+            ));
+        }
+        if self
+            .index
+            .entries
+            .binary_search_by_key(&handle.offset, |e| e.handle.offset)
+            .ok()
+            .is_none_or(|i| self.index.entries[i].handle != handle)
+        {
+            return Err(self.corruption_at(
+                handle.offset,
+                &format!("no data block of {} bytes starts here", handle.size),
+            ));
+        }
+        let block = self.block_at(handle, purpose, fill_cache)?;
+        let mut it = BlockIter::new(block, Vec::new());
+        it.seek(lookup_key);
+        if let Some(r) = it.status() {
+            return Err(self.corruption_at(handle.offset, r));
+        }
+        if it.valid() && user_key(it.key()) == user_key(lookup_key) {
+            return Ok(Some((it.key().to_vec(), it.value().to_vec())));
         }
         Ok(None)
     }

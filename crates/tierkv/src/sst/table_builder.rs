@@ -29,6 +29,9 @@ pub struct TableSummary {
     pub smallest: Vec<u8>,
     /// The largest internal key (empty for an empty table).
     pub largest: Vec<u8>,
+    /// Every data block's handle, in order: block `b` holds the entries added while
+    /// [`TableBuilder::next_block`] was `b` (a global index maps keys straight to blocks).
+    pub data_blocks: Vec<BlockHandle>,
 }
 
 /// Builds a table file from sorted entries.
@@ -47,6 +50,8 @@ pub struct TableBuilder {
     num_entries: u64,
     scratch: Vec<u8>,
     handle_buf: Vec<u8>,
+    /// Handles of the data blocks written so far.
+    data_blocks: Vec<BlockHandle>,
 }
 
 impl std::fmt::Debug for TableBuilder {
@@ -114,7 +119,16 @@ impl TableBuilder {
             num_entries: 0,
             scratch: Vec::new(),
             handle_buf: Vec::new(),
+            data_blocks: Vec::new(),
         }
+    }
+
+    /// The ordinal of the data block the next [`TableBuilder::add`] goes into: its handle is
+    /// `data_blocks[ordinal]` of the finished table's summary. (For SLM-DB's global index,
+    /// which maps keys to blocks; that design is not built yet.)
+    #[allow(dead_code)]
+    pub fn next_block(&self) -> usize {
+        self.data_blocks.len()
     }
 
     /// Adds an entry. REQUIRES: `internal_key` is a valid internal key sorting strictly after
@@ -170,6 +184,7 @@ impl TableBuilder {
         debug_assert!(self.pending_handle.is_none());
         let contents = self.data_block.finish();
         let handle = write_raw_block(&mut *self.file, &mut self.offset, contents)?;
+        self.data_blocks.push(handle);
         self.data_block.reset();
         self.pending_handle = Some(handle);
         Ok(())
@@ -217,6 +232,7 @@ impl TableBuilder {
             num_entries: self.num_entries,
             smallest: self.smallest,
             largest: self.last_key,
+            data_blocks: self.data_blocks,
         })
     }
 }

@@ -525,3 +525,52 @@ fn every_byte_flip_is_detected_never_panics_never_lies() {
     );
     assert!(opened >= 2 * f.filter.offset as usize, "{opened} opened");
 }
+
+/// Every entry is found in the data block the builder said it went into, through that block
+/// alone; a handle that is not one of the table's data blocks is corruption.
+#[test]
+fn entries_are_found_in_their_recorded_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = TableOptions {
+        block_size: 256,
+        bloom_bits_per_key: 0,
+        ..TableOptions::default()
+    };
+    let e = make_entries(400);
+    let path = dir.path().join("located.sst");
+    let file = PosixFs.create(&path).unwrap();
+    let mut b = TableBuilder::new(&opts, file, path.clone());
+    let mut block_of = Vec::new();
+    for (k, v) in &e {
+        block_of.push(b.next_block());
+        b.add(k, v).unwrap();
+    }
+    let s = b.finish().unwrap();
+    assert!(s.data_blocks.len() > 20, "small blocks: many of them");
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let c = Arc::new(Counters::default());
+    let t = open(&path, &cache, &c).unwrap();
+    assert_eq!(t.num_data_blocks(), s.data_blocks.len());
+    for ((k, v), &blk) in e.iter().zip(&block_of) {
+        let got = t
+            .get_in_block(s.data_blocks[blk], k, IoPurpose::UserRead, true)
+            .unwrap();
+        assert_eq!(got, Some((k.clone(), v.clone())));
+    }
+    // Another block does not hold the key.
+    let (k, _) = &e[0];
+    let last = *s.data_blocks.last().unwrap();
+    assert_eq!(
+        t.get_in_block(last, k, IoPurpose::UserRead, true).unwrap(),
+        None
+    );
+    // A handle off the table's blocks.
+    let bad = crate::sst::format::BlockHandle {
+        offset: s.data_blocks[1].offset + 1,
+        size: s.data_blocks[1].size,
+    };
+    let err = t
+        .get_in_block(bad, k, IoPurpose::UserRead, true)
+        .unwrap_err();
+    assert_corruption_naming(err, &path, Some(bad.offset));
+}
