@@ -11,6 +11,7 @@
 mod accumulative;
 mod leveled;
 mod rows;
+pub(crate) mod selective;
 pub mod simulate;
 
 pub(crate) use accumulative::AccumulativePolicy;
