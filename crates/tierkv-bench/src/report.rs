@@ -541,6 +541,13 @@ pub fn format_stats(s: &StatsSummary) -> String {
             );
         }
     }
+    if st.flush_dropped_versions > 0 {
+        let _ = writeln!(
+            o,
+            "Flushes dropped:        {} versions no reader could see",
+            st.flush_dropped_versions
+        );
+    }
     let _ = writeln!(o, "Levels:");
     for (i, l) in st.levels.iter().enumerate() {
         let pm = st.pm_levels.get(i).filter(|p| p.files > 0);

@@ -160,6 +160,8 @@ pub struct Counters {
     pub wal_syncs: AtomicU64,
     /// Flushes that went to SSD because the PM pool was full.
     pub pm_flush_fallbacks: AtomicU64,
+    /// Entries flushes left out: versions shadowed for every reader by a newer one.
+    pub flush_dropped_versions: AtomicU64,
     /// The most recent compactions, oldest first (at most [`JOB_LOG_LEN`]).
     pub jobs: parking_lot::Mutex<JobLog>,
 }
@@ -242,6 +244,7 @@ impl Default for Counters {
             wal_appends: AtomicU64::new(0),
             wal_syncs: AtomicU64::new(0),
             pm_flush_fallbacks: AtomicU64::new(0),
+            flush_dropped_versions: AtomicU64::new(0),
             jobs: parking_lot::Mutex::new(JobLog::default()),
         }
     }
@@ -432,6 +435,9 @@ pub struct DbStats {
     pub pm_read_recovery: u64,
     /// Flushes that went to SSD because the PM pool was full.
     pub pm_flush_fallbacks: u64,
+    /// Entries flushes left out: versions shadowed for every reader by a newer one.
+    #[serde(default)]
+    pub flush_dropped_versions: u64,
     /// Whether background work is pending: an unflushed immutable buffer, a running
     /// compaction, or a stage whose policy would start one now.
     pub background_pending: bool,
@@ -527,6 +533,7 @@ impl DbStats {
                 + sum(Tier::Pm, P::Wal, false)
                 + sum(Tier::Pm, P::Flush, false),
             pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
+            flush_dropped_versions: g(&c.flush_dropped_versions),
             io,
             compaction_jobs,
             compaction_jobs_dropped,

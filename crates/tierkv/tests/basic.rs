@@ -376,3 +376,63 @@ fn sequential_load_bypasses_the_rows() {
         }
     }
 }
+
+/// A flush leaves out the versions no reader can see (a newer version of the key is visible to
+/// every live snapshot), keeps the ones a snapshot still reads, and keeps tombstones; for every
+/// design, whatever its first stage.
+#[test]
+fn flush_drops_versions_no_reader_can_see() {
+    for &design in tierkv::Design::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = design.options(small_options());
+        o.write_buffer_size = 4 << 20;
+        o.pm.path = Some(dir.path().join("pm.pool"));
+        o.pm.size_bytes = 256 << 20;
+        let db = Db::open(dir.path(), o).unwrap();
+        let value = |round: u32| format!("round {round}").into_bytes();
+        for round in 0..20 {
+            for k in 0..16 {
+                db.put(&key(k), &value(round)).unwrap();
+            }
+        }
+        let snap = db.snapshot();
+        for round in 20..40 {
+            for k in 0..16 {
+                db.put(&key(k), &value(round)).unwrap();
+            }
+        }
+        db.delete(&key(0)).unwrap();
+        db.flush().unwrap();
+        // Rounds 0..18 are shadowed by a version the snapshot sees: gone. Round 19 (the
+        // snapshot's) and the newer ones stay (LevelDB's rule: only the oldest snapshot counts).
+        assert_eq!(db.stats().flush_dropped_versions, 16 * 19, "{design}");
+        let ro = ReadOptions {
+            snapshot: Some(snap.clone()),
+            ..Default::default()
+        };
+        for k in 0..16 {
+            assert_eq!(
+                db.get_with(&ro, &key(k)).unwrap(),
+                Some(value(19)),
+                "{design}"
+            );
+            let now = (k != 0).then(|| value(39));
+            assert_eq!(db.get(&key(k)).unwrap(), now, "{design}");
+        }
+        drop((ro, snap));
+        for k in 1..16 {
+            db.put(&key(k), b"a").unwrap();
+            db.put(&key(k), b"b").unwrap();
+        }
+        db.flush().unwrap();
+        assert_eq!(db.stats().flush_dropped_versions, 16 * 19 + 15, "{design}");
+        for k in 1..16 {
+            assert_eq!(db.get(&key(k)).unwrap(), Some(b"b".to_vec()), "{design}");
+        }
+        assert_eq!(
+            db.get(&key(0)).unwrap(),
+            None,
+            "{design}: the tombstone still hides"
+        );
+    }
+}

@@ -8,6 +8,7 @@
 //! reads keep working, and reopening recovers from the last durable state.
 
 use super::DbInner;
+use crate::format::parse_internal_key;
 use crate::pipeline::{FlushSource, RunTarget};
 use crate::runs::{create_writer, run_file_name, RowWriter};
 use crate::stats::{IoPurpose, Part};
@@ -246,7 +247,10 @@ fn build_run(
             })
             .transpose()?;
         let mut writer = RowWriter::create(&**fs, path, over_array, IoPurpose::Flush)?;
-        add_all(source, |k, v| writer.add(k, v))?;
+        count_dropped(
+            db,
+            add_all(source, db.smallest_snapshot(), |k, v| writer.add(k, v))?,
+        );
         let (summary, sketch) = writer.finish()?;
         let row = RowInfo {
             hints_into: over.map_or(0, |f| f.number),
@@ -256,7 +260,10 @@ fn build_run(
         (summary, Some(Box::new(row)))
     } else {
         let mut writer = create_writer(&**fs, path, target.kind, &db.options.table, None)?;
-        add_all(source, |k, v| writer.add(k, v))?;
+        count_dropped(
+            db,
+            add_all(source, db.smallest_snapshot(), |k, v| writer.add(k, v))?,
+        );
         (writer.finish()?, None)
     };
     fs.sync_dir(&db.dir)?;
@@ -273,16 +280,41 @@ fn build_run(
     })
 }
 
-/// Feeds every entry of `source`, in order, to `add`.
+fn count_dropped(db: &DbInner, n: u64) {
+    db.counters.flush_dropped_versions.fetch_add(n, Relaxed);
+}
+
+/// Feeds the entries of `source`, in order, to `add`, but the versions no reader can see: an
+/// entry is dropped when a newer entry of its user key is visible to every live snapshot
+/// (its sequence is at most `smallest_snapshot`), as a compaction drops it (RocksDB's flush;
+/// LevelDB's keeps every version). Tombstones are kept: older data below may need hiding.
+/// Returns how many entries were dropped.
 fn add_all(
     source: &dyn FlushSource,
+    smallest_snapshot: u64,
     mut add: impl FnMut(&[u8], &[u8]) -> Result<()>,
-) -> Result<()> {
+) -> Result<u64> {
     let mut it = source.iter();
     it.seek_to_first();
+    let mut last: Option<(Vec<u8>, u64)> = None;
+    let mut dropped = 0;
     while it.valid() {
-        add(it.key(), it.value())?;
+        let p = parse_internal_key(it.key())
+            .ok_or_else(|| Error::corruption("flush input", "malformed internal key"))?;
+        let shadowed = last
+            .as_ref()
+            .is_some_and(|(k, seq)| k.as_slice() == p.user_key && *seq <= smallest_snapshot);
+        if shadowed {
+            dropped += 1;
+        } else {
+            add(it.key(), it.value())?;
+        }
+        match &mut last {
+            Some((k, seq)) if k.as_slice() == p.user_key => *seq = p.sequence,
+            _ => last = Some((p.user_key.to_vec(), p.sequence)),
+        }
         it.next();
     }
-    it.status()
+    it.status()?;
+    Ok(dropped)
 }
