@@ -643,12 +643,22 @@ pub(super) fn insert_ops<'a>(
     ops: impl IntoIterator<Item = Result<BatchOp<'a>>>,
     first_seq: u64,
 ) -> Result<u64> {
+    apply_ops(ops, first_seq, |seq, t, k, v| mem.add(seq, t, k, v))
+}
+
+/// Numbers decoded batch operations from `first_seq` and hands each to `add` as (sequence,
+/// type, key, value); returns how many there were.
+fn apply_ops<'a>(
+    ops: impl IntoIterator<Item = Result<BatchOp<'a>>>,
+    first_seq: u64,
+    mut add: impl FnMut(u64, ValueType, &[u8], &[u8]) -> Result<()>,
+) -> Result<u64> {
     let mut n = 0;
     for op in ops {
         let seq = first_seq + n;
         match op? {
-            BatchOp::Put(k, v) => mem.add(seq, ValueType::Value, k, v)?,
-            BatchOp::Delete(k) => mem.add(seq, ValueType::Deletion, k, &[])?,
+            BatchOp::Put(k, v) => add(seq, ValueType::Value, k, v)?,
+            BatchOp::Delete(k) => add(seq, ValueType::Deletion, k, &[])?,
         }
         n += 1;
     }
@@ -666,16 +676,7 @@ fn insert_ops_pm<'a>(
     first_seq: u64,
     sync: bool,
 ) -> Result<u64> {
-    let mut n = 0;
-    for op in ops {
-        let seq = first_seq + n;
-        match op? {
-            BatchOp::Put(k, v) => table.add(seq, ValueType::Value, k, v, sync)?,
-            BatchOp::Delete(k) => table.add(seq, ValueType::Deletion, k, &[], sync)?,
-        }
-        n += 1;
-    }
-    Ok(n)
+    apply_ops(ops, first_seq, |seq, t, k, v| table.add(seq, t, k, v, sync))
 }
 
 /// A sink used only until recovery installs the real WAL (and, for a PM memtable, in its

@@ -101,38 +101,28 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
     db.clog_end_recovery(&mut state, true)?;
     let obsolete = db.collect_obsolete_files(&mut state);
     db.delete_files(obsolete);
-    if front.pm_memtable {
+    // The new buffer: a WAL and a DRAM memtable, or a PM memtable (its own file, no WAL).
+    let (writer, mem) = if front.pm_memtable {
         let mem = front.new_pm_memtable(db, number)?;
-        state.versions.log_and_apply(VersionEdit {
-            log_created: Some(true),
-            ..VersionEdit::default()
-        })?;
-        *front.wal.lock() = WalState {
-            writer: LogWriter::new(Box::new(NullFile)),
-            number,
-            mem: mem.clone(),
+        (LogWriter::new(Box::new(NullFile)), mem)
+    } else {
+        let path = log_file_name(&db.dir, number);
+        let file = match &db.pm {
+            Some(pm) if front.wal_tier == Tier::Pm => pm.pmfs.create_log_using_spare(&path)?,
+            _ => db.fs_for(front.wal_tier).create_log(&path)?,
         };
-        front.set_active(mem);
-        state.install_super_version(front);
-        db.last_sequence.store(
-            state.versions.last_sequence,
-            std::sync::atomic::Ordering::Release,
-        );
-        return Ok(());
-    }
-    let path = log_file_name(&db.dir, number);
-    let file = match &db.pm {
-        Some(pm) if front.wal_tier == Tier::Pm => pm.pmfs.create_log_using_spare(&path)?,
-        _ => db.fs_for(front.wal_tier).create_log(&path)?,
+        db.fs_for(front.wal_tier).sync_dir(&db.dir)?;
+        (
+            LogWriter::new(file),
+            Buffer::Dram(front.new_memtable(number)),
+        )
     };
-    db.fs_for(front.wal_tier).sync_dir(&db.dir)?;
     state.versions.log_and_apply(VersionEdit {
         log_created: Some(true),
         ..VersionEdit::default()
     })?;
-    let mem = Buffer::Dram(front.new_memtable(number));
     *front.wal.lock() = WalState {
-        writer: LogWriter::new(file),
+        writer,
         number,
         mem: mem.clone(),
     };

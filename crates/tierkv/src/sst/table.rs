@@ -147,6 +147,16 @@ fn parse_index(block: Block, path: &Path, handle: BlockHandle, meta_start: u64) 
     Ok(Index { keys, entries })
 }
 
+/// Refuses a lookup key too short to be an internal key.
+fn check_lookup_key(lookup_key: &[u8]) -> Result<()> {
+    if lookup_key.len() < TRAILER_LEN {
+        return Err(Error::InvalidArgument(
+            "lookup key shorter than an internal-key trailer".into(),
+        ));
+    }
+    Ok(())
+}
+
 impl Table {
     /// Opens a table: reads and checks the footer, the index block and the filter block (those
     /// bytes are counted under `purpose`, the opener's).
@@ -253,11 +263,7 @@ impl Table {
         purpose: IoPurpose,
         fill_cache: bool,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        if lookup_key.len() < TRAILER_LEN {
-            return Err(Error::InvalidArgument(
-                "lookup key shorter than an internal-key trailer".into(),
-            ));
-        }
+        check_lookup_key(lookup_key)?;
         let uk = user_key(lookup_key);
         if let Some(f) = &self.filter {
             if !f.may_contain(uk) {
@@ -301,11 +307,7 @@ impl Table {
         purpose: IoPurpose,
         fill_cache: bool,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        if lookup_key.len() < TRAILER_LEN {
-            return Err(Error::InvalidArgument(
-                "lookup key shorter than an internal-key trailer".into(),
-            ));
-        }
+        check_lookup_key(lookup_key)?;
         if self
             .index
             .entries
