@@ -264,3 +264,31 @@ fn simulate_compaction_reports_per_stage_write_amplification() {
         .expect("the total write amplification");
     assert!(wa > 2.0, "random puts are compacted: {wa}\n{stdout}");
 }
+
+/// db_bench's `--compression_type`: `none` runs; a codec TierKV does not have is refused with
+/// the reason, not ignored. A key size too small for `--num` distinct keys is refused too.
+#[test]
+fn compression_type_and_key_space_are_checked() {
+    let ok = tierkv(&[
+        "bench",
+        "--num=500",
+        "--benchmarks=fillrandom",
+        "--compression_type=none",
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let snappy = tierkv(&["bench", "--num=500", "--compression_type=snappy"]);
+    assert!(!snappy.status.success());
+    let err = String::from_utf8_lossy(&snappy.stderr);
+    assert!(
+        err.contains("--compression_type=snappy") && err.contains("uncompressed"),
+        "{err}"
+    );
+    let tiny = tierkv(&["bench", "--num=100000", "--key_size=1"]);
+    assert!(!tiny.status.success());
+    let err = String::from_utf8_lossy(&tiny.stderr);
+    assert!(err.contains("at most 256 distinct keys"), "{err}");
+}
