@@ -128,8 +128,31 @@ fn run(command: Command) -> EngineResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The command line, or the exit after clap's message; an unknown flag is named as unknown
+/// (clap's "a similar argument exists" tip pointed db_bench users at unrelated flags).
+fn parse_cli() -> Result<Cli, ExitCode> {
+    use clap::error::{ContextKind, ErrorKind};
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(e) if e.kind() == ErrorKind::UnknownArgument => {
+            let flag = e
+                .get(ContextKind::InvalidArg)
+                .map_or_else(|| "?".to_string(), |v| v.to_string());
+            eprintln!(
+                "error: unknown flag {flag}: tierkv does not have it (`tierkv <command> --help` \
+                 lists the flags of each command)"
+            );
+            Err(ExitCode::from(2))
+        }
+        Err(e) => e.exit(),
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     match run(cli.command) {
         Ok(code) => code,
         Err(e) => {

@@ -292,3 +292,13 @@ fn compression_type_and_key_space_are_checked() {
     let err = String::from_utf8_lossy(&tiny.stderr);
     assert!(err.contains("at most 256 distinct keys"), "{err}");
 }
+
+/// A flag tierkv does not have is named as unknown, without pointing at an unrelated flag.
+#[test]
+fn an_unknown_flag_says_it_is_unknown() {
+    let out = tierkv(&["bench", "--statistics", "--num=10"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown flag --statistics"), "{err}");
+    assert!(!err.contains("similar argument"), "{err}");
+}
