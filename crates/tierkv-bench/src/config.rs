@@ -607,6 +607,39 @@ pub struct BenchConfig {
     #[arg(long = "bloom_bits", default_value_t = 10)]
     pub bloom_bits: u64,
 
+    /// The LSM shape as db_bench spells it; each, when given, overrides the design's default
+    /// (as `--set` does). Background threads in all: one flush thread, the rest compaction
+    /// threads (at least one).
+    #[arg(long = "max_background_jobs")]
+    pub max_background_jobs: Option<usize>,
+    /// Size at which a compaction output table is cut (`compaction.target_file_size`).
+    #[arg(long = "target_file_size_base")]
+    pub target_file_size_base: Option<u64>,
+    /// Target size of L1 (`compaction.max_bytes_for_level_base`).
+    #[arg(long = "max_bytes_for_level_base")]
+    pub max_bytes_for_level_base: Option<u64>,
+    /// Ratio between adjacent levels' target sizes (`compaction.level_size_multiplier`).
+    #[arg(long = "max_bytes_for_level_multiplier")]
+    pub max_bytes_for_level_multiplier: Option<u64>,
+    /// L0 files that trigger an L0 -> L1 compaction.
+    #[arg(long = "level0_file_num_compaction_trigger")]
+    pub level0_file_num_compaction_trigger: Option<usize>,
+    /// L0 files at which each write is delayed.
+    #[arg(long = "level0_slowdown_writes_trigger")]
+    pub level0_slowdown_writes_trigger: Option<usize>,
+    /// L0 files at which writes stop until compaction catches up.
+    #[arg(long = "level0_stop_writes_trigger")]
+    pub level0_stop_writes_trigger: Option<usize>,
+    /// Levels, L0 included.
+    #[arg(long = "num_levels")]
+    pub num_levels: Option<usize>,
+    /// Table block size in bytes.
+    #[arg(long = "block_size")]
+    pub block_size: Option<usize>,
+    /// Write buffers (the active one and those waiting for their flush).
+    #[arg(long = "max_write_buffer_number")]
+    pub max_write_buffer_number: Option<usize>,
+
     /// The PM pool file of designs that use PM (default: `pm.pool` inside the database
     /// directory). Put it on /dev/shm for the papers' emulation, or on a DAX file system for real
     /// PM. A fresh run (no --use_existing_db) replaces the file. With several designs, each gets
@@ -850,7 +883,40 @@ impl BenchConfig {
         // Benchmark keys and values must be accepted whatever their configured sizes.
         o.max_key_size = o.max_key_size.max(self.key_size);
         o.max_value_size = o.max_value_size.max(self.value_size);
-        design.options(o)
+        let mut o = design.options(o);
+        self.apply_shape_flags(&mut o);
+        o
+    }
+
+    /// The db_bench LSM-shape flags given, over the design's defaults.
+    fn apply_shape_flags(&self, o: &mut Options) {
+        let c = &mut o.compaction;
+        if let Some(jobs) = self.max_background_jobs {
+            c.background_compactions = jobs.saturating_sub(1).max(1);
+        }
+        let set = |to: &mut u64, from: Option<u64>| *to = from.unwrap_or(*to);
+        set(&mut c.target_file_size, self.target_file_size_base);
+        set(
+            &mut c.max_bytes_for_level_base,
+            self.max_bytes_for_level_base,
+        );
+        set(
+            &mut c.level_size_multiplier,
+            self.max_bytes_for_level_multiplier,
+        );
+        let set = |to: &mut usize, from: Option<usize>| *to = from.unwrap_or(*to);
+        set(
+            &mut c.level0_compaction_trigger,
+            self.level0_file_num_compaction_trigger,
+        );
+        set(
+            &mut c.level0_slowdown_trigger,
+            self.level0_slowdown_writes_trigger,
+        );
+        set(&mut c.level0_stop_trigger, self.level0_stop_writes_trigger);
+        set(&mut c.num_levels, self.num_levels);
+        set(&mut o.table.block_size, self.block_size);
+        set(&mut o.max_write_buffer_number, self.max_write_buffer_number);
     }
 
     /// The engine options these flags select for `design`: the flags, the design's defaults,
@@ -1133,6 +1199,59 @@ pub(crate) mod tests {
         assert!(bad(&|c| c.bloom_bits = 100).contains("bloom_bits_per_key"));
         assert!(bad(&|c| c.ssd_write_mbps = 2_000_000).contains("--ssd_write_mbps"));
         assert!(bad(&|c| c.ssd_read_mbps = MAX_SSD_MBPS + 1).contains("--ssd_read_mbps"));
+    }
+
+    /// db_bench's LSM-shape flags set the engine's options over the design's defaults.
+    #[test]
+    fn db_bench_shape_flags_set_the_options() {
+        let c = parse(&[
+            "--max_background_jobs=4",
+            "--target_file_size_base=2097152",
+            "--max_bytes_for_level_base=10485760",
+            "--max_bytes_for_level_multiplier=8",
+            "--level0_file_num_compaction_trigger=2",
+            "--level0_slowdown_writes_trigger=6",
+            "--level0_stop_writes_trigger=9",
+            "--num_levels=5",
+            "--block_size=8192",
+            "--max_write_buffer_number=3",
+        ])
+        .unwrap();
+        c.validate().unwrap();
+        for design in [Design::LEVELED, Design::TRIANGLEKV] {
+            let o = c.options_for(design);
+            let k = &o.compaction;
+            assert_eq!(k.background_compactions, 3, "{design}");
+            assert_eq!(
+                (k.target_file_size, k.max_bytes_for_level_base),
+                (2 << 20, 10 << 20)
+            );
+            assert_eq!(k.level_size_multiplier, 8);
+            assert_eq!(
+                (
+                    k.level0_compaction_trigger,
+                    k.level0_slowdown_trigger,
+                    k.level0_stop_trigger
+                ),
+                (2, 6, 9)
+            );
+            assert_eq!((k.num_levels, o.table.block_size), (5, 8192));
+            assert_eq!(o.max_write_buffer_number, 3);
+        }
+        // Not given: the design's default stays.
+        let plain = parse(&[]).unwrap();
+        assert_eq!(
+            plain
+                .options_for(Design::TRIANGLEKV)
+                .compaction
+                .target_file_size,
+            Design::TRIANGLEKV
+                .options(Options::default())
+                .compaction
+                .target_file_size
+        );
+        let bad = parse(&["--num_levels=0"]).unwrap();
+        assert!(bad.validate().is_err());
     }
 
     #[test]
