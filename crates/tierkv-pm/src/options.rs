@@ -195,6 +195,19 @@ pub enum CrashImage {
     TornLines(u64),
 }
 
+impl CrashImage {
+    /// The images a crash test takes at fence number `fence`: the strict and the all-pending
+    /// image, `torn` torn images and `torn_lines` torn-lines images, their seeds drawn from the
+    /// fence number (`fence * 10 + i`) so that every fence tears differently and reproducibly.
+    pub fn at_fence(fence: u64, torn: u64, torn_lines: u64) -> Vec<CrashImage> {
+        [CrashImage::Strict, CrashImage::AllPending]
+            .into_iter()
+            .chain((0..torn).map(|s| CrashImage::Torn(fence * 10 + s)))
+            .chain((0..torn_lines).map(|s| CrashImage::TornLines(fence * 10 + s)))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,9 +43,6 @@ pub(crate) mod parray;
 #[allow(dead_code)]
 pub(crate) mod pbtree;
 pub(crate) mod pipeline;
-// SLM-DB's persistent skiplist memtable; only its tests use it until the design is built on
-// it.
-#[allow(dead_code)]
 pub(crate) mod pmtable;
 pub(crate) mod runs;
 pub(crate) mod sst;

@@ -21,7 +21,7 @@ mod direct;
 mod mem;
 mod pm;
 mod pm_open;
-pub(crate) use pm::check16;
+pub(crate) use pm::{check16, decode_checked, encode_checked};
 mod posix;
 mod ssd_model;
 

@@ -135,14 +135,18 @@ pub(crate) fn check16(a: u64, b: u64) -> u64 {
     u64::from((c >> 16) ^ (c & 0xffff))
 }
 
-fn encode_size(entry: u64, size: u64) -> u64 {
-    debug_assert!(size <= SIZE_MAX);
-    size | check16(entry, size) << 48
+/// A checked word: the 48-bit `value` (a size, an offset) with `check16(at, value)` above it,
+/// `at` naming where it is stored, so that a flipped bit or a word of another place fails
+/// [`decode_checked`]. Stored and loaded as one 8-byte atomic word.
+pub(crate) fn encode_checked(at: u64, value: u64) -> u64 {
+    debug_assert!(value <= SIZE_MAX);
+    value | check16(at, value) << 48
 }
 
-fn decode_size(entry: u64, word: u64) -> Option<u64> {
-    let size = word & SIZE_MAX;
-    (word >> 48 == check16(entry, size)).then_some(size)
+/// The value of the checked word `word` stored at `at`, or `None` if its check fails.
+pub(crate) fn decode_checked(at: u64, word: u64) -> Option<u64> {
+    let value = word & SIZE_MAX;
+    (word >> 48 == check16(at, value)).then_some(value)
 }
 
 fn encode_link(from: u64, to: u64) -> u64 {
@@ -511,7 +515,7 @@ impl PmFs {
             if state != live_state(e, first, flags, name) {
                 return Err(damaged("the entry (state, chunk, flags or name)"));
             }
-            let size = decode_size(e, field(8)).ok_or_else(|| damaged("the size"))?;
+            let size = decode_checked(e, field(8)).ok_or_else(|| damaged("the size"))?;
             let name = String::from_utf8(name.to_vec())
                 .map_err(|_| self.bad(format!("PM directory entry {i} has a bad name")))?;
             let chunks = self.chain(&name, first, &mut seen)?;
@@ -758,7 +762,7 @@ impl PmFs {
         let log = class != ChunkClass::Table;
         let flags = if log { FLAG_LOG } else { 0 };
         let mut raw = vec![0u8; ENTRY_NAME_OFFSET + name.len()];
-        raw[8..16].copy_from_slice(&encode_size(entry, 0).to_le_bytes());
+        raw[8..16].copy_from_slice(&encode_checked(entry, 0).to_le_bytes());
         raw[16..24].copy_from_slice(&chunk.to_le_bytes());
         raw[24..28].copy_from_slice(&(name.len() as u32).to_le_bytes());
         raw[28..32].copy_from_slice(&flags.to_le_bytes());
@@ -1005,7 +1009,7 @@ impl WritableFile for PmWritable {
         // leave the size covering a torn tail (see the module docs). All lines are written back
         // by one call, so no counter update stalls between the write-backs.
         let entry = self.file.entry;
-        pool.store_u64(entry + 8, encode_size(entry, self.written))?;
+        pool.store_u64(entry + 8, encode_checked(entry, self.written))?;
         self.to_write_back.push((entry + 8, 8));
         let flushed = pool.flush_ranges(&self.to_write_back);
         self.to_write_back.clear();
@@ -1516,7 +1520,7 @@ mod tests {
         );
         // A size beyond the file's chunks is reported, and so is a size word that fails its
         // check.
-        for word in [encode_size(entry_of_first_file(), 10 << 20), 10 << 20] {
+        for word in [encode_checked(entry_of_first_file(), 10 << 20), 10 << 20] {
             let (p, entry) = setup();
             assert_eq!(entry, entry_of_first_file());
             p.store_u64_persist(entry + 8, word).unwrap();

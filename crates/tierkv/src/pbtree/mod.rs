@@ -73,7 +73,7 @@ mod slab;
 #[cfg(test)]
 mod tests;
 
-use crate::fs::{check16, PmFsOpen, PmOwner};
+use crate::fs::{decode_checked, encode_checked, PmFsOpen, PmOwner};
 use crate::util::crc::{crc32c, mask, unmask};
 use crate::{Error, Result};
 use parking_lot::RwLock;
@@ -96,18 +96,6 @@ const LEAF_MAGIC: u64 = u64::from_le_bytes(*b"TKVBLEAF");
 const OBJECT_HEADER: usize = 16;
 const OFFSET_MASK: u64 = (1 << 48) - 1;
 const ALL_SLOTS: u64 = (1 << LEAF_SLOTS) - 1;
-
-/// The word stored at `at` for `value` (48 bits): the value and its 16-bit check.
-fn encode_word(at: u64, value: u64) -> u64 {
-    debug_assert!(value <= OFFSET_MASK);
-    value | check16(at, value) << 48
-}
-
-/// The value of the word `word` stored at `at`, or `None` if its check fails.
-fn decode_word(at: u64, word: u64) -> Option<u64> {
-    let value = word & OFFSET_MASK;
-    (word >> 48 == check16(at, value)).then_some(value)
-}
 
 /// A key's fingerprint: a first filter before the key itself is compared.
 fn fingerprint(key: &[u8]) -> u64 {
@@ -200,17 +188,17 @@ impl Pm {
         {
             return Err(self.bad(format!("PM tree leaf at {at}: bad header")));
         }
-        let bits = decode_word(at, u64_at(&b, 0))
+        let bits = decode_checked(at, u64_at(&b, 0))
             .filter(|bits| bits & !ALL_SLOTS == 0)
             .ok_or_else(|| self.bad(format!("PM tree leaf at {at}: bitmap fails its check")))?;
-        let next = decode_word(at + 8, u64_at(&b, 8))
+        let next = decode_checked(at + 8, u64_at(&b, 8))
             .ok_or_else(|| self.bad(format!("PM tree leaf at {at}: next link fails its check")))?;
         let mut slots = [(0, 0); LEAF_SLOTS];
         for (i, s) in slots.iter_mut().enumerate() {
             let o = LEAF_HEADER + 16 * i;
             *s = (u64_at(&b, o), u64_at(&b, o + 8));
             if bits & (1 << i) != 0 {
-                s.1 = decode_word(slot_at(at, i) + 8, s.1).ok_or_else(|| {
+                s.1 = decode_checked(slot_at(at, i) + 8, s.1).ok_or_else(|| {
                     self.bad(format!(
                         "PM tree leaf at {at}: slot {i}'s pointer fails its check"
                     ))
@@ -268,7 +256,7 @@ impl Pm {
     }
 
     fn store_persist(&self, at: u64, value: u64) -> Result<()> {
-        self.pool.store_u64_persist(at, encode_word(at, value))?;
+        self.pool.store_u64_persist(at, encode_checked(at, value))?;
         Ok(())
     }
 }
@@ -300,12 +288,12 @@ fn leaf_image(at: u64, slots: &[(u64, u64)], next: u64) -> Vec<u8> {
     } else {
         ALL_SLOTS >> (LEAF_SLOTS - slots.len())
     };
-    b[0..8].copy_from_slice(&encode_word(at, bits).to_le_bytes());
-    b[8..16].copy_from_slice(&encode_word(at + 8, next).to_le_bytes());
+    b[0..8].copy_from_slice(&encode_checked(at, bits).to_le_bytes());
+    b[8..16].copy_from_slice(&encode_checked(at + 8, next).to_le_bytes());
     for (i, &(fp, obj)) in slots.iter().enumerate() {
         let o = LEAF_HEADER + 16 * i;
         b[o..o + 8].copy_from_slice(&fp.to_le_bytes());
-        let w = encode_word(slot_at(at, i) + 8, obj);
+        let w = encode_checked(slot_at(at, i) + 8, obj);
         b[o + 8..o + 16].copy_from_slice(&w.to_le_bytes());
     }
     b
@@ -662,7 +650,7 @@ impl PbTree {
         let s = slot_at(leaf.at, slot);
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&fingerprint(key).to_le_bytes());
-        b[8..].copy_from_slice(&encode_word(s + 8, obj).to_le_bytes());
+        b[8..].copy_from_slice(&encode_checked(s + 8, obj).to_le_bytes());
         self.pm.pool.write(s, &b)?;
         // Object and slot in one fence, then the publishing bitmap word.
         self.pm.persist(&[(obj, total), (s, 16)])?;

@@ -287,10 +287,7 @@ fn a_crash_at_any_fence_leaves_the_tree_before_or_after_the_operation() {
                 before.lock().unwrap().clone(),
                 after.lock().unwrap().clone(),
             );
-            let kinds = [CrashImage::Strict, CrashImage::AllPending]
-                .into_iter()
-                .chain((0..3).map(|s| CrashImage::Torn(fence * 10 + s)))
-                .chain((0..2).map(|s| CrashImage::TornLines(fence * 10 + s)));
+            let kinds = CrashImage::at_fence(fence, 3, 2);
             for kind in kinds {
                 let (_p2, t2) =
                     reopen(&p, kind).unwrap_or_else(|e| panic!("fence {fence} {kind:?}: {e}"));

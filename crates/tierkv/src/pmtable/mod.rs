@@ -58,7 +58,7 @@
 mod tests;
 
 use crate::format::{compare_internal, pack_trailer, SequenceNumber, ValueType, TRAILER_LEN};
-use crate::fs::{check16, PmFs, PmWords, WritableFile};
+use crate::fs::{check16, decode_checked, encode_checked, PmFs, PmWords, WritableFile};
 use crate::iterator::InternalIterator;
 use crate::memtable::LookupResult;
 use crate::util::crc::{crc32c, mask, unmask};
@@ -73,19 +73,9 @@ use std::sync::Arc;
 const HEAD_BYTES: u64 = 64;
 const NODE_HEADER: usize = 32;
 const MAGIC: u64 = u64::from_le_bytes(*b"TKVPMTBL");
-const OFFSET_MASK: u64 = (1 << 48) - 1;
 const SEQ_MASK: u64 = (1 << 56) - 1;
 /// Where the commit word lives.
 const COMMIT_AT: u64 = 8;
-
-fn encode_next(at: u64, next: u64) -> u64 {
-    next | check16(at, next) << 48
-}
-
-fn decode_next(at: u64, word: u64) -> Option<u64> {
-    let next = word & OFFSET_MASK;
-    (word >> 48 == check16(at, next)).then_some(next)
-}
 
 fn encode_commit(seq: u64) -> u64 {
     seq | (check16(COMMIT_AT, seq) & 0xff) << 56
@@ -157,9 +147,6 @@ pub(crate) struct PmTable {
     /// The DRAM levels: sampled internal key -> node offset.
     towers: RwLock<BTreeMap<IKey, u64>>,
     entries: AtomicU64,
-    /// Bytes of the keys and values linked (what the write buffer size is compared with).
-    data_bytes: AtomicU64,
-    committed: AtomicU64,
     /// Opened with nothing after its head (never written, or a crash inside `create`): empty,
     /// and the head is not read.
     headless: AtomicBool,
@@ -170,7 +157,7 @@ impl PmTable {
     pub(crate) fn create(fs: &PmFs, path: &Path, number: u64) -> Result<PmTable> {
         let mut w = fs.create_buffer(path)?;
         let mut head = [0u8; HEAD_BYTES as usize];
-        head[0..8].copy_from_slice(&encode_next(0, 0).to_le_bytes());
+        head[0..8].copy_from_slice(&encode_checked(0, 0).to_le_bytes());
         head[8..16].copy_from_slice(&encode_commit(0).to_le_bytes());
         head[16..24].copy_from_slice(&MAGIC.to_le_bytes());
         head[24..32].copy_from_slice(&number.to_le_bytes());
@@ -185,8 +172,6 @@ impl PmTable {
             writer: Mutex::new(Some(w)),
             towers: RwLock::new(BTreeMap::new()),
             entries: AtomicU64::new(0),
-            data_bytes: AtomicU64::new(0),
-            committed: AtomicU64::new(0),
             headless: AtomicBool::new(false),
         })
     }
@@ -208,8 +193,6 @@ impl PmTable {
             writer: Mutex::new(None),
             towers: RwLock::new(BTreeMap::new()),
             entries: AtomicU64::new(0),
-            data_bytes: AtomicU64::new(0),
-            committed: AtomicU64::new(0),
             headless: AtomicBool::new(false),
         };
         let rec = t.recover(writable)?;
@@ -246,14 +229,13 @@ impl PmTable {
         let mut towers = BTreeMap::new();
         let (mut kept, mut prev_key): (u64, Option<Vec<u8>>) = (0, None);
         let mut at = self.next_of(0)?;
-        let mut bytes = 0u64;
         let mut steps = 0u64;
         while at != 0 {
             steps += 1;
             if steps > size / NODE_HEADER as u64 {
                 return Err(self.bad("PM memtable list has a cycle".to_string()));
             }
-            let (ikey, value, h) = self.read_node(at)?;
+            let (ikey, _, h) = self.read_node(at)?;
             if prev_key
                 .as_ref()
                 .is_some_and(|p| compare_internal(p, &ikey) != Cmp::Less)
@@ -266,11 +248,10 @@ impl PmTable {
                 rec.dropped += 1;
                 if writable {
                     self.words
-                        .store_u64_persist(kept, encode_next(kept, h.next))?;
+                        .store_u64_persist(kept, encode_checked(kept, h.next))?;
                 }
             } else {
                 rec.entries += 1;
-                bytes += (ikey.len() + value.len()) as u64;
                 if sampled(at) {
                     towers.insert(IKey(ikey), at);
                 }
@@ -280,14 +261,12 @@ impl PmTable {
         }
         *self.towers.write() = towers;
         self.entries.store(rec.entries, Ordering::Release);
-        self.data_bytes.store(bytes, Ordering::Release);
-        self.committed.store(committed, Ordering::Release);
         Ok(rec)
     }
 
     /// The next word of the node (or head) at `at`.
     fn next_of(&self, at: u64) -> Result<u64> {
-        let next = decode_next(at, self.words.load_u64(at)?).ok_or_else(|| {
+        let next = decode_checked(at, self.words.load_u64(at)?).ok_or_else(|| {
             self.bad(format!(
                 "PM memtable node at {at}: next word fails its check"
             ))
@@ -306,12 +285,13 @@ impl PmTable {
         self.words
             .read(at, &mut h)
             .map_err(|_| self.bad(format!("PM memtable node at {at} runs past the file")))?;
-        let next =
-            decode_next(at, u64::from_le_bytes(h[0..8].try_into().unwrap())).ok_or_else(|| {
+        let next = decode_checked(at, u64::from_le_bytes(h[0..8].try_into().unwrap())).ok_or_else(
+            || {
                 self.bad(format!(
                     "PM memtable node at {at}: next word fails its check"
                 ))
-            })?;
+            },
+        )?;
         let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
         Ok(NodeHead {
             next,
@@ -402,7 +382,7 @@ impl PmTable {
         debug_assert!(size.is_multiple_of(8));
         let at = size;
         let mut node = Vec::with_capacity(NODE_HEADER + key.len() + value.len() + 8);
-        node.extend_from_slice(&encode_next(at, next).to_le_bytes());
+        node.extend_from_slice(&encode_checked(at, next).to_le_bytes());
         node.extend_from_slice(&trailer.to_le_bytes());
         node.extend_from_slice(&(key.len() as u32).to_le_bytes());
         node.extend_from_slice(&(value.len() as u32).to_le_bytes());
@@ -414,7 +394,8 @@ impl PmTable {
         node.resize(node.len().next_multiple_of(8), 0);
         w.append(&node)?;
         w.flush()?;
-        self.words.store_u64_persist(pred, encode_next(pred, at))?;
+        self.words
+            .store_u64_persist(pred, encode_checked(pred, at))?;
         if sync {
             self.words.msync(at, node.len() as u64)?;
             self.words.msync(pred, 8)?;
@@ -423,10 +404,6 @@ impl PmTable {
             self.towers.write().insert(IKey(ikey), at);
         }
         self.entries.fetch_add(1, Ordering::AcqRel);
-        self.data_bytes.fetch_add(
-            (key.len() + TRAILER_LEN + value.len()) as u64,
-            Ordering::AcqRel,
-        );
         Ok(())
     }
 
@@ -437,7 +414,6 @@ impl PmTable {
         if sync {
             self.words.msync(COMMIT_AT, 8)?;
         }
-        self.committed.store(seq, Ordering::Release);
         Ok(())
     }
 
@@ -490,11 +466,6 @@ impl PmTable {
         self.number
     }
 
-    /// The file that holds it.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Entries linked.
     pub(crate) fn len(&self) -> u64 {
         self.entries.load(Ordering::Acquire)
@@ -503,11 +474,6 @@ impl PmTable {
     /// True if it holds no entry.
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Bytes of the internal keys and values linked.
-    pub(crate) fn data_bytes(&self) -> u64 {
-        self.data_bytes.load(Ordering::Acquire)
     }
 
     /// PM bytes of the file (nodes, padding and nodes a crash left unlinked).
@@ -522,11 +488,6 @@ impl PmTable {
             .keys()
             .map(|k| k.0.len() as u64 + 48)
             .sum()
-    }
-
-    /// The commit word's sequence.
-    pub(crate) fn committed(&self) -> SequenceNumber {
-        self.committed.load(Ordering::Acquire)
     }
 
     /// Reads and checks every linked node; returns the number of entries.

@@ -162,7 +162,7 @@ proptest! {
         prop_assert_eq!(rec.committed, seq - 1);
         prop_assert_eq!(all(&t2), model_all(&m));
         prop_assert_eq!(t2.get(&key, seq).unwrap(), model_get(&m, &key, seq));
-        prop_assert_eq!(t2.data_bytes(), t.data_bytes());
+        prop_assert_eq!(t2.len(), t.len());
     }
 }
 
@@ -187,10 +187,7 @@ fn a_crash_at_any_fence_keeps_whole_batches() {
         pool.set_fence_hook(Some(Box::new(move |fence| {
             let Some(p) = weak.upgrade() else { return };
             let (b, a) = (before.lock().clone(), after.lock().clone());
-            let kinds = [CrashImage::Strict, CrashImage::AllPending]
-                .into_iter()
-                .chain((0..3).map(|s| CrashImage::Torn(fence * 10 + s)))
-                .chain((0..2).map(|s| CrashImage::TornLines(fence * 10 + s)));
+            let kinds = CrashImage::at_fence(fence, 3, 2);
             for kind in kinds {
                 let (t2, rec) =
                     reopen(&p, kind).unwrap_or_else(|e| panic!("fence {fence} {kind:?}: {e}"));
@@ -286,9 +283,7 @@ fn a_crash_inside_create_leaves_an_empty_memtable() {
         let weak = Arc::downgrade(&pool);
         pool.set_fence_hook(Some(Box::new(move |fence| {
             let Some(p) = weak.upgrade() else { return };
-            let kinds = [CrashImage::Strict, CrashImage::AllPending]
-                .into_iter()
-                .chain((0..6).map(|s| CrashImage::Torn(fence * 10 + s)));
+            let kinds = CrashImage::at_fence(fence, 6, 0);
             for kind in kinds {
                 let img = p.crash_image(kind).unwrap();
                 let p2 = PmPool::open_crash_image(img, &options()).unwrap();
