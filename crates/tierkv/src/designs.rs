@@ -14,6 +14,7 @@ mod matrixkv;
 mod nvlsm;
 mod nvlsm_fragmented;
 mod nvlsm_leveled;
+mod slmdb;
 mod trianglekv;
 
 use crate::options::Options;
@@ -78,6 +79,10 @@ impl Design {
     /// column compaction) as L0 over flattened leveled SSTables on SSD.
     pub const MATRIXKV: Design = Design(&matrixkv::SPEC);
 
+    /// SLM-DB: a persistent skiplist memtable in PM and no WAL, one level of overlapping
+    /// SSTables on SSD found through a persistent B+ tree in PM, selective compaction.
+    pub const SLMDB: Design = Design(&slmdb::SPEC);
+
     /// Every design this build knows, in CLI order.
     pub const ALL: &'static [Design] = &[
         Design::LEVELED,
@@ -88,6 +93,7 @@ impl Design {
         Design::NVLSM_FRAGMENTED,
         Design::TRIANGLEKV,
         Design::MATRIXKV,
+        Design::SLMDB,
     ];
 
     /// The design's name in the CLI, the manifest and the reports.

@@ -33,14 +33,12 @@ pub(crate) mod error;
 pub(crate) mod format;
 pub(crate) mod front_ends;
 pub mod fs;
+pub(crate) mod gindex;
 pub(crate) mod iterator;
 pub(crate) mod log;
 pub(crate) mod memtable;
 pub(crate) mod options;
 pub(crate) mod parray;
-// The shared persistent B+ tree of the LAB-DB and SLM-DB designs; only its tests use it until
-// those designs are built on it.
-#[allow(dead_code)]
 pub(crate) mod pbtree;
 pub(crate) mod pipeline;
 pub(crate) mod pmtable;
@@ -61,7 +59,7 @@ pub use db::{CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
     CompactionOptions, Design, FilterScope, NvlsmOptions, Options, PmOptions, ReadOptions,
-    RowOptions, SsdModelOptions, TableOptions, WriteOptions,
+    RowOptions, SlmOptions, SsdModelOptions, TableOptions, WriteOptions,
 };
 pub use stats::DbStats;
 pub use tier::Tier;

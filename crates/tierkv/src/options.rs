@@ -208,6 +208,45 @@ impl Default for RowOptions {
     }
 }
 
+/// SLM-DB's options (`slmdb`): the selective compaction of its single level (Kaiyrakhmet et
+/// al., FAST 2019, section 3.3; the paper's values are the defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlmOptions {
+    /// R1: a table whose live entries (those the global index points at) are below this
+    /// fraction of its entries joins the compaction candidates. Default 0.7.
+    pub live_key_ratio: f64,
+    /// R2: the round-robin leaf scan after each flush and compaction. Default true.
+    pub leaf_scan: bool,
+    /// R2: the scanned keys' tables join the candidates when there are more than this many
+    /// of them. Default 10.
+    pub leaf_scan_files: usize,
+    /// R3: range queries split their result into sub-ranges of this many keys. Default 30.
+    pub range_sub_keys: usize,
+    /// R3: a sub-range whose keys live in more than this many tables adds them to the
+    /// candidates. Default 8.
+    pub range_files: usize,
+    /// R3 on or off. Default true.
+    pub range_rule: bool,
+    /// The most tables one selective compaction merges (the paper does not give its cap).
+    /// Default 10.
+    pub max_inputs: usize,
+}
+
+impl Default for SlmOptions {
+    fn default() -> Self {
+        SlmOptions {
+            live_key_ratio: 0.7,
+            leaf_scan: true,
+            leaf_scan_files: 10,
+            range_sub_keys: 30,
+            range_files: 8,
+            range_rule: true,
+            max_inputs: 10,
+        }
+    }
+}
+
 /// Options of a database, given at open.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Options {
@@ -248,6 +287,9 @@ pub struct Options {
     /// The row-container designs' options.
     #[serde(default)]
     pub rows: RowOptions,
+    /// SLM-DB's selective compaction (`slmdb` only).
+    #[serde(default)]
+    pub slmdb: SlmOptions,
     /// The file system; [`PosixFs`] unless a test substitutes another one.
     #[serde(skip, default = "default_fs")]
     pub fs: Arc<dyn FileSystem>,
@@ -275,6 +317,7 @@ impl Default for Options {
             ssd: SsdModelOptions::default(),
             nvlsm: NvlsmOptions::default(),
             rows: RowOptions::default(),
+            slmdb: SlmOptions::default(),
             fs: default_fs(),
         }
     }
@@ -298,6 +341,7 @@ impl std::fmt::Debug for Options {
             .field("ssd", &self.ssd)
             .field("nvlsm", &self.nvlsm)
             .field("rows", &self.rows)
+            .field("slmdb", &self.slmdb)
             .finish_non_exhaustive()
     }
 }
@@ -339,6 +383,24 @@ impl Options {
         }
         if t.bloom_bits_per_key > 64 {
             return bad("table.bloom_bits_per_key must be <= 64".into());
+        }
+        let slm = &self.slmdb;
+        if !(slm.live_key_ratio > 0.0 && slm.live_key_ratio <= 1.0) {
+            return bad(format!(
+                "slmdb.live_key_ratio {} not in (0, 1]",
+                slm.live_key_ratio
+            ));
+        }
+        if slm.leaf_scan_files == 0 || slm.range_files == 0 || slm.range_sub_keys < 2 {
+            return bad(
+                "slmdb.leaf_scan_files and range_files must be >= 1, range_sub_keys >= 2".into(),
+            );
+        }
+        if !(2..=1024).contains(&slm.max_inputs) {
+            return bad(format!(
+                "slmdb.max_inputs {} not in 2..=1024",
+                slm.max_inputs
+            ));
         }
         if !(2..=64).contains(&self.nvlsm.max_floor) {
             return bad(format!(

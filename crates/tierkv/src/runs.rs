@@ -92,6 +92,11 @@ pub(crate) trait RunWriter: Send {
     fn size_estimate(&self) -> u64;
     /// Writes the rest and syncs the file.
     fn finish(self: Box<Self>) -> Result<TableSummary>;
+    /// For an SSTable: the ordinal of the data block the next entry goes into (its handle is
+    /// `data_blocks[ordinal]` of the summary); `None` for runs without data blocks.
+    fn next_block(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl RunWriter for TableBuilder {
@@ -103,6 +108,9 @@ impl RunWriter for TableBuilder {
     }
     fn finish(self: Box<Self>) -> Result<TableSummary> {
         TableBuilder::finish(*self)
+    }
+    fn next_block(&self) -> Option<usize> {
+        Some(TableBuilder::next_block(self))
     }
 }
 

@@ -162,6 +162,11 @@ pub struct Counters {
     pub pm_flush_fallbacks: AtomicU64,
     /// Entries flushes left out: versions shadowed for every reader by a newer one.
     pub flush_dropped_versions: AtomicU64,
+    /// Entries a compaction copied that a flush replaced before the global index moved to
+    /// them (garbage at birth).
+    pub index_stale_copies: AtomicU64,
+    /// Tables recovery adopted because the global index named them and the manifest did not.
+    pub index_adopted_tables: AtomicU64,
     /// The most recent compactions, oldest first (at most [`JOB_LOG_LEN`]).
     pub jobs: parking_lot::Mutex<JobLog>,
 }
@@ -245,6 +250,8 @@ impl Default for Counters {
             wal_syncs: AtomicU64::new(0),
             pm_flush_fallbacks: AtomicU64::new(0),
             flush_dropped_versions: AtomicU64::new(0),
+            index_stale_copies: AtomicU64::new(0),
+            index_adopted_tables: AtomicU64::new(0),
             jobs: parking_lot::Mutex::new(JobLog::default()),
         }
     }
@@ -348,6 +355,23 @@ impl DramFootprint {
     }
 }
 
+/// Figures of a global index (SLM-DB's B+ tree over its single level).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GlobalIndexStats {
+    /// Keys in the tree.
+    pub keys: u64,
+    /// Leaves of the tree.
+    pub leaves: u64,
+    /// PM bytes of the tree (leaves and key objects).
+    pub pm_bytes: u64,
+    /// DRAM bytes of the tree's inner nodes.
+    pub dram_bytes: u64,
+    /// Versions held in DRAM for live snapshots.
+    pub held_versions: u64,
+    /// Tables on the compaction candidate list of rules R2 and R3.
+    pub listed_tables: u64,
+}
+
 /// Device-level counters of the PM pool.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PmDeviceStats {
@@ -438,6 +462,17 @@ pub struct DbStats {
     /// Entries flushes left out: versions shadowed for every reader by a newer one.
     #[serde(default)]
     pub flush_dropped_versions: u64,
+    /// Entries a compaction copied that a flush replaced before the global index moved to
+    /// them (`slmdb`).
+    #[serde(default)]
+    pub index_stale_copies: u64,
+    /// Tables the last open adopted: the global index named them and the manifest did not (a
+    /// crash between a flush's or compaction's index updates and its manifest record).
+    #[serde(default)]
+    pub index_adopted_tables: u64,
+    /// The global index (`slmdb`): its tree and the versions held for snapshots.
+    #[serde(default)]
+    pub global_index: Option<GlobalIndexStats>,
     /// Whether background work is pending: an unflushed immutable buffer, a running
     /// compaction, or a stage whose policy would start one now.
     pub background_pending: bool,
@@ -534,6 +569,8 @@ impl DbStats {
                 + sum(Tier::Pm, P::Flush, false),
             pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
             flush_dropped_versions: g(&c.flush_dropped_versions),
+            index_stale_copies: g(&c.index_stale_copies),
+            index_adopted_tables: g(&c.index_adopted_tables),
             io,
             compaction_jobs,
             compaction_jobs_dropped,

@@ -327,9 +327,8 @@ fn crash_points(
 /// `trianglekv`'s stage, rows, flushes and manifest records and differs only in which rows a
 /// compaction takes (the model tests and `pm_crash.rs` run it); left out to fit the CI budget.
 fn ssd_run_designs() -> Vec<Design> {
-    let designs: Vec<Design> = Design::ALL
-        .iter()
-        .copied()
+    let designs: Vec<Design> = support::designs()
+        .into_iter()
         .filter(|d| !d.data_on_pm() && *d != Design::MATRIXKV)
         .collect();
     assert!(!designs.is_empty());

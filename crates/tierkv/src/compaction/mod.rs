@@ -18,6 +18,7 @@ pub(crate) use accumulative::AccumulativePolicy;
 pub use leveled::max_bytes_for_level;
 pub(crate) use leveled::LeveledPolicy;
 pub(crate) use rows::RowPolicy;
+pub(crate) use selective::SelectivePolicy;
 
 use crate::version::{FileMetaData, StageVersion, VersionEdit};
 use std::sync::Arc;
@@ -36,6 +37,8 @@ pub enum Reason {
     /// A row container's rows reached their trigger, or its compactor is being drained: a
     /// key range moves out of rows into L1.
     Rows,
+    /// SLM-DB's selective compaction: tables of the single level its candidate rules listed.
+    Selective,
 }
 
 /// What a policy sees of one stage.

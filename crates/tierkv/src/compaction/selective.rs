@@ -19,11 +19,18 @@
 //! The paper's keys are integers; for byte keys the overlap ratio interpolates each key as a
 //! number: the 8 bytes after the four keys' common prefix, big-endian (keys of 8 bytes or
 //! fewer after the prefix compare exactly; longer ones by their first 8 differing bytes).
-//! (Not used by a design yet: `slmdb` is not built.)
+//!
+//! [`SelectivePolicy`] is the `slmdb` stage's compaction policy over these rules: it reads the
+//! live counts and the R2/R3 list from the stage's global index (DRAM state kept beside the
+//! version, so not a pure function of the version as the other policies are).
 
-#![allow(dead_code)]
-
+use super::{CompactionPolicy, CompactionTask, OutputPlan, PolicyView, Reason};
+use crate::gindex::GlobalIndex;
+use crate::pipeline::RunTarget;
+use crate::tier::Tier;
+use crate::version::{FileMetaData, RunKind, VersionEdit};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// A table of the single level: its number and its user-key range.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,6 +156,141 @@ pub(crate) fn range_query_candidates(
         .filter(|d| d.len() > max_files)
         .map(|d| d.into_iter().collect())
         .unwrap_or_default()
+}
+
+/// SLM-DB's selective compaction of its single level (module docs).
+pub(crate) struct SelectivePolicy {
+    index: Arc<GlobalIndex>,
+    target_file_size: u64,
+}
+
+impl SelectivePolicy {
+    pub(crate) fn new(index: Arc<GlobalIndex>, target_file_size: u64) -> Self {
+        SelectivePolicy {
+            index,
+            target_file_size,
+        }
+    }
+
+    fn task(
+        &self,
+        view: &PolicyView<'_>,
+        inputs: Vec<Arc<FileMetaData>>,
+        reason: Reason,
+    ) -> CompactionTask {
+        CompactionTask {
+            reason,
+            stage: view.stage,
+            inputs: vec![(0, inputs)],
+            output_group: 0,
+            trivial_move: false,
+            plan: OutputPlan::by_size(),
+            range: None,
+        }
+    }
+}
+
+fn span_of(f: &FileMetaData) -> TableSpan {
+    TableSpan {
+        number: f.number,
+        smallest: f.smallest_user_key().to_vec(),
+        largest: f.largest_user_key().to_vec(),
+    }
+}
+
+impl CompactionPolicy for SelectivePolicy {
+    fn choose(&self, view: &PolicyView<'_>) -> Option<CompactionTask> {
+        if view.busy[0] {
+            return None;
+        }
+        let runs = &view.state.groups[0];
+        let live = self.index.live_counts();
+        let counts: Vec<(u64, u64, u64)> = runs
+            .iter()
+            .map(|f| {
+                (
+                    f.number,
+                    f.num_entries,
+                    live.get(&f.number).copied().unwrap_or(0),
+                )
+            })
+            .collect();
+        let r1: BTreeSet<u64> = live_key_candidates(&counts, self.index.options().live_key_ratio)
+            .into_iter()
+            .collect();
+        let listed = self.index.listed();
+        let spans: Vec<TableSpan> = runs
+            .iter()
+            .filter(|f| r1.contains(&f.number) || listed.contains(&f.number))
+            .map(|f| span_of(f))
+            .collect();
+        let picked = pick_inputs(&spans, self.index.options().max_inputs);
+        if picked.len() == 1 && !r1.contains(&picked[0]) {
+            // One table with all its entries live: merging it alone gains nothing.
+            self.index.unlist(picked[0]);
+            return None;
+        }
+        if picked.is_empty() {
+            return None;
+        }
+        let inputs: Vec<Arc<FileMetaData>> = picked
+            .iter()
+            .filter_map(|n| runs.iter().find(|f| f.number == *n).cloned())
+            .collect();
+        Some(self.task(view, inputs, Reason::Selective))
+    }
+
+    fn manual_groups(
+        &self,
+        view: &PolicyView<'_>,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Vec<usize> {
+        if view.state.overlapping(0, begin, end).is_empty() {
+            Vec::new()
+        } else {
+            vec![0]
+        }
+    }
+
+    /// Every table overlapping `[begin, end]`, merged into tables of the target size that hold
+    /// only what the index points at.
+    fn manual(
+        &self,
+        view: &PolicyView<'_>,
+        group: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<CompactionTask> {
+        let inputs = view.state.overlapping(group, begin, end);
+        (!inputs.is_empty()).then(|| self.task(view, inputs, Reason::Manual))
+    }
+
+    fn output(&self, _task: &CompactionTask) -> RunTarget {
+        RunTarget {
+            group: 0,
+            tier: Tier::Ssd,
+            kind: RunKind::Sst,
+            row: false,
+        }
+    }
+
+    fn target_run_bytes(&self) -> u64 {
+        self.target_file_size
+    }
+
+    fn apply(
+        &self,
+        view: &PolicyView<'_>,
+        task: &CompactionTask,
+        outputs: Vec<FileMetaData>,
+    ) -> VersionEdit {
+        let mut edit = VersionEdit::default();
+        let s = edit.stage_mut(view.stage);
+        s.deleted.extend(task.input_runs().map(|f| (0, f.number)));
+        s.added.extend(outputs.into_iter().map(|m| (0, m)));
+        edit
+    }
 }
 
 #[cfg(test)]

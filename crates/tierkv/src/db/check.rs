@@ -31,6 +31,12 @@ pub struct CheckReport {
     /// Bytes of a torn WAL tail (an unacknowledged write, or unsynced writes a power failure
     /// cut, that recovery will drop).
     pub wal_torn_tail_bytes: u64,
+    /// Keys of the global index (`slmdb`) whose place was read back: the exact version, in
+    /// the data block the index names.
+    pub index_keys_checked: u64,
+    /// Tables the global index names that the manifest does not (a crash between a flush's or
+    /// compaction's index updates and its manifest record): the next open adopts them.
+    pub index_tables_to_adopt: usize,
     /// WALs that recovery will ignore (from the point where records are missing: the WAL
     /// with the gap in sequence numbers, and every WAL after a cut one), holding only writes
     /// acknowledged without sync.
@@ -107,8 +113,73 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
             }
         }
     }
+    if let Some(tree) = pm.as_ref().and_then(|p| p.index.as_ref()) {
+        check_index(dir, options, &cache, &version, tree, &mut report)?;
+    }
     check_logs(dir, &versions, options, pm.as_ref(), &mut report)?;
     Ok(report)
+}
+
+/// Verifies the global index: its tree's structure, and every key's place (the table exists,
+/// and the named data block holds exactly that version).
+fn check_index(
+    dir: &Path,
+    options: &Options,
+    cache: &TableCache,
+    version: &crate::version::Version,
+    tree: &crate::pbtree::PbTree,
+    report: &mut CheckReport,
+) -> Result<()> {
+    use crate::gindex::Location;
+    use std::collections::{HashMap, HashSet};
+    tree.verify()?;
+    let files: HashMap<u64, &Arc<FileMetaData>> = version.stage(0).groups[0]
+        .iter()
+        .map(|f| (f.number, f))
+        .collect();
+    let mut to_adopt = HashSet::new();
+    let mut last: Option<Vec<u8>> = None;
+    loop {
+        let batch = tree.entries_after(match &last {
+            Some(k) => std::ops::Bound::Excluded(k.as_slice()),
+            None => std::ops::Bound::Unbounded,
+        })?;
+        let Some((k, _)) = batch.last() else { break };
+        last = Some(k.clone());
+        for (k, p) in &batch {
+            let loc = Location::decode(p, k)?;
+            match files.get(&loc.file) {
+                Some(meta) => {
+                    let reader = crate::gindex::BlockReader {
+                        tables: cache,
+                        part: crate::stats::Part::Stage(0),
+                        purpose: IoPurpose::Recovery,
+                        fill_cache: false,
+                    };
+                    crate::gindex::read_at(&reader, meta, k, loc)?;
+                    report.index_keys_checked += 1;
+                }
+                None => {
+                    let path =
+                        crate::version::run_file_name(dir, loc.file, crate::version::RunKind::Sst);
+                    if !options.fs.exists(&path) {
+                        return Err(Error::corruption(
+                            format!("PM tree {}", crate::gindex::ROOT_NAME),
+                            format!(
+                                "key {} points into table {}, which neither the manifest names \
+                                 nor the directory holds",
+                                crate::util::escape(k),
+                                path.display()
+                            ),
+                        ));
+                    }
+                    to_adopt.insert(loc.file);
+                }
+            }
+        }
+    }
+    report.index_tables_to_adopt = to_adopt.len();
+    Ok(())
 }
 
 /// Reads and verifies every block of run `f` of `stage` and checks it against the manifest

@@ -18,6 +18,7 @@ use crate::compaction::{
     BreakCursor, CompactionTask, OutputPlan, PolicyView, SetRouter, SetTarget,
 };
 use crate::format::{parse_internal_key, ValueType};
+use crate::gindex::{with_handles, IndexedEntry};
 use crate::iterator::InternalIterator;
 use crate::pipeline::RunTarget;
 use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter};
@@ -91,6 +92,13 @@ impl DbInner {
                 self.bg_cv.notify_all();
                 drop(state);
                 self.delete_files(obsolete);
+                if let Err(e) = self.scan_index_leaves() {
+                    let mut state = self.state.lock();
+                    let e = state.poison("global index leaf scan failed", e);
+                    self.bg_cv.notify_all();
+                    return Err(e);
+                }
+                self.bg_cv.notify_all();
                 return Ok(());
             }
             Err(e) => Err(state.poison("compaction failed", e)),
@@ -104,6 +112,7 @@ impl DbInner {
         let stage = &self.stages[task.stage];
         let policy = stage.policy();
         let mut outputs = Vec::new();
+        let mut indexed = Vec::new();
         let mut job = None;
         let mut input_bytes = 0;
         if !task.trivial_move {
@@ -117,6 +126,7 @@ impl DbInner {
                     target,
                     job,
                     &mut outputs,
+                    &mut indexed,
                     &mut created,
                     &mut input_bytes,
                 )
@@ -140,6 +150,23 @@ impl DbInner {
                     Part::Stage(task.stage),
                     IoPurpose::Compaction,
                     meta.file_size,
+                );
+            }
+            // A global index moves its pointers to the outputs before the manifest record: a
+            // crash from here on leaves outputs the index names, which recovery adopts, so
+            // they are never removed on failure (the database is poisoned instead).
+            if let Some(index) = stage.index() {
+                let inputs: HashSet<u64> = task.input_runs().map(|f| f.number).collect();
+                for (meta, entries) in outputs.iter().zip(&indexed) {
+                    let stale =
+                        index.index_compaction(&inputs, &Arc::new(meta.clone()), entries)?;
+                    self.counters.index_stale_copies.fetch_add(stale, Relaxed);
+                }
+                self.counters.add_written(
+                    crate::tier::Tier::Pm,
+                    Part::Stage(task.stage),
+                    IoPurpose::Compaction,
+                    index.take_pm_bytes(),
                 );
             }
         }
@@ -168,6 +195,14 @@ impl DbInner {
             state.pending_outputs.remove(&m.number);
         }
         let current = applied?;
+        if let Some(index) = stage.index() {
+            let gone: Vec<u64> = task
+                .input_runs()
+                .map(|f| f.number)
+                .filter(|n| !kept.contains(n))
+                .collect();
+            index.remove_files(&gone);
+        }
         let removed = task.input_runs().filter(|f| !kept.contains(&f.number));
         state.removed_runs.extend(removed.cloned());
         // A run re-added with other metadata has two `Arc`s for one file: the old one is kept
@@ -203,16 +238,22 @@ impl DbInner {
     /// are registered as pending outputs).
     /// `created` receives every output number as it is allocated (finished or not), `job` is
     /// the task's compaction-log job.
+    #[allow(clippy::too_many_arguments)]
     fn merge(
         &self,
         task: &CompactionTask,
         target: RunTarget,
         job: Option<u64>,
         outputs: &mut Vec<FileMetaData>,
+        indexed: &mut Vec<Vec<IndexedEntry>>,
         created: &mut Vec<u64>,
         input_bytes: &mut u64,
     ) -> Result<()> {
         let version = self.state.lock().versions.current();
+        // A stage with a global index keeps exactly the entries it points at (SLM-DB's
+        // selective compaction): each entry is checked against the index with its input run.
+        let index = self.stages[task.stage].index();
+        let input_numbers: Vec<u64> = task.input_runs().map(|f| f.number).collect();
         let smallest_snapshot = self.smallest_snapshot();
         let part = Part::Stage(task.stage);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -257,7 +298,10 @@ impl DbInner {
                 current_key = Some(p.user_key.to_vec());
                 last_seq_for_key = u64::MAX;
             }
-            let drop = if last_seq_for_key <= smallest_snapshot {
+            let drop = if let Some(index) = index {
+                let child = input.current_child().unwrap_or(0);
+                !index.is_live(input_numbers[child], p.user_key, p.sequence)?
+            } else if last_seq_for_key <= smallest_snapshot {
                 true
             } else {
                 p.value_type == ValueType::Deletion
@@ -286,25 +330,29 @@ impl DbInner {
                     };
                     if finished {
                         if let Some(o) = output.take() {
-                            outputs.push(o.finish(target)?);
+                            finish_output(o, target, &self.dir, outputs, indexed)?;
                         }
                     }
                 }
                 if output.is_none() {
                     let set = slot.map(|s| &sets[s]);
-                    output = Some(self.new_output(target, set, cascade, part, job, created)?);
+                    let mut o = self.new_output(target, set, cascade, part, job, created)?;
+                    if index.is_some() {
+                        o.blocks = Some(Vec::new());
+                    }
+                    output = Some(o);
                 }
-                output
-                    .as_mut()
-                    .expect("open output")
-                    .writer
-                    .add(ikey, input.value())?;
+                let o = output.as_mut().expect("open output");
+                if let Some(b) = &mut o.blocks {
+                    b.push((ikey.to_vec(), o.writer.next_block().unwrap_or(0)));
+                }
+                o.writer.add(ikey, input.value())?;
             }
             input.next();
         }
         input.status()?;
         if let Some(o) = output.take() {
-            outputs.push(o.finish(target)?);
+            finish_output(o, target, &self.dir, outputs, indexed)?;
         }
         self.fs_for(target.tier).sync_dir(&self.dir)?;
         Ok(())
@@ -361,6 +409,7 @@ impl DbInner {
             writer: writer?,
             number,
             set: set.map_or(0, |s| s.id),
+            blocks: None,
         })
     }
 
@@ -450,12 +499,36 @@ struct Output {
     number: u64,
     /// The set it joins (0: none yet; the policy's `apply` decides).
     set: u64,
+    /// For a stage with a global index: each entry's internal key and data-block ordinal.
+    blocks: Option<Vec<(Vec<u8>, usize)>>,
+}
+
+/// Finishes `o`: its metadata to `outputs`, its entries with their blocks to `indexed` (for a
+/// stage with a global index).
+fn finish_output(
+    mut o: Output,
+    target: RunTarget,
+    dir: &std::path::Path,
+    outputs: &mut Vec<FileMetaData>,
+    indexed: &mut Vec<Vec<IndexedEntry>>,
+) -> Result<()> {
+    let blocks = o.blocks.take();
+    let (meta, data_blocks) = o.finish(target)?;
+    if let Some(b) = blocks {
+        let path = run_file_name(dir, meta.number, target.kind);
+        indexed.push(with_handles(b, &data_blocks, &path.display().to_string())?);
+    }
+    outputs.push(meta);
+    Ok(())
 }
 
 impl Output {
-    fn finish(self, target: RunTarget) -> Result<FileMetaData> {
+    fn finish(
+        self,
+        target: RunTarget,
+    ) -> Result<(FileMetaData, Vec<crate::sst::format::BlockHandle>)> {
         let s = self.writer.finish()?;
-        Ok(FileMetaData {
+        let meta = FileMetaData {
             number: self.number,
             file_size: s.file_size,
             num_entries: s.num_entries,
@@ -465,6 +538,7 @@ impl Output {
             kind: target.kind,
             set: self.set,
             row: None,
-        })
+        };
+        Ok((meta, s.data_blocks))
     }
 }

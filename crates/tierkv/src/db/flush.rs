@@ -9,8 +9,11 @@
 
 use super::DbInner;
 use crate::format::parse_internal_key;
+use crate::gindex::with_handles;
 use crate::pipeline::{FlushSource, RunTarget};
 use crate::runs::{create_writer, run_file_name, RowWriter};
+use crate::sst::table_builder::TableSummary;
+use crate::sst::TableBuilder;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{FileMetaData, RowInfo, Version, VersionEdit};
@@ -79,8 +82,13 @@ impl DbInner {
                     self.bg_cv.notify_all();
                     drop(state);
                     self.delete_files(obsolete);
+                    let scanned = self.scan_index_leaves();
                     state = self.state.lock();
-                    // Writers waiting for PM space freed by the deleted log.
+                    if let Err(e) = scanned {
+                        state.poison("global index leaf scan failed", e);
+                    }
+                    // Writers waiting for PM space freed by the deleted log (and compactions
+                    // the leaf scan listed tables for).
                     self.bg_cv.notify_all();
                 }
                 Err(e) => {
@@ -89,6 +97,18 @@ impl DbInner {
                 }
             }
         }
+    }
+
+    /// SLM-DB's rule R2 after a flush or a compaction: the next leaf-scan window of each
+    /// global index.
+    pub(crate) fn scan_index_leaves(&self) -> Result<()> {
+        for (i, stage) in self.stages.iter().enumerate() {
+            if let Some(index) = stage.index() {
+                let tables = self.super_version().version.stage(i).groups[0].len();
+                index.leaf_scan(tables)?;
+            }
+        }
+        Ok(())
     }
 
     /// Rotates the front end's buffer (if it holds anything) and waits until every immutable
@@ -258,6 +278,31 @@ fn build_run(
             sketch,
         };
         (summary, Some(Box::new(row)))
+    } else if let Some(index) = db.stages[0].index() {
+        // A table the global index maps keys into: each entry's data block is recorded, and
+        // the index learns the table once it is durable, before the manifest names it.
+        let file = fs.create(&path)?;
+        let mut builder = TableBuilder::new(&db.options.table, file, path.clone());
+        let mut blocks = Vec::new();
+        count_dropped(
+            db,
+            add_all(source, db.smallest_snapshot(), |k, v| {
+                blocks.push((k.to_vec(), builder.next_block()));
+                builder.add(k, v)
+            })?,
+        );
+        let summary = builder.finish()?;
+        fs.sync_dir(&db.dir)?;
+        let entries = with_handles(blocks, &summary.data_blocks, &path.display().to_string())?;
+        let meta = run_meta(number, summary, target, None);
+        index.index_flush(&Arc::new(meta.clone()), &entries, &db.snapshots.live())?;
+        db.counters.add_written(
+            Tier::Pm,
+            Part::Stage(0),
+            IoPurpose::Flush,
+            index.take_pm_bytes(),
+        );
+        return Ok(meta);
     } else {
         let mut writer = create_writer(&**fs, path, target.kind, &db.options.table, None)?;
         count_dropped(
@@ -267,7 +312,17 @@ fn build_run(
         (writer.finish()?, None)
     };
     fs.sync_dir(&db.dir)?;
-    Ok(FileMetaData {
+    Ok(run_meta(number, summary, target, row))
+}
+
+/// The metadata of run `number` written as `target` says.
+fn run_meta(
+    number: u64,
+    summary: TableSummary,
+    target: RunTarget,
+    row: Option<Box<RowInfo>>,
+) -> FileMetaData {
+    FileMetaData {
         number,
         file_size: summary.file_size,
         num_entries: summary.num_entries,
@@ -277,7 +332,7 @@ fn build_run(
         kind: target.kind,
         set: 0,
         row,
-    })
+    }
 }
 
 fn count_dropped(db: &DbInner, n: u64) {

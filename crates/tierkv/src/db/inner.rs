@@ -112,6 +112,8 @@ pub(crate) struct PmTier {
     pub pmfs: crate::fs::PmFs,
     /// The most chunks one WAL may hold before its memtable is rotated (0: WAL not on PM).
     pub wal_chunk_cap: u64,
+    /// The global index's tree, for a design that keeps one (SLM-DB).
+    pub index: Option<Arc<crate::pbtree::PbTree>>,
     /// Lock on the pool file, when the pool was opened from a path.
     pub _lock: Option<Box<dyn FileLock>>,
 }
@@ -262,6 +264,11 @@ impl DbInner {
             });
             s.pm_wal_bytes = log_bytes(&*pm.fs, &self.dir);
         }
+        s.global_index = self
+            .stages
+            .iter()
+            .find_map(|st| st.index())
+            .map(|ix| ix.stats());
         let (filter_bytes, index_bytes) = self.table_cache.resident_bytes();
         let (memtable_bytes, stale) = sv.front.dram_bytes();
         s.dram = DramFootprint {

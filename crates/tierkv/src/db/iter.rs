@@ -57,6 +57,12 @@ impl<C: InternalIterator> MergingIterator<C> {
         }
     }
 
+    /// The index (in the order given to [`MergingIterator::new`]) of the child the current
+    /// entry comes from.
+    pub(crate) fn current_child(&self) -> Option<usize> {
+        self.heap.first().copied()
+    }
+
     /// True if child `a` comes before child `b`.
     fn before(&self, a: usize, b: usize) -> bool {
         match compare_internal(self.children[a].key(), self.children[b].key()) {
@@ -159,6 +165,8 @@ pub(crate) fn merged_sources(
     sv: &SuperVersion,
     purpose: IoPurpose,
     fill_cache: bool,
+    sequence: SequenceNumber,
+    pinned: bool,
 ) -> Result<MergingIterator> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     sv.front.iterators(&mut children);
@@ -168,6 +176,8 @@ pub(crate) fn merged_sources(
             part: Part::Stage(i),
             purpose,
             fill_cache,
+            sequence,
+            pinned,
         };
         stage.iterators(&cx, sv.version.stage(i), &mut children)?;
     }
@@ -185,6 +195,8 @@ pub(crate) fn merged_sources(
 pub struct DbIterator {
     inner: MergingIterator,
     _sv: Arc<SuperVersion>,
+    /// The iterator's sequence held as a snapshot (designs with a global index).
+    _pin: Option<super::Snapshot>,
     db: Arc<DbInner>,
     snapshot: SequenceNumber,
     lower: Bound<Vec<u8>>,
@@ -198,10 +210,12 @@ pub struct DbIterator {
 }
 
 impl DbIterator {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         db: Arc<DbInner>,
         sv: Arc<SuperVersion>,
         inner: MergingIterator,
+        pin: Option<super::Snapshot>,
         snapshot: SequenceNumber,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
@@ -210,6 +224,7 @@ impl DbIterator {
         DbIterator {
             inner,
             _sv: sv,
+            _pin: pin,
             db,
             snapshot,
             lower,

@@ -56,6 +56,8 @@ impl DbInner {
                 part: Part::Stage(i),
                 purpose: IoPurpose::UserRead,
                 fill_cache: !options.skip_cache_fill,
+                sequence: snapshot,
+                pinned: options.snapshot.is_some(),
             };
             if let Some((value_type, value)) = stage.get(&cx, sv.version.stage(i), key, &lookup)? {
                 return match value_type {
@@ -74,12 +76,27 @@ impl DbInner {
         upper: Bound<Vec<u8>>,
         count_bytes: bool,
     ) -> Result<DbIterator> {
-        let (sv, snapshot) = self.read_view(options);
-        let merged = merged_sources(self, &sv, IoPurpose::UserRead, !options.skip_cache_fill)?;
+        let (sv, mut snapshot) = self.read_view(options);
+        // A stage with a global index keeps older versions only for live snapshots: an
+        // iterator without one pins its sequence as one for its lifetime.
+        let pin = (options.snapshot.is_none() && self.stages.iter().any(|s| s.index().is_some()))
+            .then(|| self.snapshots.acquire_latest(&self.last_sequence));
+        if let Some(p) = &pin {
+            snapshot = p.sequence();
+        }
+        let merged = merged_sources(
+            self,
+            &sv,
+            IoPurpose::UserRead,
+            !options.skip_cache_fill,
+            snapshot,
+            options.snapshot.is_some() || pin.is_some(),
+        )?;
         Ok(DbIterator::new(
             Arc::clone(self),
             sv,
             merged,
+            pin,
             snapshot,
             lower,
             upper,

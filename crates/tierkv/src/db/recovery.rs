@@ -95,6 +95,17 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     for (_, n, _) in present.keys() {
         versions.mark_file_number_used(*n);
     }
+    // A global index: attached to its stage, its DRAM state rebuilt, and the tables it names
+    // that the manifest lacks adopted, before anything unreferenced is swept.
+    for stage in &stages {
+        if let Some(index) = stage.index() {
+            let tree = pm.as_ref().and_then(|p| p.index.clone()).ok_or_else(|| {
+                Error::InvalidArgument("a design with a global index needs its PM pool".into())
+            })?;
+            index.attach(tree)?;
+            crate::gindex::recovery::recover(dir, &mut versions, &*fs, &counters, index)?;
+        }
+    }
     let clog = recover_compaction_log(
         dir,
         &options,
@@ -396,7 +407,15 @@ pub(crate) fn open_pm(
             (pool, path.display().to_string(), pool_lock)
         }
     };
-    let pmfs = crate::fs::open_pm_structures(&pool, &location, how)?.pmfs;
+    let has_index = options
+        .design
+        .stages(options)
+        .iter()
+        .any(|s| s.index().is_some());
+    let structures =
+        crate::fs::open_pm_structures(&pool, &location, how, has_index.then_some(lock))?;
+    let pmfs = structures.pmfs;
+    let index = structures.index.map(Arc::new);
     if creating && !pmfs.file_names().is_empty() {
         return Err(Error::InvalidArgument(format!(
             "{location} holds files of another database; remove it or choose another pm path"
@@ -409,6 +428,7 @@ pub(crate) fn open_pm(
         fs: Arc::new(pmfs.clone()),
         pmfs,
         wal_chunk_cap,
+        index,
         _lock: pool_lock,
     }))
 }

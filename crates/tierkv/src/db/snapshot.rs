@@ -53,6 +53,11 @@ impl SnapshotList {
         self.live.lock().keys().next().copied()
     }
 
+    /// The sequence numbers of the live snapshots, ascending.
+    pub fn live(&self) -> Vec<SequenceNumber> {
+        self.live.lock().keys().copied().collect()
+    }
+
     /// The smallest sequence number any reader may still need: the oldest live snapshot, or
     /// `last_sequence` (read under the list's lock, see [`SnapshotList::acquire_latest`]).
     pub fn smallest(&self, last_sequence: &AtomicU64) -> SequenceNumber {

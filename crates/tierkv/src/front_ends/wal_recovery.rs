@@ -83,7 +83,10 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
         replay(front, db, &mut state, &logs, &mut edit, &mut written)
     };
     if let Err(e) = replayed {
-        for (number, tier) in written {
+        // Runs a global index may already name stay: the next open adopts them, or sweeps
+        // them if the index does not name them.
+        let indexed = db.stages[0].index().is_some();
+        for (number, tier) in written.into_iter().filter(|_| !indexed) {
             let kind = db.stages[0].ingest_target().kind;
             let _ = db
                 .fs_for(tier)

@@ -299,23 +299,37 @@ fn collect_claims(
 pub struct PmStructures {
     /// The file system (root "pmfs"): WALs and PM-resident tables.
     pub pmfs: PmFs,
+    /// SLM-DB's global index (root `slmdb-index`), when the design keeps one.
+    pub(crate) index: Option<crate::pbtree::PbTree>,
     /// What the open found and did.
     pub report: PmOpenReport,
 }
 
-/// Opens every structure the engine keeps in `pool` (today the file system) with the
-/// protocol of [`open_pm_owners`], for the database `how` names. The engine's one entry point
-/// to a pool: a structure added to the engine is added here, so that the allocator is always
-/// rebuilt from all of them.
+/// Opens every structure the engine keeps in `pool` (the file system, and the global index
+/// when `index` is `Some(writable)`) with the protocol of [`open_pm_owners`], for the database
+/// `how` names. The engine's one entry point to a pool: a structure added to the engine is
+/// added here, so that the allocator is always rebuilt from all of them.
 pub fn open_pm_structures(
     pool: &Arc<PmPool>,
     location: &str,
     how: PmFsOpen,
+    index: Option<bool>,
 ) -> Result<PmStructures> {
     let mut pmfs = PmFsOwner::new(Arc::clone(pool), location, how.identity())?;
-    let report = open_pm_owners(pool, location, how, &mut [&mut pmfs])?;
+    let Some(writable) = index else {
+        let report = open_pm_owners(pool, location, how, &mut [&mut pmfs])?;
+        return Ok(PmStructures {
+            pmfs: pmfs.into_fs(),
+            index: None,
+            report,
+        });
+    };
+    let mut tree =
+        crate::pbtree::PbTreeOwner::new(Arc::clone(pool), location, crate::gindex::ROOT_NAME);
+    let report = open_pm_owners(pool, location, how, &mut [&mut pmfs, &mut tree])?;
     Ok(PmStructures {
         pmfs: pmfs.into_fs(),
+        index: Some(tree.into_tree(writable)?),
         report,
     })
 }

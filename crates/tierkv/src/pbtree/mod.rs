@@ -166,6 +166,8 @@ pub(crate) struct PbTreeStats {
 struct Pm {
     pool: Arc<PmPool>,
     location: String,
+    /// Bytes of cache lines written back since the last [`PbTree::take_persisted_bytes`].
+    persisted: std::sync::atomic::AtomicU64,
 }
 
 impl Pm {
@@ -245,6 +247,12 @@ impl Pm {
 
     /// Writes back and fences `ranges` (with msync where the pool's mode needs it).
     fn persist(&self, ranges: &[(u64, u64)]) -> Result<()> {
+        let lines: u64 = ranges
+            .iter()
+            .map(|&(at, len)| (at + len).div_ceil(64) - at / 64)
+            .sum();
+        self.persisted
+            .fetch_add(lines * 64, std::sync::atomic::Ordering::Relaxed);
         self.pool.flush_ranges(ranges)?;
         self.pool.fence();
         if self.pool.msync_on_persist() {
@@ -256,6 +264,8 @@ impl Pm {
     }
 
     fn store_persist(&self, at: u64, value: u64) -> Result<()> {
+        self.persisted
+            .fetch_add(64, std::sync::atomic::Ordering::Relaxed);
         self.pool.store_u64_persist(at, encode_checked(at, value))?;
         Ok(())
     }
@@ -353,7 +363,11 @@ impl PbTreeOwner {
         let location = format!("{location}: PM tree {root_name}");
         PbTreeOwner {
             slab: Slab::new(Arc::clone(&pool), location.clone()),
-            pm: Pm { pool, location },
+            pm: Pm {
+                pool,
+                location,
+                persisted: std::sync::atomic::AtomicU64::new(0),
+            },
             name: root_name.to_string(),
             head: 0,
             scanned: None,
@@ -553,6 +567,7 @@ impl PbTree {
     }
 
     /// Inserts or replaces `key`'s payload; returns the payload it replaced.
+    #[cfg(test)]
     pub(crate) fn put(&self, key: &[u8], payload: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut old = None;
         self.upsert(key, |p| {
@@ -563,6 +578,7 @@ impl PbTree {
     }
 
     /// Removes `key`; returns its payload.
+    #[cfg(test)]
     pub(crate) fn delete(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut old = None;
         self.upsert(key, |p| {
@@ -740,6 +756,14 @@ impl PbTree {
         }
     }
 
+    /// Bytes of PM cache lines the tree wrote back since the last call (each byte is counted
+    /// by one caller only).
+    pub(crate) fn take_persisted_bytes(&self) -> u64 {
+        self.pm
+            .persisted
+            .swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Keys in the tree.
     pub(crate) fn len(&self) -> u64 {
         self.state.read().keys
@@ -831,6 +855,7 @@ pub(crate) struct PbIter {
 
 impl PbIter {
     /// Positions at the first key `>= key`.
+    #[cfg(test)]
     pub(crate) fn seek(&mut self, key: &[u8]) -> Result<()> {
         self.fill(Bound::Included(key))
     }

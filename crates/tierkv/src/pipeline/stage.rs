@@ -21,6 +21,12 @@ pub(crate) struct ReadContext<'a> {
     pub purpose: IoPurpose,
     /// Whether blocks read go into the block cache.
     pub fill_cache: bool,
+    /// The sequence number the read sees.
+    pub sequence: u64,
+    /// True if `sequence` is a live snapshot (an explicit snapshot, or an iterator's pin):
+    /// versions it sees are kept for it. A read without one may be answered with a version
+    /// written after it began (a stage whose index holds only the newest versions).
+    pub pinned: bool,
 }
 
 /// A version of a key found in a stage: its type and value.
@@ -104,4 +110,11 @@ pub(crate) trait Stage: Send + Sync {
 
     /// The stage's compaction policy.
     fn policy(&self) -> &dyn CompactionPolicy;
+
+    /// The global index over the stage's runs, for a stage that has one (SLM-DB's single
+    /// level): flushes and compactions update it before their manifest records, compactions
+    /// keep only what it points at, and recovery rebuilds it (`crate::gindex`).
+    fn index(&self) -> Option<&Arc<crate::gindex::GlobalIndex>> {
+        None
+    }
 }

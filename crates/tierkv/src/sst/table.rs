@@ -297,9 +297,7 @@ impl Table {
     /// Looks up `lookup_key` in the one data block at `handle` (a location a global index
     /// holds), without the index block or the filter: the first entry `>= lookup_key` in that
     /// block if it has the same user key. A handle that is not one of the table's data blocks
-    /// is corruption naming the table. (For SLM-DB's global index; that design is not built
-    /// yet.)
-    #[allow(dead_code)]
+    /// is corruption naming the table. (SLM-DB's global index.)
     pub fn get_in_block(
         &self,
         handle: BlockHandle,

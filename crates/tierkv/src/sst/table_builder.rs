@@ -124,9 +124,8 @@ impl TableBuilder {
     }
 
     /// The ordinal of the data block the next [`TableBuilder::add`] goes into: its handle is
-    /// `data_blocks[ordinal]` of the finished table's summary. (For SLM-DB's global index,
-    /// which maps keys to blocks; that design is not built yet.)
-    #[allow(dead_code)]
+    /// `data_blocks[ordinal]` of the finished table's summary (SLM-DB's global index maps keys
+    /// to blocks).
     pub fn next_block(&self) -> usize {
         self.data_blocks.len()
     }

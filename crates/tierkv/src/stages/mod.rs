@@ -7,16 +7,20 @@
 //!   (Skip-Array Trees for `nvlsm`, guards for `nvlsm-fragmented`).
 //! * [`RowStage`] (`rows.rs`): a row container of PM rows as L0 (TriangleKV's triangle,
 //!   MatrixKV's matrix) over leveled SSTables on SSD.
+//! * [`SingleLevelStage`] (`single.rs`): SLM-DB's single level of overlapping SSTables found
+//!   through a global index in PM.
 //! * `concat.rs`: the concatenating iterator over a group's disjoint runs or sets.
 
 mod concat;
 mod levels;
 pub(crate) mod rows;
 mod sets;
+mod single;
 
 pub(crate) use levels::LeveledStage;
 pub(crate) use rows::RowStage;
 pub(crate) use sets::SetStage;
+pub(crate) use single::SingleLevelStage;
 
 use crate::options::CompactionOptions;
 use crate::pipeline::WritePressure;

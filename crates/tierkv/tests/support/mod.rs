@@ -190,3 +190,16 @@ impl Env {
         }
     }
 }
+
+/// Every design of the registry, or, when `TIERKV_TEST_DESIGNS` is set, those it names
+/// (comma-separated): a filter for working on one design; CI sets nothing and runs them all.
+pub fn designs() -> Vec<Design> {
+    let all = Design::ALL.iter().copied();
+    match std::env::var("TIERKV_TEST_DESIGNS") {
+        Ok(names) => {
+            let wanted: Vec<&str> = names.split(',').map(str::trim).collect();
+            all.filter(|d| wanted.contains(&d.name())).collect()
+        }
+        Err(_) => all.collect(),
+    }
+}
