@@ -468,6 +468,10 @@ pub const EXPERIMENTS: &[Experiment] = &[
     trianglekv::TAIL,
     trianglekv::YCSB,
     slmdb::MEMTABLE,
+    slmdb::OPERATIONS,
+    slmdb::YCSB,
+    slmdb::PM_LATENCY,
+    slmdb::RULES,
 ];
 
 /// Experiments for the harness's own tests (`tierkv reproduce --self-test`, hidden): tiny runs

@@ -556,6 +556,26 @@ pub fn format_stats(s: &StatsSummary) -> String {
             st.flush_dropped_versions
         );
     }
+    if let Some(g) = &st.global_index {
+        let _ = writeln!(
+            o,
+            "Global index:           {} keys in {} leaves, {} in PM, {} of inner nodes in DRAM; \
+             {} versions held for snapshots, {} tables listed by R2/R3",
+            g.keys,
+            g.leaves,
+            b(g.pm_bytes),
+            b(g.dram_bytes),
+            g.held_versions,
+            g.listed_tables
+        );
+        if st.index_stale_copies > 0 || st.index_adopted_tables > 0 {
+            let _ = writeln!(
+                o,
+                "  compaction copies a flush outdated: {}; tables adopted at open: {}",
+                st.index_stale_copies, st.index_adopted_tables
+            );
+        }
+    }
     let _ = writeln!(o, "Levels:");
     for (i, l) in st.levels.iter().enumerate() {
         let pm = st.pm_levels.get(i).filter(|p| p.files > 0);
@@ -573,6 +593,9 @@ pub fn format_stats(s: &StatsSummary) -> String {
     let _ = writeln!(o, "DRAM footprint:         {}", b(d.total()));
     let _ = writeln!(o, "  memtables:            {}", b(d.memtable_bytes));
     let _ = writeln!(o, "  kept for reuse:       {}", b(d.memtable_kept_bytes));
+    if d.global_index_bytes > 0 {
+        let _ = writeln!(o, "  global index:         {}", b(d.global_index_bytes));
+    }
     let _ = writeln!(o, "  Bloom filters:        {}", b(d.filter_bytes));
     let _ = writeln!(o, "  index blocks:         {}", b(d.index_bytes));
     let _ = writeln!(o, "  block cache:          {}", b(d.block_cache_bytes));
@@ -1008,6 +1031,7 @@ mod tests {
                 filter_bytes: 10,
                 index_bytes: 20,
                 block_cache_bytes: 30,
+                global_index_bytes: 0,
             },
             ..DbStats::default()
         }

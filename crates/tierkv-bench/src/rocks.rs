@@ -242,6 +242,7 @@ impl KvEngine for RocksEngine {
                 block_cache_bytes: self.cache.get_usage() as u64,
                 filter_bytes: 0,
                 memtable_kept_bytes: 0,
+                global_index_bytes: 0,
             },
             ..tierkv::DbStats::default()
         })

@@ -342,6 +342,9 @@ pub struct DramFootprint {
     pub index_bytes: u64,
     /// Data blocks in the block cache.
     pub block_cache_bytes: u64,
+    /// A global index's inner nodes (SLM-DB: one separator per PM leaf).
+    #[serde(default)]
+    pub global_index_bytes: u64,
 }
 
 impl DramFootprint {
@@ -352,6 +355,7 @@ impl DramFootprint {
             + self.filter_bytes
             + self.index_bytes
             + self.block_cache_bytes
+            + self.global_index_bytes
     }
 }
 

@@ -355,3 +355,10 @@ fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_tri
 fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_leveled_pmtable() {
     run(Design::LEVELED_PMTABLE, 300, 5);
 }
+
+/// SLM-DB: its global index in the pool names tables the manifest must hold (an older manifest
+/// put in place of the current one lacks some of them).
+#[test]
+fn damaged_manifests_current_and_pool_directories_never_open_with_other_data_slmdb() {
+    run(Design::SLMDB, 300, 6);
+}

@@ -277,6 +277,7 @@ impl DbInner {
             filter_bytes,
             index_bytes,
             block_cache_bytes: self.table_cache.block_cache().usage_bytes(),
+            global_index_bytes: s.global_index.as_ref().map_or(0, |g| g.dram_bytes),
         };
         s.wal_bytes = log_bytes(&*self.fs, &self.dir);
         s
