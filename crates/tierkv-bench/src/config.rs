@@ -56,6 +56,10 @@ pub enum Benchmark {
     Readrandomwriterandom,
     /// Flush the memtable (one operation).
     Flush,
+    /// Wait until the engine has no background work left (no memtable to flush, no
+    /// compaction running or due): db_bench's `waitforcompaction`, one operation.
+    #[serde(rename = "waitforcompaction")]
+    WaitForCompaction,
     /// YCSB load phase: insert records `0..num` (in a seeded random order, split between the
     /// threads).
     #[serde(rename = "ycsb-load")]
@@ -92,6 +96,7 @@ impl Benchmark {
         Benchmark::Readwhilewriting,
         Benchmark::Readrandomwriterandom,
         Benchmark::Flush,
+        Benchmark::WaitForCompaction,
         Benchmark::YcsbLoad,
         Benchmark::YcsbA,
         Benchmark::YcsbB,
@@ -113,6 +118,7 @@ impl Benchmark {
             Benchmark::Readwhilewriting => "readwhilewriting",
             Benchmark::Readrandomwriterandom => "readrandomwriterandom",
             Benchmark::Flush => "flush",
+            Benchmark::WaitForCompaction => "waitforcompaction",
             Benchmark::YcsbLoad => "ycsb-load",
             Benchmark::YcsbA => "ycsb-a",
             Benchmark::YcsbB => "ycsb-b",
@@ -121,6 +127,11 @@ impl Benchmark {
             Benchmark::YcsbE => "ycsb-e",
             Benchmark::YcsbF => "ycsb-f",
         }
+    }
+
+    /// True for the one-operation maintenance benchmarks (`flush`, `waitforcompaction`).
+    pub fn is_maintenance(self) -> bool {
+        matches!(self, Benchmark::Flush | Benchmark::WaitForCompaction)
     }
 
     /// True for benchmarks that fill a fresh database, which db_bench skips under

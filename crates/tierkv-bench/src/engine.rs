@@ -55,6 +55,11 @@ pub trait KvEngine: Send + Sync {
     fn flush(&self) -> EngineResult<()> {
         Ok(())
     }
+    /// Waits until the engine has no background work left (flushes, compactions). Default:
+    /// nothing runs in the background.
+    fn wait_for_compaction(&self) -> EngineResult<()> {
+        Ok(())
+    }
     /// The engine's own figures, when it has TierKV's. Default: none.
     fn stats(&self) -> Option<DbStats> {
         None
@@ -146,6 +151,10 @@ impl KvEngine for TierKvEngine {
 
     fn flush(&self) -> EngineResult<()> {
         Ok(self.db.flush()?)
+    }
+
+    fn wait_for_compaction(&self) -> EngineResult<()> {
+        Ok(self.db.wait_for_background_work()?)
     }
 
     fn stats(&self) -> Option<DbStats> {

@@ -219,13 +219,14 @@ impl BenchResult {
 
 /// The db_bench-style lines of one result (each ends with a newline).
 pub fn format_result(r: &BenchResult) -> String {
-    if r.name == "flush" {
+    if r.name == "flush" || r.name == "waitforcompaction" {
         // One maintenance operation, not a stream of them: its time, no rate.
-        return format!(
-            "{:<12} : {:>11.3} ms (the write buffers written into the first stage)\n",
-            r.name,
-            r.seconds * 1e3
-        );
+        let what = if r.name == "flush" {
+            "the write buffers written into the first stage"
+        } else {
+            "until no flush or compaction was left"
+        };
+        return format!("{:<12} : {:>11.3} ms ({what})\n", r.name, r.seconds * 1e3);
     }
     let mut s = format!(
         "{:<12} : {:>11.3} micros/op {:.0} ops/sec; {:>6.1} MB/s",

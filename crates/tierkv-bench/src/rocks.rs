@@ -204,6 +204,18 @@ impl KvEngine for RocksEngine {
         Ok(self.db.flush()?)
     }
 
+    fn wait_for_compaction(&self) -> EngineResult<()> {
+        let prop = |name: &str| self.db.property_int_value(name).ok().flatten().unwrap_or(0);
+        while prop("rocksdb.num-immutable-mem-table") > 0
+            || prop("rocksdb.compaction-pending") > 0
+            || prop("rocksdb.num-running-compactions") > 0
+            || prop("rocksdb.num-running-flushes") > 0
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
     fn stats(&self) -> Option<tierkv::DbStats> {
         use rocksdb::statistics::Ticker;
         use tierkv::stats::{DramFootprint, LevelStats};

@@ -394,6 +394,10 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
             engine.flush()?;
             t.done(OpKind::Flush);
         }
+        Benchmark::WaitForCompaction => {
+            engine.wait_for_compaction()?;
+            t.done(OpKind::Flush);
+        }
         Benchmark::YcsbLoad
         | Benchmark::YcsbA
         | Benchmark::YcsbB
@@ -576,7 +580,7 @@ pub fn run_benchmark(
     show_progress: bool,
 ) -> EngineResult<BenchResult> {
     // Flush is one operation, not one per thread.
-    let threads = if bench == Benchmark::Flush {
+    let threads = if bench.is_maintenance() {
         1
     } else {
         config.threads.max(1)
@@ -600,7 +604,7 @@ pub fn run_benchmark(
         Benchmark::Fillseq | Benchmark::Fillrandom | Benchmark::Overwrite => {
             plan.num * threads as u64
         }
-        Benchmark::Flush => 1,
+        Benchmark::Flush | Benchmark::WaitForCompaction => 1,
         Benchmark::YcsbLoad => plan.num,
         b if b.is_ycsb() => plan.reads,
         _ => plan.reads * threads as u64,

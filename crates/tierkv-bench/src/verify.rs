@@ -130,6 +130,10 @@ impl KvEngine for VerifyingEngine {
         self.inner.flush()
     }
 
+    fn wait_for_compaction(&self) -> EngineResult<()> {
+        self.inner.wait_for_compaction()
+    }
+
     fn stats(&self) -> Option<DbStats> {
         self.inner.stats()
     }

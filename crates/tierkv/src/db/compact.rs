@@ -64,6 +64,20 @@ impl DbInner {
             || self.choose_task(&state).is_some()
     }
 
+    /// Waits until [`DbInner::background_pending`] is false, or the database is poisoned.
+    pub(crate) fn wait_for_background_work(&self) -> Result<()> {
+        loop {
+            if let Some(e) = &self.state.lock().bg_error {
+                return Err(e.duplicate());
+            }
+            if !self.background_pending() {
+                return Ok(());
+            }
+            self.bg_cv.notify_all();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The first stage's task whose groups are free, in pipeline order.
     fn choose_task(&self, state: &super::State) -> Option<CompactionTask> {
         let version = state.versions.current();

@@ -181,6 +181,13 @@ impl Db {
         self.inner.flush()
     }
 
+    /// Waits until no background work is left: no immutable write buffer to flush, no
+    /// compaction running, and none a policy would start now (db_bench's
+    /// `waitforcompaction`). Returns the background error if the database is poisoned.
+    pub fn wait_for_background_work(&self) -> Result<()> {
+        self.inner.wait_for_background_work()
+    }
+
     /// Compacts every key in `[begin, end]` (unbounded when `None`) down through every stage (for
     /// the leveled designs: level by level, down to the deepest level holding keys of the range)
     /// and waits. Flushes the write buffer first.
