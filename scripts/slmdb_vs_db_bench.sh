@@ -21,6 +21,7 @@ BIN=${1:-target/release/tierkv}
 DISK_DIR=${DISK_DIR:-/tmp}
 DB_BENCH=${DB_BENCH:-db_bench}
 LOG_DIR=${LOG_DIR:-$(mktemp -d)}
+mkdir -p "$LOG_DIR"
 WORK=$(mktemp -d "$DISK_DIR/tkv-slm-XXXXXX")
 POOL=/dev/shm/tierkv-slm-dbb.pool
 trap 'rm -rf "$WORK"; rm -f "$POOL"*' EXIT
