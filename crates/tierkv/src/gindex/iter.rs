@@ -93,20 +93,11 @@ impl IndexIterator {
         self.pos = 0;
         let tree = Arc::clone(self.index.tree()?);
         loop {
-            let batch = tree.entries_after(match &from {
-                Bound::Included(k) => Bound::Included(k.as_slice()),
-                Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-                Bound::Unbounded => Bound::Unbounded,
-            })?;
+            let batch = tree.entries_after(from.as_ref().map(Vec::as_slice))?;
             let upto = batch.last().map(|(k, _)| k.clone());
-            let held = self.index.held_range(
-                match &from {
-                    Bound::Included(k) => Bound::Included(k.as_slice()),
-                    Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-                    Bound::Unbounded => Bound::Unbounded,
-                },
-                upto.as_deref(),
-            );
+            let held = self
+                .index
+                .held_range(from.as_ref().map(Vec::as_slice), upto.as_deref());
             let mut held = held.into_iter().peekable();
             for (k, p) in batch {
                 let current = Location::decode(&p, &k)?;
