@@ -127,7 +127,7 @@ fn check_index(
     options: &Options,
     cache: &TableCache,
     version: &crate::version::Version,
-    tree: &crate::pbtree::PbTree,
+    tree: &Arc<crate::pbtree::PbTree>,
     report: &mut CheckReport,
 ) -> Result<()> {
     use crate::gindex::Location;
@@ -138,45 +138,31 @@ fn check_index(
         .map(|f| (f.number, f))
         .collect();
     let mut to_adopt = HashSet::new();
-    let mut last: Option<Vec<u8>> = None;
-    loop {
-        let batch = tree.entries_after(match &last {
-            Some(k) => std::ops::Bound::Excluded(k.as_slice()),
-            None => std::ops::Bound::Unbounded,
-        })?;
-        let Some((k, _)) = batch.last() else { break };
-        last = Some(k.clone());
-        for (k, p) in &batch {
-            let loc = Location::decode(p, k)?;
-            match files.get(&loc.file) {
-                Some(meta) => {
-                    let reader = crate::gindex::BlockReader {
-                        tables: cache,
-                        part: crate::stats::Part::Stage(0),
-                        purpose: IoPurpose::Recovery,
-                        fill_cache: false,
-                    };
-                    crate::gindex::read_at(&reader, meta, k, loc)?;
-                    report.index_keys_checked += 1;
+    let reader = crate::gindex::BlockReader {
+        tables: cache,
+        part: crate::stats::Part::Stage(0),
+        purpose: IoPurpose::Recovery,
+        fill_cache: false,
+    };
+    let mut it = tree.iter();
+    it.seek_to_first()?;
+    while let Some((k, p)) = it.current() {
+        let loc = Location::decode(p, k)?;
+        match files.get(&loc.file) {
+            Some(meta) => {
+                crate::gindex::read_at(&reader, meta, k, loc)?;
+                report.index_keys_checked += 1;
+            }
+            None => {
+                let path =
+                    crate::version::run_file_name(dir, loc.file, crate::version::RunKind::Sst);
+                if !options.fs.exists(&path) {
+                    return Err(crate::gindex::unknown_table(&path));
                 }
-                None => {
-                    let path =
-                        crate::version::run_file_name(dir, loc.file, crate::version::RunKind::Sst);
-                    if !options.fs.exists(&path) {
-                        return Err(Error::corruption(
-                            format!("PM tree {}", crate::gindex::ROOT_NAME),
-                            format!(
-                                "key {} points into table {}, which neither the manifest names \
-                                 nor the directory holds",
-                                crate::util::escape(k),
-                                path.display()
-                            ),
-                        ));
-                    }
-                    to_adopt.insert(loc.file);
-                }
+                to_adopt.insert(loc.file);
             }
         }
+        it.next()?;
     }
     report.index_tables_to_adopt = to_adopt.len();
     Ok(())

@@ -312,10 +312,7 @@ impl GlobalIndex {
                 },
             }
         }
-        Err(Error::NotFound(format!(
-            "key {} kept moving between tables",
-            crate::util::escape(key)
-        )))
+        Err(kept_moving(key))
     }
 
     /// The value of `key` a read at `seq` sees (`pinned`: see [`GlobalIndex::locate`]), with
@@ -335,10 +332,7 @@ impl GlobalIndex {
                 return Ok(Some((loc, v)));
             }
         }
-        Err(Error::NotFound(format!(
-            "key {} kept moving between tables",
-            crate::util::escape(key)
-        )))
+        Err(kept_moving(key))
     }
 
     /// Applies flushed table `meta` (its entries in internal-key order, with their blocks)
@@ -616,6 +610,26 @@ impl GlobalIndex {
         *self.files.write() = files.into_iter().map(|f| (f.number, f)).collect();
         *self.live.lock() = live;
     }
+}
+
+/// A read that kept finding its version's table compacted away.
+fn kept_moving(key: &[u8]) -> Error {
+    Error::NotFound(format!(
+        "key {} kept moving between tables",
+        crate::util::escape(key)
+    ))
+}
+
+/// The index names table `path`, which the manifest does not name and the directory lacks.
+pub(crate) fn unknown_table(path: &std::path::Path) -> Error {
+    Error::corruption(
+        format!("PM tree {ROOT_NAME}"),
+        format!(
+            "the global index points into table {}, which neither the manifest names nor the \
+             directory holds",
+            path.display()
+        ),
+    )
 }
 
 /// How a read reaches data blocks: the table cache, and the part and purpose its bytes count

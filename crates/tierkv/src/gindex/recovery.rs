@@ -68,14 +68,7 @@ fn read_back(
 ) -> Result<FileMetaData> {
     let path = run_file_name(dir, n, RunKind::Sst);
     if !fs.exists(&path) {
-        return Err(Error::corruption(
-            format!("PM tree {}", super::ROOT_NAME),
-            format!(
-                "the global index points into table {}, which neither the manifest names nor \
-                 the directory holds",
-                path.display()
-            ),
-        ));
+        return Err(super::unknown_table(&path));
     }
     let file = fs.open_readable(&path)?;
     let file_size = file.size();
