@@ -229,6 +229,10 @@ pub fn open_engine(
 /// directory removed at the end), runs the benchmarks with the same seeds and prints the
 /// engine figures; then prints the designs side by side, writes the JSON report and the plots.
 pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<DesignRun>> {
+    // A YCSB workload file (-P) sets the record count, operation count and value size.
+    let mut resolved = config.clone();
+    resolved.resolve()?;
+    let config = &resolved;
     config.validate()?;
     let temp;
     let root = match &config.db {
@@ -317,6 +321,10 @@ pub fn write_reports(
             "{}",
             report::format_comparison(&designs, &report::compare(runs))
         )?;
+        write!(out, "{}", report::AMPLIFICATION_LEGEND)?;
+        for note in report::comparison_notes(runs) {
+            writeln!(out, "Note: {note}")?;
+        }
     }
     if let Some(path) = &config.json {
         JsonReport::new(config, runs.to_vec()).write_to(path)?;
@@ -373,8 +381,8 @@ mod tests {
         assert_eq!(results.len(), 2);
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("Engine:     null"), "{text}");
-        assert!(text.contains("fillrandom   :"), "{text}");
-        assert!(text.contains("readrandom   :"), "{text}");
+        assert!(text.contains("fillrandom             :"), "{text}");
+        assert!(text.contains("readrandom             :"), "{text}");
         assert!(text.contains("(0 of 100 found)"), "{text}");
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         let run = &v["runs"][0];

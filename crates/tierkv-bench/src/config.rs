@@ -54,8 +54,30 @@ pub enum Benchmark {
     /// each run of 100 operations the first `--readwritepercent` are gets and the rest puts
     /// (db_bench's pattern); reports gets and puts separately.
     Readrandomwriterandom,
+    /// Read-modify-write of `reads` random keys per thread: a get, then a put of a new value
+    /// (db_bench's updaterandom); reports how many gets found their key.
+    Updaterandom,
+    /// Delete `num` random keys per thread (db_bench's deleterandom; `--batch_size` deletes
+    /// per batch).
+    Deleterandom,
+    /// `threads` seekers doing `seekrandom` while one extra writer thread writes random keys
+    /// until the seekers finish; reports the seekers' figures.
+    Seekrandomwhilewriting,
+    /// `reads` random keys per thread, read `--multiread_batch_size` at a time, each batch as
+    /// of one snapshot (db_bench's multireadrandom); one timed operation per batch.
+    Multireadrandom,
     /// Flush the memtable (one operation).
     Flush,
+    /// Compact the whole key range (db_bench's compact: one manual compaction).
+    Compact,
+    /// Print the engine's complete figures now (db_bench's stats).
+    Stats,
+    /// Print each level's (each stage group's) files and bytes, and the per-level compaction
+    /// statistics (db_bench's levelstats).
+    Levelstats,
+    /// Print every live table: stage, group, number, tier, size and key range (db_bench's
+    /// sstables).
+    Sstables,
     /// Wait until the engine has no background work left (no memtable to flush, no
     /// compaction running or due): db_bench's `waitforcompaction`, one operation.
     #[serde(rename = "waitforcompaction")]
@@ -82,6 +104,9 @@ pub enum Benchmark {
     /// YCSB workload F: 50% reads, 50% read-modify-writes (zipfian).
     #[serde(rename = "ycsb-f")]
     YcsbF,
+    /// The transaction phase of the YCSB workload file given with `-P` (YCSB's `run`).
+    #[serde(rename = "ycsb-run")]
+    YcsbRun,
 }
 
 impl Benchmark {
@@ -95,8 +120,16 @@ impl Benchmark {
         Benchmark::Seekrandom,
         Benchmark::Readwhilewriting,
         Benchmark::Readrandomwriterandom,
+        Benchmark::Updaterandom,
+        Benchmark::Deleterandom,
+        Benchmark::Seekrandomwhilewriting,
+        Benchmark::Multireadrandom,
         Benchmark::Flush,
         Benchmark::WaitForCompaction,
+        Benchmark::Compact,
+        Benchmark::Stats,
+        Benchmark::Levelstats,
+        Benchmark::Sstables,
         Benchmark::YcsbLoad,
         Benchmark::YcsbA,
         Benchmark::YcsbB,
@@ -104,6 +137,7 @@ impl Benchmark {
         Benchmark::YcsbD,
         Benchmark::YcsbE,
         Benchmark::YcsbF,
+        Benchmark::YcsbRun,
     ];
 
     /// The db_bench name.
@@ -117,8 +151,16 @@ impl Benchmark {
             Benchmark::Seekrandom => "seekrandom",
             Benchmark::Readwhilewriting => "readwhilewriting",
             Benchmark::Readrandomwriterandom => "readrandomwriterandom",
+            Benchmark::Updaterandom => "updaterandom",
+            Benchmark::Deleterandom => "deleterandom",
+            Benchmark::Seekrandomwhilewriting => "seekrandomwhilewriting",
+            Benchmark::Multireadrandom => "multireadrandom",
             Benchmark::Flush => "flush",
             Benchmark::WaitForCompaction => "waitforcompaction",
+            Benchmark::Compact => "compact",
+            Benchmark::Stats => "stats",
+            Benchmark::Levelstats => "levelstats",
+            Benchmark::Sstables => "sstables",
             Benchmark::YcsbLoad => "ycsb-load",
             Benchmark::YcsbA => "ycsb-a",
             Benchmark::YcsbB => "ycsb-b",
@@ -126,12 +168,46 @@ impl Benchmark {
             Benchmark::YcsbD => "ycsb-d",
             Benchmark::YcsbE => "ycsb-e",
             Benchmark::YcsbF => "ycsb-f",
+            Benchmark::YcsbRun => "ycsb-run",
         }
     }
 
-    /// True for the one-operation maintenance benchmarks (`flush`, `waitforcompaction`).
+    /// True for the one-operation maintenance benchmarks (`flush`, `waitforcompaction`,
+    /// `compact`).
     pub fn is_maintenance(self) -> bool {
-        matches!(self, Benchmark::Flush | Benchmark::WaitForCompaction)
+        matches!(
+            self,
+            Benchmark::Flush | Benchmark::WaitForCompaction | Benchmark::Compact
+        )
+    }
+
+    /// True for the benchmarks that only print the engine's state (`stats`, `levelstats`,
+    /// `sstables`): no operation is timed and no result line is printed.
+    pub fn is_report(self) -> bool {
+        matches!(
+            self,
+            Benchmark::Stats | Benchmark::Levelstats | Benchmark::Sstables
+        )
+    }
+
+    /// True for the benchmarks that run one background writer beside their threads.
+    pub fn has_writer(self) -> bool {
+        matches!(
+            self,
+            Benchmark::Readwhilewriting | Benchmark::Seekrandomwhilewriting
+        )
+    }
+
+    /// True for the benchmarks whose every operation writes (paced by
+    /// `--benchmark_write_rate_limit`, batched by `--batch_size`).
+    pub fn is_write_only(self) -> bool {
+        matches!(
+            self,
+            Benchmark::Fillseq
+                | Benchmark::Fillrandom
+                | Benchmark::Overwrite
+                | Benchmark::Deleterandom
+        )
     }
 
     /// True for benchmarks that fill a fresh database, which db_bench skips under
@@ -156,9 +232,9 @@ impl Benchmark {
         })
     }
 
-    /// True for the YCSB benchmarks (load and A-F).
+    /// True for the YCSB benchmarks (load, A-F and the `-P` workload's run).
     pub fn is_ycsb(self) -> bool {
-        self == Benchmark::YcsbLoad || self.ycsb_mix().is_some()
+        matches!(self, Benchmark::YcsbLoad | Benchmark::YcsbRun) || self.ycsb_mix().is_some()
     }
 }
 
@@ -172,6 +248,9 @@ impl FromStr for Benchmark {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let s = s.trim();
+        if let Some(why) = refused_benchmark(s) {
+            return Err(format!("benchmark {s:?} is not available: {why}"));
+        }
         Benchmark::ALL
             .iter()
             .copied()
@@ -184,6 +263,22 @@ impl FromStr for Benchmark {
                 )
             })
     }
+}
+
+/// db_bench benchmarks TierKV does not run, with the reason.
+fn refused_benchmark(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "readreverse" | "readrandomreverse" | "seekrandomprev" => {
+            "TierKV's iterators move forward only (no prev); reverse iteration is not \
+             implemented in any design"
+        }
+        "mixgraph" => {
+            "mixgraph's key-range and value-size models (its many --keyrange_*, --value_k/sigma, \
+             --iter_* parameters) are not reproduced; use readrandomwriterandom, the YCSB \
+             workloads or a -P workload file"
+        }
+        _ => return None,
+    })
 }
 
 fn parse_pm_mode(s: &str) -> Result<tierkv::pm::DurabilityMode, String> {
@@ -455,6 +550,9 @@ impl<'de> Deserialize<'de> for DesignList {
     }
 }
 
+/// `--cache_size`'s default, db_bench's 8 MiB.
+pub const DEFAULT_CACHE_SIZE: u64 = 8_388_608;
+
 /// Bytes in the MB of `--ssd_write_mbps` and `--ssd_read_mbps`.
 pub const MB: u64 = 1_000_000;
 
@@ -513,7 +611,7 @@ pub struct BenchConfig {
     /// Open-loop rate: start operations at this many per second in all (spread evenly over the
     /// threads) instead of as fast as the engine answers; each operation's latency counts from
     /// when it was due, so queueing behind a stall shows in the percentiles. 0: closed loop.
-    #[arg(long = "ops_per_sec", default_value_t = 0)]
+    #[arg(long = "ops_per_sec", alias = "target", default_value_t = 0)]
     pub ops_per_sec: u64,
 
     /// Block compression, as db_bench's flag: only `none` (TierKV writes its blocks
@@ -607,7 +705,7 @@ pub struct BenchConfig {
     pub seed: u64,
 
     /// Block cache size in bytes.
-    #[arg(long = "cache_size", default_value_t = 8_388_608)]
+    #[arg(long = "cache_size", default_value_t = DEFAULT_CACHE_SIZE)]
     pub cache_size: u64,
 
     /// Memtable size in bytes.
@@ -705,6 +803,88 @@ pub struct BenchConfig {
           default_value_t = false, default_missing_value = "true",
           value_parser = clap::builder::BoolishValueParser::new())]
     pub use_existing_db: bool,
+
+    /// Print the full engine options (JSON) in the run header; without it the header names
+    /// only the options that differ from the design's defaults.
+    #[arg(long, short = 'v', num_args = 0..=1, require_equals = true, default_value_t = false,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    #[serde(default)]
+    pub verbose: bool,
+
+    /// Print the engine's complete figures after every benchmark (db_bench's --statistics),
+    /// not only the one-line summary of what the benchmark made the engine do.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value_t = false,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    #[serde(default)]
+    pub statistics: bool,
+
+    /// Print each benchmark's latency histogram, bucket by bucket (db_bench's --histogram).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value_t = false,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    #[serde(default)]
+    pub histogram: bool,
+
+    /// Run each benchmark of operations for this many seconds instead of --num / --reads
+    /// operations (0: counts decide, as in db_bench). fillseq goes on past --num keys;
+    /// readseq still stops at the end of the database.
+    #[arg(long, default_value_t = 0)]
+    #[serde(default)]
+    pub duration: u64,
+
+    /// Every this many seconds, print a live line (throughput and stall time of the interval)
+    /// to stderr and append a row to --report_file (0: off).
+    #[arg(long = "report_interval_seconds", default_value_t = 0)]
+    #[serde(default)]
+    pub report_interval_seconds: u64,
+
+    /// The CSV file of --report_interval_seconds (db_bench's default name).
+    #[arg(long = "report_file", default_value = "report.csv")]
+    #[serde(default = "default_report_file")]
+    pub report_file: PathBuf,
+
+    /// Writes per write batch (fills, overwrite, deleterandom): each batch is one atomic
+    /// engine write and one timed operation, as in db_bench.
+    #[arg(long = "batch_size", default_value_t = 1)]
+    #[serde(default = "default_batch_size")]
+    pub batch_size: u64,
+
+    /// Keys per multiget of multireadrandom.
+    #[arg(long = "multiread_batch_size", default_value_t = 1)]
+    #[serde(default = "default_batch_size")]
+    pub multiread_batch_size: u64,
+
+    /// Cap on the key + value bytes written per second, all writer threads together (0: no
+    /// cap): the fill benchmarks, overwrite, updaterandom, deleterandom and the writer of the
+    /// *whilewriting benchmarks are paced to it (db_bench's --benchmark_write_rate_limit).
+    #[arg(long = "benchmark_write_rate_limit", default_value_t = 0)]
+    #[serde(default)]
+    pub benchmark_write_rate_limit: u64,
+
+    /// YCSB workload property file (YCSB's `-P workloads/workloada`): recordcount,
+    /// operationcount, the operation proportions, requestdistribution, zipfianconstant,
+    /// fieldcount x fieldlength (the value size), maxscanlength, insertorder. Its transaction
+    /// phase runs as the `ycsb-run` benchmark, its load as `ycsb-load`.
+    #[arg(short = 'P', long = "workload", value_name = "FILE")]
+    #[serde(default)]
+    pub workload: Option<PathBuf>,
+
+    /// A YCSB property NAME=VALUE that overrides the workload file's (YCSB's `-p`), repeatable.
+    #[arg(short = 'p', long = "property", value_name = "NAME=VALUE")]
+    #[serde(default)]
+    pub property: Vec<String>,
+
+    /// The workload `-P` and `-p` describe, once [`resolve`](BenchConfig::resolve) read it.
+    #[arg(skip)]
+    #[serde(default)]
+    pub ycsb: Option<crate::ycsb_workload::YcsbWorkload>,
+}
+
+fn default_report_file() -> PathBuf {
+    PathBuf::from("report.csv")
+}
+
+fn default_batch_size() -> u64 {
+    1
 }
 
 impl BenchConfig {
@@ -722,8 +902,85 @@ impl BenchConfig {
         }
     }
 
+    /// Reads the YCSB workload of `-P` / `-p` (when given) and applies its record count,
+    /// operation count, value size (fieldcount x fieldlength), thread count and target rate
+    /// over the flags', as YCSB's command line does with its property file. Idempotent.
+    pub fn resolve(&mut self) -> Result<(), String> {
+        if self.workload.is_none() && self.property.is_empty() {
+            return Ok(());
+        }
+        let w = crate::ycsb_workload::YcsbWorkload::load(self.workload.as_deref(), &self.property)?;
+        if let Some(n) = w.record_count {
+            self.num = n;
+        }
+        if let Some(n) = w.operation_count {
+            self.reads =
+                i64::try_from(n).map_err(|_| format!("operationcount={n} is too large"))?;
+        }
+        if let Some(t) = w.threads {
+            self.threads = t;
+        }
+        if let Some(t) = w.target {
+            self.ops_per_sec = t;
+        }
+        self.value_size = w.value_size;
+        self.ycsb = Some(w);
+        Ok(())
+    }
+
+    /// The operation mix `bench` runs: a core workload's, or the `-P` workload's for
+    /// `ycsb-run` (None for other benchmarks, and for `ycsb-run` before [`resolve`](Self::resolve)).
+    pub fn mix_for(&self, bench: Benchmark) -> Option<YcsbMix> {
+        match bench {
+            Benchmark::YcsbRun => self.ycsb.as_ref().map(|w| w.mix),
+            b => b.ycsb_mix(),
+        }
+    }
+
+    /// Whether `ycsb-load` inserts records in key order (`-P` workload with
+    /// `insertorder=ordered`) rather than in a seeded random order.
+    pub fn ordered_inserts(&self) -> bool {
+        self.ycsb
+            .as_ref()
+            .is_some_and(|w| w.insert_order == crate::ycsb_workload::InsertOrder::Ordered)
+    }
+
     /// Checks the flags together; the error says which flag is wrong.
     pub fn validate(&self) -> Result<(), String> {
+        if self.benchmarks.contains(&Benchmark::YcsbRun) && self.ycsb.is_none() {
+            return Err(
+                "benchmark ycsb-run runs the workload of a YCSB property file: give -P FILE \
+                 (e.g. -P workloads/workloada) or -p NAME=VALUE properties"
+                    .into(),
+            );
+        }
+        if self.batch_size == 0 || self.batch_size > 1_000_000 {
+            return Err(format!(
+                "--batch_size={} must be in 1..=1000000",
+                self.batch_size
+            ));
+        }
+        if self.multiread_batch_size == 0 || self.multiread_batch_size > 1_000_000 {
+            return Err(format!(
+                "--multiread_batch_size={} must be in 1..=1000000",
+                self.multiread_batch_size
+            ));
+        }
+        if self.report_interval_seconds > 0 {
+            if let Some(parent) = self
+                .report_file
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+            {
+                if !parent.is_dir() {
+                    return Err(format!(
+                        "--report_file={}: directory {} does not exist",
+                        self.report_file.display(),
+                        parent.display()
+                    ));
+                }
+            }
+        }
         if self.benchmarks.is_empty() {
             return Err("--benchmarks is empty".into());
         }

@@ -37,6 +37,64 @@ pub trait KvCursor {
     fn status(&self) -> EngineResult<()>;
 }
 
+/// A batch of writes applied atomically by [`KvEngine::write_batch`]: keys and values in one
+/// reusable buffer, so filling a batch allocates nothing once the buffer has grown.
+#[derive(Clone, Debug, Default)]
+pub struct KvBatch {
+    data: Vec<u8>,
+    /// (key end, value end) offsets into `data` per entry; a delete has no value
+    /// (`value end == None`).
+    entries: Vec<(usize, Option<usize>)>,
+}
+
+impl KvBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        KvBatch::default()
+    }
+
+    /// Adds a put.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.data.extend_from_slice(key);
+        let key_end = self.data.len();
+        self.data.extend_from_slice(value);
+        self.entries.push((key_end, Some(self.data.len())));
+    }
+
+    /// Adds a delete.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.data.extend_from_slice(key);
+        self.entries.push((self.data.len(), None));
+    }
+
+    /// Entries in the batch.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when the batch holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Empties the batch, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.entries.clear();
+    }
+
+    /// The entries in order: `(key, Some(value))` for a put, `(key, None)` for a delete.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> + '_ {
+        let mut start = 0;
+        self.entries.iter().map(move |&(key_end, value_end)| {
+            let key = &self.data[start..key_end];
+            let value = value_end.map(|e| &self.data[key_end..e]);
+            start = value_end.unwrap_or(key_end);
+            (key, value)
+        })
+    }
+}
+
 /// A key-value engine the runner can drive from many threads at once.
 pub trait KvEngine: Send + Sync {
     /// The engine's name, for reports.
@@ -50,6 +108,37 @@ pub trait KvEngine: Send + Sync {
     fn get(&self, key: &[u8], value: &mut Vec<u8>) -> EngineResult<bool>;
     /// A new, unpositioned cursor over the latest state.
     fn cursor(&self) -> EngineResult<Box<dyn KvCursor + '_>>;
+    /// Applies `batch` atomically. Default (engines without batches): one write per entry, in
+    /// order, not atomic.
+    fn write_batch(&self, batch: &KvBatch) -> EngineResult<()> {
+        for (key, value) in batch.iter() {
+            match value {
+                Some(v) => self.put(key, v)?,
+                None => self.delete(key)?,
+            }
+        }
+        Ok(())
+    }
+    /// Reads `keys`, all as of one point in time where the engine has snapshots, into
+    /// `values` (one entry per key, `None` when absent). Default: one get per key.
+    fn multi_get(&self, keys: &[&[u8]], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()> {
+        values.clear();
+        let mut buf = Vec::new();
+        for key in keys {
+            values.push(self.get(key, &mut buf)?.then(|| buf.clone()));
+        }
+        Ok(())
+    }
+    /// Every live table (db_bench's `sstables`), when the engine lists them. Default: not
+    /// listed.
+    fn live_tables(&self) -> EngineResult<Option<Vec<crate::report::TableInfo>>> {
+        Ok(None)
+    }
+    /// Compacts the whole key range and waits (db_bench's `compact`). Default: nothing to
+    /// compact.
+    fn compact(&self) -> EngineResult<()> {
+        Ok(())
+    }
     /// Makes buffered writes durable in the engine's persistent structures and waits. Default:
     /// nothing to flush.
     fn flush(&self) -> EngineResult<()> {
@@ -147,6 +236,34 @@ impl KvEngine for TierKvEngine {
         Ok(Box::new(TierKvCursor(
             self.db.iter(&ReadOptions::default())?,
         )))
+    }
+
+    fn write_batch(&self, batch: &KvBatch) -> EngineResult<()> {
+        let mut b = WriteBatch::new();
+        for (key, value) in batch.iter() {
+            match value {
+                Some(v) => b.put(key, v),
+                None => b.delete(key),
+            }
+        }
+        Ok(self.db.write(&self.write_options, b)?)
+    }
+
+    fn multi_get(&self, keys: &[&[u8]], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()> {
+        // One snapshot for the batch, so every key is read as of the same sequence number.
+        let options = ReadOptions {
+            snapshot: Some(self.db.snapshot()),
+            ..ReadOptions::default()
+        };
+        values.clear();
+        for key in keys {
+            values.push(self.db.get_with(&options, key)?);
+        }
+        Ok(())
+    }
+
+    fn compact(&self) -> EngineResult<()> {
+        Ok(self.db.compact_range(None, None)?)
     }
 
     fn flush(&self) -> EngineResult<()> {

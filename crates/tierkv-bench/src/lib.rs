@@ -9,6 +9,7 @@
 //! * [`report`]: result lines, the engine-figures block, and the JSON report.
 //! * [`figures`]: the amplification, footprint and stall figures per tier and pipeline part.
 //! * [`ycsb`]: the YCSB core workloads and YCSB's request-distribution generators.
+//! * [`ycsb_workload`]: YCSB workload property files (`-P`) and `-p` overrides.
 //! * [`verify`]: `--verify`, an engine wrapper that checks every read against the last write.
 //! * [`plot`]: `--plot`, SVG charts.
 //! * [`rocks`]: RocksDB behind the same seam (cargo feature `rocksdb`).
@@ -43,6 +44,7 @@ pub mod verdict;
 pub mod verify;
 pub mod workload;
 pub mod ycsb;
+pub mod ycsb_workload;
 
 pub use config::{BenchConfig, Benchmark, DesignChoice, DesignEntry, DesignList};
 pub use engine::{EngineError, EngineResult, KvCursor, KvEngine};

@@ -5,11 +5,12 @@
 //! followed by `latency (micros): avg .. p50 .. p99 .. p99.9 .. max ..`. MB/s counts key + value
 //! bytes written, or returned by reads, per second, with MB = 2^20 bytes as db_bench does.
 
-use crate::config::BenchConfig;
+use crate::config::{BenchConfig, Benchmark};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::Path;
+use std::str::FromStr;
 use tierkv::DbStats;
 
 /// Latency percentiles of one benchmark, in microseconds.
@@ -172,6 +173,174 @@ pub struct BenchResult {
     /// read-modify-writes).
     #[serde(default)]
     pub lookups: Option<u64>,
+    /// The latency histogram bucket by bucket (`--histogram`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub histogram: Vec<HistogramBucket>,
+    /// What this benchmark made the engine do (its figures' change over the benchmark), for
+    /// engines with TierKV's figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineDelta>,
+}
+
+/// One bucket of a latency histogram: operations whose latency fell in `[low_us, high_us)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistogramBucket {
+    /// Lower bound, microseconds.
+    pub low_us: f64,
+    /// Upper bound, microseconds.
+    pub high_us: f64,
+    /// Operations in the bucket.
+    pub count: u64,
+}
+
+/// The buckets of `h` (nanoseconds) on a doubling scale from 1 us, empty buckets left out
+/// (db_bench prints its histogram the same way).
+pub fn histogram_buckets(h: &Histogram<u64>) -> Vec<HistogramBucket> {
+    let mut out = Vec::new();
+    let mut low = 0.0;
+    for v in h.iter_log(1_000, 2.0) {
+        let high = v.value_iterated_to() as f64 / 1e3;
+        let count = v.count_since_last_iteration();
+        if count > 0 {
+            out.push(HistogramBucket {
+                low_us: low,
+                high_us: high,
+                count,
+            });
+        }
+        low = high;
+    }
+    out
+}
+
+/// The histogram as db_bench prints it: `[ low, high ) count percent cumulative% ###`.
+pub fn format_histogram(buckets: &[HistogramBucket]) -> String {
+    let total: u64 = buckets.iter().map(|b| b.count).sum();
+    let mut s = String::new();
+    if total == 0 {
+        return s;
+    }
+    let mut cum = 0u64;
+    let _ = writeln!(
+        s,
+        "{:<w$}   latency histogram (micros): [low, high)  count  percent  cumulative",
+        "",
+        w = NAME_WIDTH
+    );
+    for b in buckets {
+        cum += b.count;
+        let pct = b.count as f64 * 100.0 / total as f64;
+        let marks = "#".repeat((pct / 5.0).round() as usize);
+        let _ = writeln!(
+            s,
+            "{:<w$}   [ {:>10.1}, {:>10.1} ) {:>9} {:>7.3}% {:>7.3}% {marks}",
+            "",
+            b.low_us,
+            b.high_us,
+            b.count,
+            pct,
+            cum as f64 * 100.0 / total as f64,
+            w = NAME_WIDTH
+        );
+    }
+    s
+}
+
+/// The change in an engine's figures over one benchmark: what the benchmark made it do.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineDelta {
+    /// Key + value bytes of user writes.
+    pub user_bytes_written: u64,
+    /// Key + value bytes returned to user reads.
+    pub user_bytes_read: u64,
+    /// Bytes written to SSD (log, flush, compaction, manifest).
+    pub ssd_bytes_written: u64,
+    /// Bytes written to PM.
+    pub pm_bytes_written: u64,
+    /// Bytes read from SSD and PM to answer user reads.
+    pub user_read_io_bytes: u64,
+    /// Bytes read by flushes, compactions and recovery.
+    pub background_read_bytes: u64,
+    /// Flushes finished.
+    pub flushes: u64,
+    /// Compactions finished.
+    pub compactions: u64,
+    /// Microseconds writers were stalled.
+    pub stall_micros: u64,
+}
+
+impl EngineDelta {
+    /// The figures of `after` minus those of `before`.
+    pub fn between(before: &DbStats, after: &DbStats) -> Self {
+        let sum = |s: &DbStats, f: &dyn Fn(&tierkv::stats::IoCount) -> u64| -> u64 {
+            s.io.iter().map(f).sum()
+        };
+        let d = |f: &dyn Fn(&DbStats) -> u64| f(after).saturating_sub(f(before));
+        EngineDelta {
+            user_bytes_written: d(&|s| s.user_bytes_written),
+            user_bytes_read: d(&|s| s.user_bytes_read),
+            ssd_bytes_written: d(&|s| {
+                sum(s, &|c| {
+                    if c.tier == tierkv::Tier::Ssd {
+                        c.written
+                    } else {
+                        0
+                    }
+                })
+            }),
+            pm_bytes_written: d(&|s| {
+                sum(s, &|c| {
+                    if c.tier == tierkv::Tier::Pm {
+                        c.written
+                    } else {
+                        0
+                    }
+                })
+            }),
+            user_read_io_bytes: d(&|s| {
+                sum(s, &|c| if c.purpose == "user_read" { c.read } else { 0 })
+            }),
+            background_read_bytes: d(&|s| {
+                sum(s, &|c| if c.purpose == "user_read" { 0 } else { c.read })
+            }),
+            flushes: d(&|s| s.flushes),
+            compactions: d(&|s| s.compactions),
+            stall_micros: d(&|s| s.stall_micros()),
+        }
+    }
+
+    /// Bytes written to every tier / user bytes written, when the benchmark wrote.
+    pub fn write_amplification(&self) -> Option<f64> {
+        (self.user_bytes_written > 0).then(|| {
+            (self.ssd_bytes_written + self.pm_bytes_written) as f64 / self.user_bytes_written as f64
+        })
+    }
+
+    /// Bytes read for user reads / user bytes returned, when the benchmark read.
+    pub fn read_amplification(&self) -> Option<f64> {
+        (self.user_bytes_read > 0)
+            .then(|| self.user_read_io_bytes as f64 / self.user_bytes_read as f64)
+    }
+}
+
+/// The one-line engine summary printed under a benchmark's result.
+pub fn format_engine_delta(d: &EngineDelta) -> String {
+    let mib = |b: u64| b as f64 / 1_048_576.0;
+    let amp = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
+    format!(
+        "{:<w$}   engine: wrote {:.1} MiB SSD + {:.1} MiB PM (WA {}), read {:.1} MiB for users (RA {}) + {:.1} MiB in background, {} flushes, {} compactions, stalled {:.3} s\n",
+        "",
+        mib(d.ssd_bytes_written),
+        mib(d.pm_bytes_written),
+        amp(d.write_amplification()),
+        mib(d.user_read_io_bytes),
+        amp(d.read_amplification()),
+        mib(d.background_read_bytes),
+        d.flushes,
+        d.compactions,
+        d.stall_micros as f64 / 1e6,
+        w = NAME_WIDTH
+    )
 }
 
 impl BenchResult {
@@ -208,6 +377,8 @@ impl BenchResult {
             samples: Vec::new(),
             stall_micros: None,
             lookups: None,
+            histogram: Vec::new(),
+            engine: None,
         }
     }
 
@@ -217,20 +388,37 @@ impl BenchResult {
     }
 }
 
+/// The width of the benchmark-name column of result lines: the longest name
+/// (`seekrandomwhilewriting`), so every line of a run lines up.
+pub const NAME_WIDTH: usize = 22;
+
 /// The db_bench-style lines of one result (each ends with a newline).
 pub fn format_result(r: &BenchResult) -> String {
-    if r.name == "flush" || r.name == "waitforcompaction" {
+    if matches!(r.name.as_str(), "flush" | "waitforcompaction" | "compact") {
         // One maintenance operation, not a stream of them: its time, no rate.
-        let what = if r.name == "flush" {
-            "the write buffers written into the first stage"
-        } else {
-            "until no flush or compaction was left"
+        let what = match r.name.as_str() {
+            "flush" => "the write buffers written into the first stage",
+            "compact" => "the whole key range compacted",
+            _ => "until no flush or compaction was left",
         };
-        return format!("{:<12} : {:>11.3} ms ({what})\n", r.name, r.seconds * 1e3);
+        let mut s = format!(
+            "{:<w$} : {:>11.3} ms ({what})\n",
+            r.name,
+            r.seconds * 1e3,
+            w = NAME_WIDTH
+        );
+        if let Some(d) = &r.engine {
+            s.push_str(&format_engine_delta(d));
+        }
+        return s;
     }
     let mut s = format!(
-        "{:<12} : {:>11.3} micros/op {:.0} ops/sec; {:>6.1} MB/s",
-        r.name, r.micros_per_op, r.ops_per_sec, r.mb_per_sec
+        "{:<w$} : {:>11.3} micros/op {:.0} ops/sec; {:>6.1} MB/s",
+        r.name,
+        r.micros_per_op,
+        r.ops_per_sec,
+        r.mb_per_sec,
+        w = NAME_WIDTH
     );
     if let Some(found) = r.found {
         let _ = write!(s, " ({found} of {} found)", r.lookups.unwrap_or(r.ops));
@@ -244,18 +432,22 @@ pub fn format_result(r: &BenchResult) -> String {
     let l = &r.latency;
     let _ = writeln!(
         s,
-        "\n{:<12}   latency (micros): avg {:.2}  p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  p99.99 {:.2}  max {:.2}",
-        "", l.avg_us, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.p9999_us, l.max_us
+        "\n{:<w$}   latency (micros): avg {:.2}  p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  p99.99 {:.2}  max {:.2}",
+        "", l.avg_us, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.p9999_us, l.max_us, w = NAME_WIDTH
     );
     if r.ops_by_type.len() > 1 {
         for o in &r.ops_by_type {
             let l = &o.latency;
             let _ = writeln!(
                 s,
-                "{:<12}   {:<6} {:>9} ops: avg {:.2}  p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  p99.99 {:.2}  max {:.2}",
-                "", o.op, o.count, l.avg_us, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.p9999_us, l.max_us
+                "{:<w$}   {:<6} {:>9} ops: avg {:.2}  p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  p99.99 {:.2}  max {:.2}",
+                "", o.op, o.count, l.avg_us, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.p9999_us, l.max_us, w = NAME_WIDTH
             );
         }
+    }
+    s.push_str(&format_histogram(&r.histogram));
+    if let Some(d) = &r.engine {
+        s.push_str(&format_engine_delta(d));
     }
     s
 }
@@ -316,7 +508,36 @@ pub fn format_header(
         let set: Vec<String> = config.set.iter().map(|o| o.to_string()).collect();
         let _ = writeln!(s, "Set:        {}", set.join(" "));
     }
-    if config.benchmarks.iter().any(|b| b.ycsb_mix().is_some()) {
+    if let Some(w) = &config.ycsb {
+        let m = &w.mix;
+        let _ = writeln!(
+            s,
+            "Workload:   {}: read {} update {} insert {} scan {} rmw {}, {} (zipfian constant {}), \
+             scans 1..={}, insertorder={}, {}-byte records",
+            w.source,
+            m.read,
+            m.update,
+            m.insert,
+            m.scan,
+            m.rmw,
+            m.distribution,
+            m.zipfian_constant,
+            m.max_scan_length,
+            match w.insert_order {
+                crate::ycsb_workload::InsertOrder::Hashed => "hashed",
+                crate::ycsb_workload::InsertOrder::Ordered => "ordered",
+            },
+            w.value_size
+        );
+        if !w.ignored.is_empty() {
+            let _ = writeln!(s, "            ignored: {}", w.ignored.join(", "));
+        }
+    }
+    if config
+        .benchmarks
+        .iter()
+        .any(|b| b.is_ycsb() && *b != Benchmark::YcsbLoad)
+    {
         let dist = config
             .distribution
             .map_or("workload default".to_string(), |d| d.to_string());
@@ -327,13 +548,132 @@ pub fn format_header(
             config.reads_per_thread()
         );
     }
-    let _ = writeln!(
-        s,
-        "Options:    {}",
-        serde_json::to_string_pretty(options).unwrap_or_default()
-    );
+    if config.verbose {
+        let _ = writeln!(
+            s,
+            "Options:    {}",
+            serde_json::to_string_pretty(options).unwrap_or_default()
+        );
+    } else {
+        let _ = writeln!(s, "Options:    {}", options_summary(options));
+    }
     let _ = writeln!(s, "{}", "-".repeat(72));
     s
+}
+
+/// The engine options that differ from the design's defaults, as the flags spell them
+/// (`--write_buffer_size=1000000`, or `--set PATH=VALUE` for options without a flag); the full
+/// options are printed under `--verbose`.
+pub fn options_summary(options: &serde_json::Value) -> String {
+    if options.get("engine").and_then(|e| e.as_str()) == Some("rocksdb") {
+        return "RocksDB's, from the flags (--verbose prints them)".to_string();
+    }
+    let Some(design) = options
+        .get("design")
+        .and_then(|d| d.as_str())
+        .and_then(|d| tierkv::Design::from_str(d).ok())
+    else {
+        return "(--verbose prints them)".to_string();
+    };
+    // The defaults a run without flags gets: the engine's, with the bench's block cache size
+    // (db_bench's 8 MiB).
+    let defaults = serde_json::to_value(design.options(tierkv::Options {
+        design,
+        block_cache_bytes: crate::config::DEFAULT_CACHE_SIZE as usize,
+        ..tierkv::Options::default()
+    }))
+    .unwrap_or_default();
+    let (mut have, mut base) = (Vec::new(), Vec::new());
+    flatten_json("", options, &mut have);
+    flatten_json("", &defaults, &mut base);
+    let mut parts = Vec::new();
+    for (path, value) in &have {
+        if matches!(
+            path.as_str(),
+            "create_if_missing" | "error_if_exists" | "design"
+        ) {
+            continue;
+        }
+        if base.iter().any(|(p, v)| p == path && v == value) {
+            continue;
+        }
+        parts.push(flag_spelling(path, value));
+    }
+    if parts.is_empty() {
+        format!("the defaults of {design} (--verbose prints them)")
+    } else {
+        format!(
+            "the defaults of {design}, but {} (--verbose prints them all)",
+            parts.join(" ")
+        )
+    }
+}
+
+/// Leaf `(dotted.path, value)` pairs of a JSON object, in order.
+fn flatten_json(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, child) in map {
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten_json(&path, child, out);
+            }
+        }
+        leaf => out.push((prefix.to_string(), leaf.clone())),
+    }
+}
+
+/// `--flag=value` for an option a db_bench-style flag sets, else `--set path=value`.
+fn flag_spelling(path: &str, value: &serde_json::Value) -> String {
+    let text = match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let n = value.as_u64();
+    let flag = match path {
+        "write_buffer_size" => "write_buffer_size",
+        "block_cache_bytes" => "cache_size",
+        "max_write_buffer_number" => "max_write_buffer_number",
+        "table.bloom_bits_per_key" => "bloom_bits",
+        "table.block_size" => "block_size",
+        "compaction.target_file_size" => "target_file_size_base",
+        "compaction.max_bytes_for_level_base" => "max_bytes_for_level_base",
+        "compaction.level_size_multiplier" => "max_bytes_for_level_multiplier",
+        "compaction.level0_compaction_trigger" => "level0_file_num_compaction_trigger",
+        "compaction.level0_slowdown_trigger" => "level0_slowdown_writes_trigger",
+        "compaction.level0_stop_trigger" => "level0_stop_writes_trigger",
+        "compaction.num_levels" => "num_levels",
+        "pm.path" => "pm_path",
+        "pm.size_bytes" => "pm_size",
+        "pm.wal_on_pm" => "wal_on_pm",
+        "ssd.direct_reads" => "use_direct_reads",
+        "compaction.background_compactions" => {
+            if let Some(n) = n {
+                return format!("--max_background_jobs={}", n + 1);
+            }
+            ""
+        }
+        "ssd.write_bytes_per_sec" | "ssd.read_bytes_per_sec" => {
+            if let Some(n) = n {
+                let which = if path.starts_with("ssd.write") {
+                    "write"
+                } else {
+                    "read"
+                };
+                return format!("--ssd_{which}_mbps={}", n / crate::config::MB);
+            }
+            ""
+        }
+        _ => "",
+    };
+    if flag.is_empty() {
+        format!("--set {path}={text}")
+    } else {
+        format!("--{flag}={text}")
+    }
 }
 
 /// The engine's figures at the end of a run, with the derived amplifications.
@@ -603,6 +943,83 @@ pub fn format_stats(s: &StatsSummary) -> String {
     o
 }
 
+/// db_bench's `levelstats`: each stage's groups (levels) with their files and bytes, and
+/// on PM.
+pub fn format_level_stats(st: &DbStats) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "** Level stats (design {}) **", st.design);
+    let _ = writeln!(
+        o,
+        "{:<8} {:<14} {:>7} {:>14} {:>9} {:>14}",
+        "Stage", "Level", "Files", "Size(MB)", "PM files", "PM size(MB)"
+    );
+    let mb = |b: u64| b as f64 / 1_048_576.0;
+    for (i, stage) in st.stages.iter().enumerate() {
+        for (g, l) in stage.groups.iter().enumerate() {
+            let pm = stage.pm_groups.get(g).cloned().unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "{:<8} {:<14} {:>7} {:>14.3} {:>9} {:>14.3}",
+                i,
+                format!("{} {g}", stage.name),
+                l.files,
+                mb(l.bytes),
+                pm.files,
+                mb(pm.bytes)
+            );
+        }
+    }
+    o
+}
+
+/// One live table, for db_bench's `sstables`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableInfo {
+    /// The stage holding it.
+    pub stage: usize,
+    /// Its group (level) in the stage.
+    pub group: usize,
+    /// Its file number.
+    pub number: u64,
+    /// `SSD` or `PM`.
+    pub tier: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its entries, when known.
+    pub entries: Option<u64>,
+    /// Its smallest and largest user keys.
+    pub smallest: Vec<u8>,
+    /// See `smallest`.
+    pub largest: Vec<u8>,
+}
+
+/// db_bench's `sstables`: every live table, by stage and level.
+pub fn format_sstables(tables: &Option<Vec<TableInfo>>) -> String {
+    let Some(tables) = tables else {
+        return "sstables: this engine does not list its tables\n".to_string();
+    };
+    let mut o = String::new();
+    let _ = writeln!(o, "** Live tables: {} **", tables.len());
+    let mut current = None;
+    for t in tables {
+        if current != Some((t.stage, t.group)) {
+            current = Some((t.stage, t.group));
+            let _ = writeln!(o, "--- stage {} level {} ---", t.stage, t.group);
+        }
+        let entries = t.entries.map_or(String::new(), |e| format!(" {e} entries"));
+        let _ = writeln!(
+            o,
+            " {:>8}: {} bytes on {}{entries} ['{}' .. '{}']",
+            t.number,
+            t.bytes,
+            t.tier,
+            crate::text::display_bytes(&t.smallest),
+            crate::text::display_bytes(&t.largest)
+        );
+    }
+    o
+}
+
 /// Amplification figures of one tier, for reports and bar charts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TierAmplification {
@@ -769,23 +1186,38 @@ pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
         }
     }
     let stats = |r: &DesignRun| r.final_stats.clone();
+    // Amplification of the whole database (every tier's bytes added up: what a design costs
+    // in all), then each tier's own when a design has PM. An engine without per-tier figures
+    // (RocksDB) has one tier, the SSD.
+    let figures = |r: &DesignRun| r.figures.clone();
+    let total =
+        |r: &DesignRun, f: &dyn Fn(&crate::figures::Amplification) -> Option<f64>| match figures(r)
+        {
+            Some(fig) => f(&fig.database.amplification),
+            None => None,
+        };
     row("write amplification".into(), &|r| {
-        stats(r).map(|s| s.write_amplification)
+        total(r, &|a| a.write).or_else(|| stats(r).map(|s| s.write_amplification))
     });
     row("read amplification".into(), &|r| {
-        stats(r).map(|s| s.read_amplification)
+        total(r, &|a| a.read).or_else(|| stats(r).map(|s| s.read_amplification))
     });
     row("space amplification".into(), &|r| {
-        stats(r).and_then(|s| s.space_amplification)
+        total(r, &|a| a.space).or_else(|| stats(r).and_then(|s| s.space_amplification))
     });
-    // Per-tier rows for designs with PM (the rows above are SSD figures).
     if runs.iter().any(|r| r.tiers.iter().any(|t| t.tier == "PM")) {
-        let pm = |r: &DesignRun| r.tiers.iter().find(|t| t.tier == "PM").cloned();
-        row("PM write amplification".into(), &|r| pm(r).map(|t| t.write));
-        row("PM read amplification".into(), &|r| pm(r).map(|t| t.read));
-        row("PM space amplification".into(), &|r| {
-            pm(r).and_then(|t| t.space)
-        });
+        for tier in ["SSD", "PM"] {
+            let t = |r: &DesignRun| r.tiers.iter().find(|t| t.tier == tier).cloned();
+            row(format!("  {tier} write amplification"), &|r| {
+                t(r).map(|t| t.write)
+            });
+            row(format!("  {tier} read amplification"), &|r| {
+                t(r).map(|t| t.read)
+            });
+            row(format!("  {tier} space amplification"), &|r| {
+                t(r).and_then(|t| t.space)
+            });
+        }
     }
     row("stall time s".into(), &|r| {
         stats(r).map(|s| s.stall_micros as f64 / 1e6)
@@ -796,16 +1228,45 @@ pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
     rows
 }
 
-fn format_figure(v: f64) -> String {
-    if v == 0.0 {
-        "0".into()
-    } else if v.abs() >= 1000.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
+/// Decimals a figure is shown with, the same for every design (and for zero) so that a column
+/// reads at a glance: rates as integers, latencies and MiB with one decimal, amplifications and
+/// seconds with three.
+fn figure_decimals(figure: &str) -> usize {
+    if figure.ends_with("ops/s") {
+        0
+    } else if figure.ends_with(" us") || figure.ends_with("MiB") {
+        1
     } else {
-        format!("{v:.3}")
+        3
     }
+}
+
+fn format_figure(figure: &str, v: f64) -> String {
+    format!("{v:.*}", figure_decimals(figure))
+}
+
+/// What the amplification rows of the side-by-side table count.
+pub const AMPLIFICATION_LEGEND: &str = "\
+write amplification: bytes written to SSD and PM (log, flushes, compactions, manifest) / key+value bytes of user writes
+read amplification:  bytes read from SSD and PM to answer gets and scans (blocks, indexes, filters; not the block cache) / key+value bytes returned
+space amplification: live bytes on SSD and PM (tables, logs) / key+value bytes of the live data (when measured)
+(indented rows: the same for one tier; \"n/a\": not measured or nothing to divide by)
+";
+
+/// Notes under the side-by-side table: designs whose figures cannot be compared yet because
+/// the run never moved data out of the memtable.
+pub fn comparison_notes(runs: &[DesignRun]) -> Vec<String> {
+    runs.iter()
+        .filter_map(|r| {
+            let s = r.final_stats.as_ref()?;
+            (s.engine == "tierkv" && s.stats.flushes == 0 && s.stats.compactions == 0).then(|| {
+                format!(
+                    "{}: all data still in the memtable (no flush or compaction ran): amplification not yet meaningful",
+                    r.design
+                )
+            })
+        })
+        .collect()
 }
 
 /// The side-by-side table: one column per design, each figure with its ratio to the first
@@ -826,9 +1287,11 @@ pub fn format_comparison(designs: &[String], rows: &[ComparisonRow]) -> String {
         for (i, v) in r.values.iter().enumerate() {
             line.push(match (v, r.ratios.get(i).copied().flatten()) {
                 (None, _) => "n/a".into(),
-                (Some(v), _) if i == 0 => format_figure(*v),
-                (Some(v), Some(ratio)) => format!("{} ({ratio:.2}x)", format_figure(*v)),
-                (Some(v), None) => format_figure(*v),
+                (Some(v), _) if i == 0 => format_figure(&r.figure, *v),
+                (Some(v), Some(ratio)) => {
+                    format!("{} ({ratio:.2}x)", format_figure(&r.figure, *v))
+                }
+                (Some(v), None) => format_figure(&r.figure, *v),
             });
         }
         cells.push(line);
@@ -1000,6 +1463,27 @@ mod tests {
         )
     }
 
+    /// The byte counters of [`sample_stats`], written bytes times `scale`.
+    fn sample_io(scale: u64) -> Vec<tierkv::stats::IoCount> {
+        let io = |part: &str, stage: Option<usize>, purpose: &str, read: u64, written: u64| {
+            tierkv::stats::IoCount {
+                tier: tierkv::Tier::Ssd,
+                part: part.into(),
+                stage,
+                purpose: purpose.into(),
+                read,
+                written: written * scale,
+            }
+        };
+        vec![
+            io("front_end", None, "wal", 0, 1100),
+            io("stage0", Some(0), "flush", 0, 900),
+            io("stage0", Some(0), "compaction", 0, 2100),
+            io("db", None, "manifest", 0, 10),
+            io("stage0", Some(0), "user_read", 1000, 0),
+        ]
+    }
+
     fn sample_stats() -> DbStats {
         DbStats {
             design: "leveled".into(),
@@ -1026,6 +1510,7 @@ mod tests {
                 },
             ],
             wal_bytes: 200,
+            io: sample_io(1),
             dram: DramFootprint {
                 memtable_bytes: 1 << 20,
                 memtable_kept_bytes: 40,
@@ -1050,7 +1535,7 @@ mod tests {
         assert!((r.latency.avg_us - 500.5).abs() < 1.0, "{:?}", r.latency);
         let text = format_result(&r);
         assert!(
-            text.starts_with("readrandom   :    2000.000 micros/op 500 ops/sec;    0.1 MB/s (900 of 1000 found)\n"),
+            text.starts_with("readrandom             :    2000.000 micros/op 500 ops/sec;    0.1 MB/s (900 of 1000 found)\n"),
             "{text}"
         );
         for field in [
@@ -1076,7 +1561,7 @@ mod tests {
         );
         assert_eq!(
             format_result(&empty),
-            "flush        :       0.000 ms (the write buffers written into the first stage)\n"
+            "flush                  :       0.000 ms (the write buffers written into the first stage)\n"
         );
     }
 
@@ -1130,6 +1615,14 @@ mod tests {
         assert!(text.contains("Keys:       20 bytes each"));
         assert!(text.contains("Entries:    1000"));
         assert!(text.contains("Benchmarks: fillseq,readrandom"));
+        // Without --verbose: only what differs from the design's defaults.
+        assert!(
+            text.contains("Options:    the defaults of leveled (--verbose prints them)"),
+            "{text}"
+        );
+        assert!(!text.contains("\"block_cache_bytes\""), "{text}");
+        let verbose = parse(&["--num=1000", "--verbose"]).unwrap();
+        let text = format_header("tierkv", "leveled", &verbose, &options);
         assert!(text.contains("\"block_cache_bytes\": 8388608"), "{text}");
         assert!(text.contains("\"write_buffer_size\": 67108864"));
         assert!(text.contains("SSD model:  writes uncapped, reads uncapped, direct reads off"));
@@ -1141,7 +1634,30 @@ mod tests {
             text.contains("SSD model:  writes 50 MB/s, reads uncapped, direct reads on"),
             "{text}"
         );
-        assert!(text.contains("\"write_bytes_per_sec\": 50000000"), "{text}");
+        assert!(
+            text.contains(
+                "the defaults of leveled, but --use_direct_reads=true --ssd_write_mbps=50"
+            ),
+            "{text}"
+        );
+        let shaped = parse(&[
+            "--write_buffer_size=1000",
+            "--max_background_jobs=3",
+            "--set",
+            "compaction.level0_compaction_trigger=8",
+            "--set",
+            "pm.latency.write_ns=5",
+        ])
+        .unwrap();
+        let summary = options_summary(&serde_json::to_value(shaped.options()).unwrap());
+        for part in [
+            "--write_buffer_size=1000",
+            "--max_background_jobs=3",
+            "--level0_file_num_compaction_trigger=8",
+            "--set pm.latency.write_ns=5",
+        ] {
+            assert!(summary.contains(part), "{part} missing from {summary}");
+        }
         let rocks = crate::rocks::options_json(&c);
         let text = format_header("rocksdb", "rocksdb", &c, &rocks);
         assert!(
@@ -1177,6 +1693,7 @@ mod tests {
         result.stall_micros = Some(250);
         let mut other = stats.clone();
         other.write_amplification *= 2.0;
+        other.stats.io = sample_io(2);
         let runs = vec![
             DesignRun::new(
                 "leveled",

@@ -200,6 +200,30 @@ impl KvEngine for RocksEngine {
         Ok(Box::new(RocksCursor(self.db.raw_iterator())))
     }
 
+    fn write_batch(&self, batch: &crate::engine::KvBatch) -> EngineResult<()> {
+        let mut b = rocksdb::WriteBatch::default();
+        for (key, value) in batch.iter() {
+            match value {
+                Some(v) => b.put(key, v),
+                None => b.delete(key),
+            }
+        }
+        Ok(self.db.write_opt(b, &self.write_options)?)
+    }
+
+    fn multi_get(&self, keys: &[&[u8]], values: &mut Vec<Option<Vec<u8>>>) -> EngineResult<()> {
+        values.clear();
+        for v in self.db.multi_get(keys.iter().copied()) {
+            values.push(v?);
+        }
+        Ok(())
+    }
+
+    fn compact(&self) -> EngineResult<()> {
+        self.db.compact_range::<&[u8], &[u8]>(None, None);
+        Ok(())
+    }
+
     fn flush(&self) -> EngineResult<()> {
         Ok(self.db.flush()?)
     }

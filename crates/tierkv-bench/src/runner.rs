@@ -20,13 +20,13 @@
 //! least [`PROGRESS_MIN_OPS`] operations).
 
 use crate::config::{BenchConfig, Benchmark};
-use crate::engine::{EngineError, EngineResult, KvEngine};
+use crate::engine::{EngineError, EngineResult, KvBatch, KvEngine};
 use crate::report::{self, BenchResult, LatencySummary, OpLatency, Sample, StatsSummary};
 use crate::verify;
 use crate::workload::{encode_key, thread_seed, KeyGen, ValueGen};
 use crate::ycsb::{
     next_below, zeta, AckCounter, KeyChooser, LoadOrder, OpChooser, RequestDistribution, YcsbOp,
-    MAX_SCAN_LENGTH, ZIPFIAN_CONSTANT,
+    ZIPFIAN_CONSTANT,
 };
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -73,11 +73,15 @@ pub enum OpKind {
     Get,
     /// A put of readrandomwriterandom.
     Put,
+    /// A delete (deleterandom).
+    Delete,
+    /// A multiget of multireadrandom (one batch of keys).
+    Multiget,
 }
 
 impl OpKind {
     /// Number of operation types.
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 13;
     /// Every operation type, in report order.
     pub const ALL: [OpKind; OpKind::COUNT] = [
         OpKind::Write,
@@ -91,6 +95,8 @@ impl OpKind {
         OpKind::Rmw,
         OpKind::Get,
         OpKind::Put,
+        OpKind::Delete,
+        OpKind::Multiget,
     ];
 
     /// The name in reports.
@@ -107,6 +113,8 @@ impl OpKind {
             OpKind::Rmw => "rmw",
             OpKind::Get => "get",
             OpKind::Put => "put",
+            OpKind::Delete => "delete",
+            OpKind::Multiget => "multiget",
         }
     }
 }
@@ -151,8 +159,33 @@ struct Plan {
     distribution: Option<RequestDistribution>,
     read_percent: u32,
     /// Open-loop pacing: each thread starts an operation every `pace` (`--ops_per_sec`
-    /// spread over the threads); `None`: as fast as the engine goes.
+    /// spread over the threads, or `--benchmark_write_rate_limit` for the write-only
+    /// benchmarks, whichever is slower); `None`: as fast as the engine goes.
     pace: Option<Duration>,
+    /// The pace of a *whilewriting benchmark's writer (`--benchmark_write_rate_limit`).
+    writer_pace: Option<Duration>,
+    /// `--duration`: each thread stops after this long (counts are then unbounded).
+    duration: Option<Duration>,
+    /// `--batch_size`: writes per batch of the write-only benchmarks.
+    batch: u64,
+    /// `--multiread_batch_size`.
+    multiread_batch: u64,
+    /// The YCSB operation mix of the benchmark (core workload or `-P` file).
+    mix: Option<crate::ycsb::YcsbMix>,
+    /// `ycsb-load` inserts in key order (`insertorder=ordered`).
+    ordered_inserts: bool,
+}
+
+impl Plan {
+    /// How many operations a loop meant to run `n` does: `n`, or unbounded under
+    /// `--duration` (the timer's deadline ends it).
+    fn count(&self, n: u64) -> u64 {
+        if self.duration.is_some() {
+            u64::MAX
+        } else {
+            n
+        }
+    }
 }
 
 /// A per-thread operation counter on its own cache line, read by the sampler.
@@ -184,10 +217,16 @@ struct OpTimer<'a> {
     ops: u64,
     slot: &'a AtomicU64,
     pace: Option<Duration>,
+    /// `--duration`: no operation starts after this instant.
+    deadline: Option<Instant>,
 }
 
 impl<'a> OpTimer<'a> {
-    fn start(slot: &'a AtomicU64, pace: Option<Duration>) -> Self {
+    fn start(slot: &'a AtomicU64, plan: &Plan) -> Self {
+        Self::with_pace(slot, plan.pace, plan.duration)
+    }
+
+    fn with_pace(slot: &'a AtomicU64, pace: Option<Duration>, duration: Option<Duration>) -> Self {
         let now = Instant::now();
         OpTimer {
             hists: Default::default(),
@@ -196,18 +235,32 @@ impl<'a> OpTimer<'a> {
             ops: 0,
             slot,
             pace,
+            deadline: duration.map(|d| now + d),
         }
+    }
+
+    /// False once `--duration` is over (always true without it).
+    #[inline]
+    fn more(&self) -> bool {
+        self.deadline.is_none_or(|d| self.last < d)
     }
 
     #[inline]
     fn done(&mut self, kind: OpKind) {
+        self.done_n(kind, 1);
+    }
+
+    /// Records one timed operation that did `n` entries' work (a batch): one latency sample,
+    /// `n` operations counted (db_bench's `FinishedOps(..., n)`).
+    #[inline]
+    fn done_n(&mut self, kind: OpKind, n: u64) {
         let now = Instant::now();
         let nanos = u64::try_from(now.duration_since(self.last).as_nanos()).unwrap_or(u64::MAX);
         self.hists[kind as usize]
             .get_or_insert_with(new_histogram)
             .saturating_record(nanos);
         self.last = now;
-        self.ops += 1;
+        self.ops += n;
         self.slot.store(self.ops, Relaxed);
         if let Some(pace) = self.pace {
             let due = self.start + pace.saturating_mul(self.ops.min(u32::MAX as u64) as u32);
@@ -312,6 +365,62 @@ struct Shared<'a> {
     barrier: &'a Barrier,
 }
 
+/// Writes (or deletes, `delete`) the keys `next_key(0..count)`, one at a time or in batches
+/// of `plan.batch`, until `count` or the deadline; returns the key + value bytes written.
+#[allow(clippy::too_many_arguments)]
+fn write_loop(
+    engine: &dyn KvEngine,
+    plan: &Plan,
+    t: &mut OpTimer<'_>,
+    values: &mut Values,
+    key: &mut [u8],
+    count: u64,
+    delete: bool,
+    mut next_key: impl FnMut(u64) -> u64,
+) -> EngineResult<u64> {
+    let per = if delete {
+        plan.key_size
+    } else {
+        plan.key_size + plan.value_size
+    } as u64;
+    let kind = if delete {
+        OpKind::Delete
+    } else {
+        OpKind::Write
+    };
+    let mut batch = KvBatch::new();
+    let (mut i, mut bytes) = (0u64, 0u64);
+    while i < count && t.more() {
+        if plan.batch <= 1 {
+            encode_key(next_key(i), key);
+            if delete {
+                engine.delete(key)?;
+            } else {
+                engine.put(key, values.next(key))?;
+            }
+            i += 1;
+            bytes += per;
+            t.done(kind);
+        } else {
+            batch.clear();
+            let n = plan.batch.min(count - i);
+            for j in 0..n {
+                encode_key(next_key(i + j), key);
+                if delete {
+                    batch.delete(key);
+                } else {
+                    batch.put(key, values.next(key));
+                }
+            }
+            engine.write_batch(&batch)?;
+            i += n;
+            bytes += per * n;
+            t.done_n(kind, n);
+        }
+    }
+    Ok(bytes)
+}
+
 /// The body of one benchmark thread.
 fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> EngineResult<ThreadOut> {
     if sh.bench.is_ycsb() {
@@ -324,27 +433,42 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
     let mut value_buf = Vec::new();
     let write_bytes = (plan.key_size + plan.value_size) as u64;
     let (mut bytes, mut found, mut lookups) = (0u64, 0u64, 0u64);
+    let reads = plan.count(plan.reads);
     sh.barrier.wait();
-    let mut t = OpTimer::start(slot, plan.pace);
+    let mut t = OpTimer::start(slot, &plan);
     match sh.bench {
         Benchmark::Fillseq => {
-            for k in 0..plan.num {
-                encode_key(k, &mut key);
-                engine.put(&key, values.next(&key))?;
-                bytes += write_bytes;
-                t.done(OpKind::Write);
-            }
+            let n = plan.count(plan.num);
+            bytes = write_loop(
+                engine,
+                &plan,
+                &mut t,
+                &mut values,
+                &mut key,
+                n,
+                false,
+                |i| i,
+            )?;
         }
-        Benchmark::Fillrandom | Benchmark::Overwrite => {
-            for _ in 0..plan.num {
-                encode_key(keys.next_key(), &mut key);
-                engine.put(&key, values.next(&key))?;
-                bytes += write_bytes;
-                t.done(OpKind::Write);
-            }
+        Benchmark::Fillrandom | Benchmark::Overwrite | Benchmark::Deleterandom => {
+            let n = plan.count(plan.num);
+            let delete = sh.bench == Benchmark::Deleterandom;
+            bytes = write_loop(
+                engine,
+                &plan,
+                &mut t,
+                &mut values,
+                &mut key,
+                n,
+                delete,
+                |_| keys.next_key(),
+            )?;
         }
         Benchmark::Readrandom | Benchmark::Readwhilewriting => {
-            for _ in 0..plan.reads {
+            for _ in 0..reads {
+                if !t.more() {
+                    break;
+                }
                 encode_key(keys.next_key(), &mut key);
                 if engine.get(&key, &mut value_buf)? {
                     found += 1;
@@ -353,18 +477,43 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
                 t.done(OpKind::Read);
             }
         }
+        Benchmark::Multireadrandom => {
+            let batch = plan.multiread_batch as usize;
+            let mut batch_keys = vec![vec![0u8; plan.key_size]; batch];
+            let mut got = Vec::with_capacity(batch);
+            let mut done = 0u64;
+            while done < reads && t.more() {
+                let n = (batch as u64).min(reads - done) as usize;
+                for k in &mut batch_keys[..n] {
+                    encode_key(keys.next_key(), k);
+                }
+                let refs: Vec<&[u8]> = batch_keys[..n].iter().map(|k| k.as_slice()).collect();
+                engine.multi_get(&refs, &mut got)?;
+                for (k, v) in refs.iter().zip(&got) {
+                    if let Some(v) = v {
+                        found += 1;
+                        bytes += (k.len() + v.len()) as u64;
+                    }
+                }
+                done += n as u64;
+                t.done_n(OpKind::Multiget, n as u64);
+            }
+        }
         Benchmark::Readseq => {
             let mut cursor = engine.cursor()?;
             cursor.seek_to_first();
-            while t.ops < plan.reads && cursor.valid() {
+            while t.ops < reads && cursor.valid() && t.more() {
                 bytes += (cursor.key().len() + cursor.value().len()) as u64;
                 t.done(OpKind::Next);
                 cursor.next();
             }
             cursor.status()?;
         }
-        Benchmark::Seekrandom => {
-            for _ in 0..plan.reads {
+        Benchmark::Seekrandom | Benchmark::Seekrandomwhilewriting => {
+            for _ in 0..reads {
+                if !t.more() {
+                    break;
+                }
                 encode_key(keys.next_key(), &mut key);
                 // A fresh iterator per seek, as db_bench does without a tailing iterator.
                 let (exact, n) = seek_and_step(engine, &key, plan.seek_nexts as usize)?;
@@ -374,7 +523,10 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
             }
         }
         Benchmark::Readrandomwriterandom => {
-            for i in 0..plan.reads {
+            for i in 0..reads {
+                if !t.more() {
+                    break;
+                }
                 encode_key(keys.next_key(), &mut key);
                 if rrwr_is_get(i, plan.read_percent) {
                     lookups += 1;
@@ -390,6 +542,22 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
                 }
             }
         }
+        Benchmark::Updaterandom => {
+            // db_bench's updaterandom: a get, then a put of a new value, timed as one.
+            for _ in 0..reads {
+                if !t.more() {
+                    break;
+                }
+                encode_key(keys.next_key(), &mut key);
+                if engine.get(&key, &mut value_buf)? {
+                    found += 1;
+                    bytes += (key.len() + value_buf.len()) as u64;
+                }
+                engine.put(&key, values.next(&key))?;
+                bytes += write_bytes;
+                t.done(OpKind::Rmw);
+            }
+        }
         Benchmark::Flush => {
             engine.flush()?;
             t.done(OpKind::Flush);
@@ -398,13 +566,21 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
             engine.wait_for_compaction()?;
             t.done(OpKind::Flush);
         }
+        Benchmark::Compact => {
+            engine.compact()?;
+            t.done(OpKind::Flush);
+        }
+        Benchmark::Stats | Benchmark::Levelstats | Benchmark::Sstables => {
+            unreachable!("report benchmarks are printed by run_benchmarks")
+        }
         Benchmark::YcsbLoad
         | Benchmark::YcsbA
         | Benchmark::YcsbB
         | Benchmark::YcsbC
         | Benchmark::YcsbD
         | Benchmark::YcsbE
-        | Benchmark::YcsbF => unreachable!("handled by ycsb_worker"),
+        | Benchmark::YcsbF
+        | Benchmark::YcsbRun => unreachable!("handled by ycsb_worker"),
     }
     Ok(t.finish(bytes, found, lookups))
 }
@@ -424,14 +600,19 @@ fn ycsb_worker(
     let mut rng = SmallRng::seed_from_u64(seed);
     let write_bytes = (plan.key_size + plan.value_size) as u64;
     let (mut bytes, mut found, mut lookups) = (0u64, 0u64, 0u64);
-    let Some(mix) = sh.bench.ycsb_mix() else {
-        // ycsb-load: this thread's share of a seeded permutation of the records.
+    let Some(mix) = plan.mix else {
+        // ycsb-load: this thread's share of a seeded permutation of the records (or of the
+        // records in key order, for a workload with insertorder=ordered).
         let order = LoadOrder::new(plan.num, plan.seed);
         let range = thread_range(plan.num, plan.threads, thread);
         sh.barrier.wait();
-        let mut t = OpTimer::start(slot, plan.pace);
+        let mut t = OpTimer::start(slot, &plan);
         for i in range {
-            encode_key(order.at(i), &mut key);
+            if !t.more() {
+                break;
+            }
+            let record = if plan.ordered_inserts { i } else { order.at(i) };
+            encode_key(record, &mut key);
             engine.put(&key, values.next(&key))?;
             bytes += write_bytes;
             t.done(OpKind::Insert);
@@ -448,10 +629,24 @@ fn ycsb_worker(
         0.0
     };
     let chooser = OpChooser::new(&mix);
-    let mut keys = KeyChooser::new(dist, plan.num, expected_new_keys, latest_zetan);
+    let mut keys = KeyChooser::new(
+        dist,
+        plan.num,
+        expected_new_keys,
+        latest_zetan,
+        mix.zipfian_constant,
+    );
+    let ops = if plan.duration.is_some() {
+        0..u64::MAX
+    } else {
+        ops
+    };
     sh.barrier.wait();
-    let mut t = OpTimer::start(slot, plan.pace);
+    let mut t = OpTimer::start(slot, &plan);
     for _ in ops {
+        if !t.more() {
+            break;
+        }
         match chooser.next(&mut rng) {
             YcsbOp::Read => {
                 encode_key(keys.next(&mut rng, inserts), &mut key);
@@ -478,7 +673,7 @@ fn ycsb_worker(
             }
             YcsbOp::Scan => {
                 encode_key(keys.next(&mut rng, inserts), &mut key);
-                let len = 1 + next_below(&mut rng, MAX_SCAN_LENGTH);
+                let len = 1 + next_below(&mut rng, mix.max_scan_length);
                 bytes += seek_and_step(engine, &key, len as usize)?.1;
                 t.done(OpKind::Scan);
             }
@@ -513,10 +708,19 @@ fn background_writer(
     let mut values = Values::new(seed, &plan, plan.threads);
     let mut writes = 0u64;
     barrier.wait();
+    let start = Instant::now();
     while !stop.load(Relaxed) {
         encode_key(keys.next_key(), &mut key);
         engine.put(&key, values.next(&key))?;
         writes += 1;
+        if let Some(pace) = plan.writer_pace {
+            // --benchmark_write_rate_limit: the next write is due at start + writes x pace;
+            // wake in slices so that the end of the readers stops a slow writer promptly.
+            let due = start + pace.saturating_mul(writes.min(u32::MAX as u64) as u32);
+            while !stop.load(Relaxed) && Instant::now() < due {
+                wait_until(due.min(Instant::now() + Duration::from_millis(50)));
+            }
+        }
     }
     Ok(writes)
 }
@@ -578,6 +782,7 @@ pub fn run_benchmark(
     bench: Benchmark,
     bench_index: usize,
     show_progress: bool,
+    reporter: Option<&mut IntervalReporter>,
 ) -> EngineResult<BenchResult> {
     // Flush is one operation, not one per thread.
     let threads = if bench.is_maintenance() {
@@ -585,10 +790,25 @@ pub fn run_benchmark(
     } else {
         config.threads.max(1)
     };
-    let pace = (config.ops_per_sec > 0)
-        .then(|| Duration::from_secs_f64(threads as f64 / config.ops_per_sec as f64));
+    let per_thread = |rate: u64| Duration::from_secs_f64(threads as f64 / rate as f64);
+    let ops_pace = (config.ops_per_sec > 0).then(|| per_thread(config.ops_per_sec));
+    // --benchmark_write_rate_limit in bytes per second: entries per second for writes of
+    // key_size + value_size bytes.
+    let entry_bytes = (config.key_size + config.value_size).max(1) as u64;
+    let write_rate = (config.benchmark_write_rate_limit > 0)
+        .then(|| (config.benchmark_write_rate_limit / entry_bytes).max(1));
+    let pace = match (bench.is_write_only(), write_rate) {
+        (true, Some(rate)) => Some(ops_pace.map_or(per_thread(rate), |p| p.max(per_thread(rate)))),
+        _ => ops_pace,
+    };
     let plan = Plan {
         pace,
+        writer_pace: write_rate.map(|rate| Duration::from_secs_f64(1.0 / rate as f64)),
+        duration: (config.duration > 0).then(|| Duration::from_secs(config.duration)),
+        batch: config.batch_size.max(1),
+        multiread_batch: config.multiread_batch_size.max(1),
+        mix: config.mix_for(bench),
+        ordered_inserts: config.ordered_inserts(),
         num: config.num,
         reads: config.reads_per_thread(),
         key_size: config.key_size,
@@ -600,16 +820,21 @@ pub fn run_benchmark(
         distribution: config.distribution,
         read_percent: config.read_percent(),
     };
+    if bench == Benchmark::YcsbRun && plan.mix.is_none() {
+        return Err("ycsb-run needs a YCSB workload (-P FILE or -p NAME=VALUE)".into());
+    }
     let total_ops = match bench {
-        Benchmark::Fillseq | Benchmark::Fillrandom | Benchmark::Overwrite => {
-            plan.num * threads as u64
-        }
-        Benchmark::Flush | Benchmark::WaitForCompaction => 1,
+        _ if plan.duration.is_some() => 0,
+        Benchmark::Fillseq
+        | Benchmark::Fillrandom
+        | Benchmark::Overwrite
+        | Benchmark::Deleterandom => plan.num * threads as u64,
+        Benchmark::Flush | Benchmark::WaitForCompaction | Benchmark::Compact => 1,
         Benchmark::YcsbLoad => plan.num,
         b if b.is_ycsb() => plan.reads,
         _ => plan.reads * threads as u64,
     };
-    let with_writer = bench == Benchmark::Readwhilewriting;
+    let with_writer = bench.has_writer();
     let slots: Vec<Slot> = (0..threads).map(|_| Slot::default()).collect();
     let stop = AtomicBool::new(false);
     let readers_left = AtomicUsize::new(threads);
@@ -657,6 +882,7 @@ pub fn run_benchmark(
             interval,
             stall_before,
             pb.as_ref(),
+            reporter.map(|r| (r, bench.name())),
         );
         if let Some(pb) = &pb {
             pb.finish_and_clear();
@@ -667,7 +893,7 @@ pub fn run_benchmark(
 
     let outs = outs.into_iter().collect::<EngineResult<Vec<ThreadOut>>>()?;
     let writer_ops = writer.transpose()?;
-    let mut result = merge(bench, outs, writer_ops)?;
+    let mut result = merge(bench, outs, writer_ops, config.histogram, plan.mix)?;
     result.samples = samples;
     result.stall_micros = match (stall_before, stall_micros(engine)) {
         (Some(b), Some(a)) => Some(a.saturating_sub(b)),
@@ -676,8 +902,72 @@ pub fn run_benchmark(
     Ok(result)
 }
 
+/// `--report_interval_seconds`: a live line on stderr and a CSV row per interval.
+pub struct IntervalReporter {
+    every: Duration,
+    csv: std::io::BufWriter<std::fs::File>,
+    path: std::path::PathBuf,
+}
+
+impl IntervalReporter {
+    /// Reports every `every`, into the CSV file `path` (created or truncated, with its header
+    /// line).
+    pub fn create(path: &std::path::Path, every: Duration) -> EngineResult<Self> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| format!("creating --report_file {}: {e}", path.display()))?;
+        let mut csv = std::io::BufWriter::new(file);
+        writeln!(
+            csv,
+            "benchmark,secs_elapsed,interval_ops,interval_qps,interval_stall_ms,total_ops"
+        )?;
+        Ok(IntervalReporter {
+            every,
+            csv,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Writes one interval: `secs` since the benchmark started, `ops` and `stall_micros` in
+    /// the interval of `interval_secs`, `total` operations so far.
+    fn line(
+        &mut self,
+        bench: &str,
+        secs: f64,
+        interval_secs: f64,
+        ops: u64,
+        stall_micros: u64,
+        total: u64,
+    ) {
+        let qps = if interval_secs > 0.0 {
+            ops as f64 / interval_secs
+        } else {
+            0.0
+        };
+        let stall_ms = stall_micros as f64 / 1e3;
+        eprintln!(
+            "{bench:<w$} {secs:>8.1} s: {qps:>10.0} ops/s in the last {interval_secs:.1} s, \
+             {total} ops, stalled {stall_ms:.1} ms",
+            w = report::NAME_WIDTH
+        );
+        // A failed CSV write is reported once at the end (`finish`), not per line.
+        let _ = writeln!(
+            self.csv,
+            "{bench},{secs:.3},{ops},{qps:.1},{stall_ms:.3},{total}"
+        );
+    }
+
+    /// Flushes the CSV file.
+    pub fn finish(mut self) -> EngineResult<()> {
+        self.csv
+            .flush()
+            .map_err(|e| format!("writing --report_file {}: {e}", self.path.display()).into())
+    }
+}
+
 /// The sampling loop: every `interval`, the operations all threads completed and the engine's
-/// stall time since the previous sample, until `threads` workers reported done.
+/// stall time since the previous sample, until `threads` workers reported done; every
+/// reporter interval, a live line.
+#[allow(clippy::too_many_arguments)]
 fn sample_until_done(
     engine: &dyn KvEngine,
     slots: &[Slot],
@@ -686,9 +976,13 @@ fn sample_until_done(
     interval: Duration,
     stall_before: Option<u64>,
     pb: Option<&ProgressBar>,
+    mut reporter: Option<(&mut IntervalReporter, &str)>,
 ) -> Vec<Sample> {
     let start = Instant::now();
     let total = || slots.iter().map(|s| s.0.load(Relaxed)).sum::<u64>();
+    let every = reporter.as_ref().map(|(r, _)| r.every);
+    let mut next_report = every.map(|e| start + e);
+    let (mut report_t, mut report_ops, mut report_stall) = (start, 0u64, stall_before);
     let mut samples: Vec<Sample> = Vec::new();
     let (mut last_t, mut last_ops, mut last_stall) = (start, 0u64, stall_before);
     let mut take = |now: Instant, samples: &mut Vec<Sample>| {
@@ -724,10 +1018,29 @@ fn sample_until_done(
                 next = now + interval;
             }
         }
+        if let (Some(due), Some((r, bench))) = (next_report, reporter.as_mut()) {
+            if now >= due {
+                let (ops, stall) = (total(), stall_micros(engine));
+                r.line(
+                    bench,
+                    now.duration_since(start).as_secs_f64(),
+                    now.duration_since(report_t).as_secs_f64(),
+                    ops - report_ops,
+                    match (report_stall, stall) {
+                        (Some(b), Some(a)) => a.saturating_sub(b),
+                        _ => 0,
+                    },
+                    ops,
+                );
+                (report_t, report_ops, report_stall) = (now, ops, stall);
+                next_report = every.map(|e| due + e);
+            }
+        }
         if let Some(pb) = pb {
             pb.set_position(total());
         }
-        let wait = next
+        let wake = next_report.map_or(next, |r| r.min(next));
+        let wait = wake
             .saturating_duration_since(Instant::now())
             .min(Duration::from_millis(100));
         match done.recv_timeout(wait) {
@@ -746,6 +1059,8 @@ fn merge(
     bench: Benchmark,
     outs: Vec<ThreadOut>,
     writer_ops: Option<u64>,
+    with_histogram: bool,
+    mix: Option<crate::ycsb::YcsbMix>,
 ) -> EngineResult<BenchResult> {
     let mut by_kind: [Option<Histogram<u64>>; OpKind::COUNT] = Default::default();
     let (mut ops, mut bytes, mut found, mut lookups, mut thread_seconds) =
@@ -781,12 +1096,17 @@ fn merge(
         (Some(s), Some(f)) => f.duration_since(s).as_secs_f64(),
         _ => 0.0,
     };
-    let ycsb_lookups = bench.ycsb_mix().is_some_and(|m| m.read + m.rmw > 0.0);
+    let ycsb_lookups = mix.is_some_and(|m| m.read + m.rmw > 0.0);
     let mixed = ycsb_lookups || bench == Benchmark::Readrandomwriterandom;
     let reports_found = mixed
         || matches!(
             bench,
-            Benchmark::Readrandom | Benchmark::Readwhilewriting | Benchmark::Seekrandom
+            Benchmark::Readrandom
+                | Benchmark::Readwhilewriting
+                | Benchmark::Seekrandom
+                | Benchmark::Seekrandomwhilewriting
+                | Benchmark::Multireadrandom
+                | Benchmark::Updaterandom
         );
     let mut result = BenchResult::new(
         bench.name(),
@@ -799,6 +1119,9 @@ fn merge(
         writer_ops,
     );
     result.ops_by_type = ops_by_type;
+    if with_histogram {
+        result.histogram = report::histogram_buckets(&hist);
+    }
     if mixed {
         result.lookups = Some(lookups);
     }
@@ -806,7 +1129,9 @@ fn merge(
 }
 
 /// Runs every benchmark of `config` in order on `engine`, printing each result to `out` as it
-/// completes (fill benchmarks are skipped under `--use_existing_db`, as db_bench does). Stops at
+/// completes, with the line of what it made the engine do (and, under `--statistics`, the
+/// engine's complete figures); `stats`, `levelstats` and `sstables` print the engine's state
+/// instead. Fill benchmarks are skipped under `--use_existing_db`, as db_bench does. Stops at
 /// the first failing benchmark.
 pub fn run_benchmarks(
     engine: &dyn KvEngine,
@@ -816,22 +1141,75 @@ pub fn run_benchmarks(
 ) -> EngineResult<Vec<BenchResult>> {
     let mut results = Vec::with_capacity(config.benchmarks.len());
     let state = RunState::new(config.num);
+    let mut reporter = match config.report_interval_seconds {
+        0 => None,
+        secs => Some(IntervalReporter::create(
+            &config.report_file,
+            Duration::from_secs(secs),
+        )?),
+    };
     for (i, &bench) in config.benchmarks.iter().enumerate() {
         if config.use_existing_db && bench.is_fill() {
             writeln!(
                 out,
-                "{:<12} : skipped (--use_existing_db is true)",
-                bench.name()
+                "{:<w$} : skipped (--use_existing_db is true)",
+                bench.name(),
+                w = report::NAME_WIDTH
             )?;
             continue;
         }
-        let result = run_benchmark(engine, config, &state, bench, i, show_progress)
-            .map_err(|e| EngineError::from(format!("benchmark {}: {e}", bench.name())))?;
+        if bench.is_report() {
+            write!(out, "{}", report_benchmark(engine, bench)?)?;
+            out.flush()?;
+            continue;
+        }
+        let before = engine.stats();
+        let mut result = run_benchmark(
+            engine,
+            config,
+            &state,
+            bench,
+            i,
+            show_progress,
+            reporter.as_mut(),
+        )
+        .map_err(|e| EngineError::from(format!("benchmark {}: {e}", bench.name())))?;
+        let after = engine.stats();
+        if let (Some(b), Some(a)) = (&before, &after) {
+            result.engine = Some(report::EngineDelta::between(b, a));
+        }
         write!(out, "{}", report::format_result(&result))?;
+        if config.statistics {
+            if let Some(a) = after {
+                let summary = StatsSummary::new(engine.name(), a, None);
+                write!(out, "{}", report::format_stats(&summary))?;
+            }
+        }
         out.flush()?;
         results.push(result);
     }
+    if let Some(r) = reporter {
+        r.finish()?;
+    }
     Ok(results)
+}
+
+/// The text of a report benchmark (`stats`, `levelstats`, `sstables`).
+fn report_benchmark(engine: &dyn KvEngine, bench: Benchmark) -> EngineResult<String> {
+    let Some(stats) = engine.stats() else {
+        return Ok(format!(
+            "{:<w$} : {} has no TierKV figures to print\n",
+            bench.name(),
+            engine.name(),
+            w = report::NAME_WIDTH
+        ));
+    };
+    Ok(match bench {
+        Benchmark::Stats => report::format_stats(&StatsSummary::new(engine.name(), stats, None)),
+        Benchmark::Levelstats => report::format_level_stats(&stats),
+        Benchmark::Sstables => report::format_sstables(&engine.live_tables()?),
+        _ => unreachable!("only report benchmarks"),
+    })
 }
 
 /// The engine's final figures, when it has them.
@@ -920,7 +1298,7 @@ mod tests {
                 "readrandom",
                 "readseq",
             ] {
-                assert!(text.contains(&format!("{name:<12} :")), "{text}");
+                assert!(text.contains(&format!("{name:<22} :")), "{text}");
             }
         }
     }
@@ -1074,7 +1452,7 @@ mod tests {
         assert_eq!(r[0].name, "overwrite");
         let text = String::from_utf8(out).unwrap();
         assert!(
-            text.contains("fillseq      : skipped (--use_existing_db is true)"),
+            text.contains("fillseq                : skipped (--use_existing_db is true)"),
             "{text}"
         );
     }

@@ -20,6 +20,9 @@ use tierkv::DbStats;
 
 const STRIPES: usize = 64;
 
+/// One stripe of the model: key -> hash of its last value.
+type Model = HashMap<Vec<u8>, u64>;
+
 /// Bytes of the key stamped at the start of a value under `--verify`: the key's first 8 bytes
 /// (db_bench keys start with the 8-byte key number), fewer when the key or value is shorter.
 pub fn stamp_len(key_len: usize, value_len: usize) -> usize {
@@ -92,6 +95,39 @@ impl KvEngine for VerifyingEngine {
         self.inner.delete(key)?;
         model.remove(key);
         Ok(())
+    }
+
+    fn write_batch(&self, batch: &crate::engine::KvBatch) -> EngineResult<()> {
+        // Every stripe the batch touches, locked in index order (no deadlock with another
+        // batch), held across the engine's write so the model changes with it.
+        let mut idx: Vec<usize> = batch
+            .iter()
+            .map(|(k, _)| (hash(k) % STRIPES as u64) as usize)
+            .collect();
+        idx.sort_unstable();
+        idx.dedup();
+        let mut guards: Vec<(usize, MutexGuard<'_, Model>)> = idx
+            .into_iter()
+            .map(|i| (i, self.stripes[i].lock().unwrap_or_else(|e| e.into_inner())))
+            .collect();
+        self.inner.write_batch(batch)?;
+        for (key, value) in batch.iter() {
+            let i = (hash(key) % STRIPES as u64) as usize;
+            let model = &mut guards
+                .iter_mut()
+                .find(|(j, _)| *j == i)
+                .expect("stripe locked above")
+                .1;
+            match value {
+                Some(v) => model.insert(key.to_vec(), hash(v)),
+                None => model.remove(key),
+            };
+        }
+        Ok(())
+    }
+
+    fn compact(&self) -> EngineResult<()> {
+        self.inner.compact()
     }
 
     fn get(&self, key: &[u8], value: &mut Vec<u8>) -> EngineResult<bool> {

@@ -191,6 +191,22 @@ impl ScrambledZipfian {
         }
     }
 
+    /// A generator over `[min, max]` with zipfian constant `theta`: YCSB's
+    /// `ScrambledZipfianGenerator(min, max, zipfianconstant)`. At 0.99 it is [`new`](Self::new);
+    /// at any other constant the zipfian runs over the item count itself (`[0, max - min + 1]`,
+    /// zeta computed here: O(max - min) work), as YCSB's does.
+    pub fn with_constant(min: u64, max: u64, theta: f64) -> Self {
+        if theta == ZIPFIAN_CONSTANT {
+            return ScrambledZipfian::new(min, max);
+        }
+        let item_count = max - min + 1;
+        ScrambledZipfian {
+            gen: Zipfian::new(0, item_count, theta),
+            min,
+            item_count,
+        }
+    }
+
     /// The next item.
     #[inline]
     pub fn next(&mut self, rng: &mut SmallRng) -> u64 {
@@ -329,19 +345,24 @@ pub enum KeyChooser {
 impl KeyChooser {
     /// The chooser for `dist` over `record_count` loaded records and an allowance of
     /// `expected_new_keys` inserts (YCSB: operations x insert proportion x 2). `latest_zetan` is
-    /// zeta(record_count - 1, 0.99), needed only for [`RequestDistribution::Latest`].
+    /// zeta(record_count - 1, 0.99), needed only for [`RequestDistribution::Latest`];
+    /// `zipfian_constant` applies to [`RequestDistribution::Zipfian`] (YCSB's
+    /// `zipfianconstant`; the latest distribution always uses 0.99, as YCSB's does).
     pub fn new(
         dist: RequestDistribution,
         record_count: u64,
         expected_new_keys: u64,
         latest_zetan: f64,
+        zipfian_constant: f64,
     ) -> Self {
         let n = record_count.max(1);
         match dist {
             RequestDistribution::Uniform => KeyChooser::Uniform(n),
-            RequestDistribution::Zipfian => {
-                KeyChooser::Zipfian(ScrambledZipfian::new(0, n + expected_new_keys - 1))
-            }
+            RequestDistribution::Zipfian => KeyChooser::Zipfian(ScrambledZipfian::with_constant(
+                0,
+                n + expected_new_keys - 1,
+                zipfian_constant,
+            )),
             RequestDistribution::Latest => {
                 KeyChooser::Latest(SkewedLatest::with_zetan(n - 1, latest_zetan))
             }
@@ -395,6 +416,10 @@ pub struct YcsbMix {
     pub rmw: f64,
     /// The workload's own request distribution (YCSB's `requestdistribution`).
     pub distribution: RequestDistribution,
+    /// The zipfian constant of the zipfian distribution (YCSB's `zipfianconstant`).
+    pub zipfian_constant: f64,
+    /// Scan lengths are uniform in `1..=max_scan_length` (YCSB's `maxscanlength`).
+    pub max_scan_length: u64,
 }
 
 impl YcsbMix {
@@ -411,7 +436,9 @@ impl YcsbMix {
     /// Workload F (read-modify-write): 50% reads, 50% read-modify-writes, zipfian.
     pub const F: YcsbMix = YcsbMix::new(0.5, 0.0, 0.0, 0.0, 0.5, RequestDistribution::Zipfian);
 
-    const fn new(
+    /// A mix with YCSB's zipfian constant (0.99) and the core workloads' scan lengths
+    /// (`1..=100`).
+    pub const fn new(
         read: f64,
         update: f64,
         insert: f64,
@@ -426,6 +453,8 @@ impl YcsbMix {
             scan,
             rmw,
             distribution,
+            zipfian_constant: ZIPFIAN_CONSTANT,
+            max_scan_length: MAX_SCAN_LENGTH,
         }
     }
 }
@@ -663,7 +692,7 @@ mod tests {
         let draws = 200_000u64;
         let mut r = rng(4);
         let counter = AckCounter::new(n);
-        let mut c = KeyChooser::new(RequestDistribution::Uniform, n, 0, 0.0);
+        let mut c = KeyChooser::new(RequestDistribution::Uniform, n, 0, 0.0, ZIPFIAN_CONSTANT);
         let mut counts = vec![0u64; n as usize];
         for _ in 0..draws {
             counts[c.next(&mut r, &counter) as usize] += 1;
@@ -686,6 +715,7 @@ mod tests {
             n,
             0,
             zeta(n - 1, ZIPFIAN_CONSTANT),
+            ZIPFIAN_CONSTANT,
         );
         let mut r = rng(5);
         let draws = 200_000;
@@ -726,7 +756,13 @@ mod tests {
         assert_eq!(c.acknowledged(), 12);
         assert_eq!(c.reserved(), 12);
         // Zipfian choices above the limit are redrawn.
-        let mut z = KeyChooser::new(RequestDistribution::Zipfian, 10, 1000, 0.0);
+        let mut z = KeyChooser::new(
+            RequestDistribution::Zipfian,
+            10,
+            1000,
+            0.0,
+            ZIPFIAN_CONSTANT,
+        );
         let mut r = rng(6);
         assert!((0..10_000).all(|_| z.next(&mut r, &c) <= 11));
     }
@@ -781,5 +817,28 @@ mod tests {
                 assert_ne!(first, (0..20).collect::<Vec<_>>(), "shuffled");
             }
         }
+    }
+
+    #[test]
+    fn scrambled_zipfian_follows_its_constant() {
+        // A smaller constant spreads requests: the most popular item's share falls with it.
+        let top_share = |theta: f64| {
+            let mut z = ScrambledZipfian::with_constant(0, 999, theta);
+            let mut r = rng(9);
+            let mut counts = vec![0u64; 1000];
+            for _ in 0..100_000 {
+                let k = z.next(&mut r);
+                assert!(k < 1000);
+                counts[k as usize] += 1;
+            }
+            *counts.iter().max().unwrap() as f64 / 100_000.0
+        };
+        let (skewed, flatter) = (top_share(0.99), top_share(0.5));
+        assert!(skewed > 2.0 * flatter, "0.99: {skewed}, 0.5: {flatter}");
+        // At 0.99 it is YCSB's precomputed generator.
+        let mut a = ScrambledZipfian::with_constant(0, 99, ZIPFIAN_CONSTANT);
+        let mut b = ScrambledZipfian::new(0, 99);
+        let (mut ra, mut rb) = (rng(3), rng(3));
+        assert!((0..1000).all(|_| a.next(&mut ra) == b.next(&mut rb)));
     }
 }

@@ -109,7 +109,7 @@ fn ycsb_on_the_memory_and_null_engines() {
     let runs = commands::bench(&c, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     for r in &runs[0].benchmarks {
-        assert!(text.contains(&format!("{:<12} :", r.name)), "{text}");
+        assert!(text.contains(&format!("{:<22} :", r.name)), "{text}");
         if r.name != "ycsb-load" {
             assert_eq!(r.ops, 5000);
         }
