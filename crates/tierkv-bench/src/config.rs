@@ -265,6 +265,21 @@ impl FromStr for Benchmark {
     }
 }
 
+/// Rewrites YCSB's single-dash long options (`-target N`, `-threads N`) to the flags they
+/// mean (`--target`, `--threads`), so a YCSB command line works as typed; everything else is
+/// passed through.
+pub fn normalize_ycsb_args(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    args.into_iter()
+        .map(|a| match a.to_str() {
+            Some("-target") => "--target".into(),
+            Some("-threads") => "--threads".into(),
+            _ => a,
+        })
+        .collect()
+}
+
 /// db_bench benchmarks TierKV does not run, with the reason.
 fn refused_benchmark(name: &str) -> Option<&'static str> {
     Some(match name {

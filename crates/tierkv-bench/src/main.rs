@@ -132,7 +132,9 @@ fn run(command: Command) -> EngineResult<ExitCode> {
 /// (clap's "a similar argument exists" tip pointed db_bench users at unrelated flags).
 fn parse_cli() -> Result<Cli, ExitCode> {
     use clap::error::{ContextKind, ErrorKind};
-    match Cli::try_parse() {
+    match Cli::try_parse_from(tierkv_bench::config::normalize_ycsb_args(
+        std::env::args_os(),
+    )) {
         Ok(cli) => Ok(cli),
         Err(e) if e.kind() == ErrorKind::UnknownArgument => {
             let flag = e

@@ -1,0 +1,296 @@
+//! End-to-end tests of the db_bench and YCSB flags and benchmarks of `tierkv bench`: each runs
+//! the binary over a real TierKV database (a temporary directory) and checks what it printed
+//! and the JSON report.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn tierkv(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tierkv"))
+        .args(args)
+        .output()
+        .expect("the tierkv binary runs")
+}
+
+/// Runs `args`, asserts success, returns stdout and stderr.
+fn ok(args: &[&str]) -> (String, String) {
+    let out = tierkv(args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
+/// Runs `args`, asserts failure, returns stderr.
+fn fails(args: &[&str]) -> String {
+    let out = tierkv(args);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn bench<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["runs"][0]["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
+/// The new benchmarks do what db_bench's do, on a small database with compactions.
+#[test]
+fn db_bench_benchmarks_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let (stdout, _) = ok(&[
+        "bench",
+        "--num=3000",
+        "--write_buffer_size=65536",
+        "--benchmarks=fillrandom,updaterandom,multireadrandom,seekrandomwhilewriting,compact,levelstats,deleterandom,readrandom,stats",
+        "--multiread_batch_size=8",
+        "--seek_nexts=2",
+        &format!("--json={}", report.display()),
+    ]);
+    let v = json(&report);
+    // updaterandom: a get and a put per operation; every key of the filled range is found
+    // unless fillrandom missed it (random keys), so some, not all, are found.
+    let up = bench(&v, "updaterandom");
+    assert_eq!(up["ops"], 3000);
+    assert!(up["found"].as_u64().unwrap() > 1000, "{up}");
+    // multireadrandom: 3000 keys read in batches of 8: one timed operation per batch.
+    let mr = bench(&v, "multireadrandom");
+    assert_eq!(mr["ops"], 3000);
+    let batches = mr["ops_by_type"][0]["count"].as_u64().unwrap();
+    assert_eq!(batches, 3000_u64.div_ceil(8), "{mr}");
+    assert!(mr["found"].as_u64().unwrap() > 1000, "{mr}");
+    // seekrandomwhilewriting: the seekers' figures, and the writer's puts.
+    let sw = bench(&v, "seekrandomwhilewriting");
+    assert_eq!(sw["ops"], 3000);
+    assert!(sw["writer_ops"].as_u64().unwrap() > 0, "{sw}");
+    // compact: one operation that left everything in one level.
+    assert!(stdout.contains("the whole key range compacted"), "{stdout}");
+    assert!(
+        stdout.contains("** Level stats (design leveled) **"),
+        "{stdout}"
+    );
+    // deleterandom then readrandom: deleted keys are gone, so fewer are found than before.
+    let rr = bench(&v, "readrandom");
+    let found_after_deletes = rr["found"].as_u64().unwrap();
+    assert!(found_after_deletes < 3000 * 2 / 3, "{rr}");
+    assert!(stdout.contains("** Engine figures (tierkv, design leveled) **"));
+    // Each benchmark says what it made the engine do.
+    let engine_lines = stdout.matches("engine: wrote").count();
+    assert_eq!(engine_lines, 7, "{stdout}");
+    let fill = bench(&v, "fillrandom");
+    assert!(fill["engine"]["flushes"].as_u64().unwrap() > 0, "{fill}");
+    assert!(
+        fill["engine"]["ssd_bytes_written"].as_u64().unwrap()
+            > fill["engine"]["user_bytes_written"].as_u64().unwrap()
+    );
+}
+
+/// Benchmarks TierKV does not run are refused with the reason.
+#[test]
+fn reverse_and_mixgraph_are_refused_with_the_reason() {
+    let err = fails(&["bench", "--benchmarks=fillseq,readreverse", "--num=10"]);
+    assert!(err.contains("forward only"), "{err}");
+    let err = fails(&["bench", "--benchmarks=mixgraph", "--num=10"]);
+    assert!(err.contains("not reproduced"), "{err}");
+}
+
+/// --batch_size groups writes into atomic batches, one timed operation each; --histogram
+/// prints the buckets; --statistics prints the engine figures after every benchmark.
+#[test]
+fn batches_histogram_and_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let (stdout, _) = ok(&[
+        "bench",
+        "--num=1000",
+        "--batch_size=10",
+        "--benchmarks=fillseq,readrandom",
+        "--histogram",
+        "--statistics",
+        "--verify",
+        &format!("--json={}", report.display()),
+    ]);
+    let v = json(&report);
+    let fill = bench(&v, "fillseq");
+    assert_eq!(fill["ops"], 1000);
+    assert_eq!(fill["ops_by_type"][0]["count"], 100, "{fill}");
+    // Every key written by the batches is read back (and checked by --verify).
+    assert_eq!(bench(&v, "readrandom")["found"], 1000);
+    let buckets = fill["histogram"].as_array().unwrap();
+    let counted: u64 = buckets.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, 100);
+    assert!(stdout.contains("latency histogram (micros)"), "{stdout}");
+    assert_eq!(
+        stdout.matches("** Engine figures").count(),
+        3,
+        "after each of the two benchmarks and at the end:\n{stdout}"
+    );
+    let err = fails(&["bench", "--batch_size=0"]);
+    assert!(err.contains("--batch_size=0"), "{err}");
+}
+
+/// --duration bounds a benchmark by time rather than by count, and
+/// --report_interval_seconds writes one CSV row per interval.
+#[test]
+fn duration_and_report_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let csv = dir.path().join("report.csv");
+    let (_, stderr) = ok(&[
+        "bench",
+        "--engine=memory",
+        "--num=1000000000",
+        "--benchmarks=fillrandom",
+        "--duration=2",
+        "--report_interval_seconds=1",
+        &format!("--report_file={}", csv.display()),
+        &format!("--json={}", report.display()),
+    ]);
+    let v = json(&report);
+    let fill = bench(&v, "fillrandom");
+    // It stopped at the deadline, long before 10^9 writes.
+    assert!(fill["ops"].as_u64().unwrap() < 1_000_000_000);
+    assert!(fill["seconds"].as_f64().unwrap() >= 2.0, "{fill}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("benchmark,secs_elapsed,interval_ops,interval_qps,interval_stall_ms,total_ops")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert!(!rows.is_empty(), "{text}");
+    assert!(rows.iter().all(|r| r.starts_with("fillrandom,")), "{text}");
+    assert!(stderr.contains("ops/s in the last"), "{stderr}");
+    let err = fails(&[
+        "bench",
+        "--report_interval_seconds=1",
+        "--report_file=/nonexistent-dir/x.csv",
+    ]);
+    assert!(err.contains("does not exist"), "{err}");
+}
+
+/// --benchmark_write_rate_limit paces writes: a run never writes faster than the cap.
+#[test]
+fn write_rate_limit_caps_the_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    // 144-byte entries at 72000 B/s: 500 writes per second, so 400 writes take 0.8 s.
+    ok(&[
+        "bench",
+        "--engine=memory",
+        "--num=400",
+        "--benchmarks=fillrandom",
+        "--benchmark_write_rate_limit=72000",
+        &format!("--json={}", report.display()),
+    ]);
+    let fill = json(&report)["runs"][0]["benchmarks"][0].clone();
+    assert!(fill["ops_per_sec"].as_f64().unwrap() <= 510.0, "{fill}");
+}
+
+/// A YCSB workload file sets the records, operations and record size; -p overrides it; the
+/// transaction phase runs as ycsb-run.
+#[test]
+fn ycsb_workload_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let workload = concat!(env!("CARGO_MANIFEST_DIR"), "/../../workloads/workloadf");
+    let (stdout, _) = ok(&[
+        "bench",
+        "-P",
+        workload,
+        "-p",
+        "recordcount=2000",
+        "-p",
+        "fieldlength=20",
+        "--benchmarks=ycsb-load,ycsb-run",
+        "-target",
+        "0",
+        &format!("--json={}", report.display()),
+    ]);
+    assert!(stdout.contains("Values:     200 bytes each"), "{stdout}");
+    assert!(stdout.contains("Entries:    2000"), "{stdout}");
+    assert!(stdout.contains("rmw 0.5"), "{stdout}");
+    let v = json(&report);
+    assert_eq!(bench(&v, "ycsb-load")["ops"], 2000);
+    let run = bench(&v, "ycsb-run");
+    // operationcount=1000 from the file; reads and read-modify-writes only, all found.
+    assert_eq!(run["ops"], 1000);
+    let ops: Vec<&str> = run["ops_by_type"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, vec!["read", "rmw"]);
+    assert_eq!(run["found"], run["lookups"]);
+    assert_eq!(v["flags"]["ycsb"]["mix"]["read_modify_write"], 0.5);
+
+    let err = fails(&["bench", "--benchmarks=ycsb-run", "--num=10"]);
+    assert!(err.contains("-P FILE"), "{err}");
+    let err = fails(&[
+        "bench",
+        "-P",
+        "/nonexistent/workload",
+        "--benchmarks=ycsb-run",
+    ]);
+    assert!(err.contains("reading YCSB workload file"), "{err}");
+    let err = fails(&[
+        "bench",
+        "-p",
+        "requestdistribution=hotspot",
+        "--benchmarks=ycsb-run",
+    ]);
+    assert!(err.contains("requestdistribution=hotspot"), "{err}");
+}
+
+/// The side-by-side table adds every tier's bytes up, and says when a run never left the
+/// memtable.
+#[test]
+fn side_by_side_counts_every_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = dir.path().join("pool");
+    let (stdout, _) = ok(&[
+        "bench",
+        "--design=leveled,leveled-pm",
+        "--num=2000",
+        "--benchmarks=fillrandom",
+        &format!("--pm_path={}", pool.display()),
+        "--pm_size=67108864",
+    ]);
+    let table = stdout
+        .split("** Designs side by side")
+        .nth(1)
+        .expect("a side-by-side table");
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing from {table}"))
+            .to_string()
+    };
+    // leveled-pm wrote its WAL to PM: the total is not 0 even though its SSD figure is.
+    let total = row("write amplification");
+    assert!(!total.contains(" 0.000"), "{total}");
+    assert!(
+        row("  SSD write amplification").contains("0.000"),
+        "{table}"
+    );
+    assert!(row("  PM write amplification").contains("n/a"), "{table}");
+    assert!(
+        table.contains("leveled: all data still in the memtable"),
+        "{table}"
+    );
+    assert!(table.contains("read amplification:  bytes read"), "{table}");
+}
