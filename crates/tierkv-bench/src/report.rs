@@ -747,7 +747,7 @@ pub fn format_stats(s: &StatsSummary) -> String {
     );
     let _ = writeln!(
         o,
-        "User reads:             {} gets, {} returned",
+        "User reads:             {} gets; {} returned by gets and scans",
         st.user_gets,
         b(st.user_bytes_read)
     );
@@ -769,10 +769,14 @@ pub fn format_stats(s: &StatsSummary) -> String {
     );
     let _ = writeln!(
         o,
-        "Write amplification:    {:.3} (tables only {:.3})",
+        "Write amplification:    {:.3} (SSD bytes written / user bytes written; tables only {:.3})",
         s.write_amplification, s.write_amplification_tables
     );
-    let _ = writeln!(o, "Read amplification:     {:.3}", s.read_amplification);
+    let _ = writeln!(
+        o,
+        "Read amplification:     {:.3} (SSD bytes read for gets and scans / bytes they returned)",
+        s.read_amplification
+    );
     match (s.space_amplification, s.logical_bytes) {
         (Some(sa), Some(l)) => {
             let _ = writeln!(
@@ -1581,8 +1585,8 @@ mod tests {
             "  flush:                900 B",
             "  compaction:           2100 B (2.1 KiB)",
             "  manifest:             10 B",
-            "Write amplification:    4.110 (tables only 3.000)",
-            "Read amplification:     2.000",
+            "Write amplification:    4.110 (SSD bytes written / user bytes written; tables only 3.000)",
+            "Read amplification:     2.000 (SSD bytes read for gets and scans / bytes they returned)",
             "Space amplification:    1.500 (live SSD 1200 B (1.2 KiB) / logical 800 B)",
             "Stalls:                 7 write groups, 2.000 s (slowdown 1.500 s, stop 0.500 s)",
             "Flushes / compactions:  3 / 2",
