@@ -591,8 +591,11 @@ fn default_readwritepercent() -> u32 {
 pub struct BenchConfig {
     /// Comma-separated benchmarks, run in order on one database: fillseq, fillrandom,
     /// overwrite, readrandom, readseq, seekrandom, readwhilewriting, readrandomwriterandom
-    /// (see --readwritepercent), flush, and the YCSB core
-    /// workloads ycsb-load, ycsb-a, ycsb-b, ycsb-c, ycsb-d, ycsb-e, ycsb-f.
+    /// (see --readwritepercent), updaterandom, deleterandom, seekrandomwhilewriting,
+    /// multireadrandom (see --multiread_batch_size), flush, waitforcompaction, compact, stats,
+    /// levelstats, sstables; the YCSB core workloads ycsb-load, ycsb-a, ycsb-b, ycsb-c, ycsb-d,
+    /// ycsb-e, ycsb-f; and ycsb-run, the workload of a -P file. readreverse and mixgraph are
+    /// refused (the reason is printed).
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_BENCHMARKS)]
     pub benchmarks: Vec<Benchmark>,
 
