@@ -1,20 +1,28 @@
 //! The subcommands of the `tierkv` tool: `bench` (the whole benchmark run: open, header,
 //! benchmarks, engine figures, JSON, close) and the tools that act on an existing database
-//! (`put`, `get`, `delete`, `scan`, `stats`, `check`).
+//! (`put`, `get`, `delete`, `scan`, `stats`, `check`, `repair`).
+//!
+//! The tools open a database with what it recorded at creation (design, level count, WAL tier,
+//! and the engine finds the PM pool at the path its manifest records), so an existing database
+//! needs only `--db`. `bench` checks where its reports go before it runs, and removes its
+//! temporary database when it is interrupted (Ctrl-C, SIGTERM, SIGHUP).
 //!
 //! Keys and values are read and shown as described in [`crate::text`].
 
 use crate::config::{BenchConfig, DesignChoice, DesignEntry, EngineKind};
 use crate::engine::{EngineResult, KvEngine, MemEngine, NullEngine, TierKvEngine};
-use crate::report::{self, BenchResult, DesignRun, JsonReport, StatsSummary};
+use crate::report::{self, format_bytes, BenchResult, DesignRun, JsonReport};
 use crate::text::{display_bytes, parse_bytes_arg};
 use crate::verify::VerifyingEngine;
 use crate::{plot, runner};
+use serde::Serialize;
 use std::io::Write;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use tierkv::{Db, Design, Options};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use tierkv::stats::{DbStats, GlobalIndexStats, LevelStats};
+use tierkv::{CheckReport, CreationFields, Db, Design, Options, ReadOptions};
 
 /// The database flags shared by the tool subcommands.
 #[derive(clap::Args, Clone, Debug, PartialEq)]
@@ -27,7 +35,10 @@ pub struct DbArgs {
     /// create it with (default `leveled`).
     #[arg(long, value_parser = |s: &str| Design::from_str(s).map_err(|e| e.to_string()))]
     pub design: Option<Design>,
-    /// The PM pool file, for designs that use PM (default: `pm.pool` in the database directory).
+    /// The PM pool file, for designs that use PM. For a new database, default `pm.pool` in
+    /// the database directory; another path is recorded in the database. For an existing one,
+    /// default the path it recorded; give it only when the pool moved (the new path is then
+    /// recorded).
     #[arg(long = "pm_path")]
     pub pm_path: Option<PathBuf>,
 }
@@ -42,8 +53,10 @@ impl DbArgs {
             create_if_missing,
             ..Options::default()
         };
+        // Without --pm_path the engine opens the pool the manifest names (or `pm.pool` in the
+        // directory).
         o.pm.path = self.pm_path.clone();
-        if let Ok(created) = Db::describe(&self.db, &tierkv::fs::PosixFs) {
+        if let Some(created) = self.created() {
             let design = Design::from_str(&created.design)?;
             if self.design.is_some_and(|d| d != design) {
                 return Err(format!(
@@ -58,6 +71,26 @@ impl DbArgs {
             o.compaction.num_levels = created.num_levels;
         }
         Ok(o)
+    }
+
+    /// What the database recorded at creation, when `--db` holds one.
+    fn created(&self) -> Option<CreationFields> {
+        Db::describe(&self.db, &tierkv::fs::PosixFs).ok()
+    }
+
+    /// The pool file the database is opened with: `--pm_path`, else the recorded path, else
+    /// `pm.pool` in the directory (as the engine resolves it); `None` without PM.
+    fn pool_path(&self, options: &Options, created: Option<&CreationFields>) -> Option<PathBuf> {
+        if !options.design.uses_pm(options) {
+            return None;
+        }
+        let recorded = created.and_then(|c| c.pm_path.clone());
+        Some(
+            self.pm_path
+                .clone()
+                .or(recorded)
+                .unwrap_or_else(|| self.db.join("pm.pool")),
+        )
     }
 
     fn open(&self, create_if_missing: bool) -> EngineResult<Db> {
@@ -125,26 +158,463 @@ pub fn scan(
     Ok(n)
 }
 
-/// `tierkv stats`: prints the database's figures.
-pub fn stats(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
+/// What a database holds, as `tierkv stats` prints it: what it was created with, its live
+/// data, each stage's groups (levels) with their tables by tier, the WAL and the PM pool.
+///
+/// Every figure describes the database, not the process that opened it (a process that only
+/// opened a database has written and read nothing, so its counters say nothing about it). One
+/// caveat follows from opening: recovery moves what the WAL held into the first stage, so the
+/// WAL replayed at open is reported separately from the WAL left afterwards.
+#[derive(Clone, Debug, Serialize)]
+pub struct DbSummary {
+    /// The database directory.
+    pub path: PathBuf,
+    /// The design it was created with.
+    pub design: String,
+    /// The on-disk format version of its manifest.
+    pub format_version: u32,
+    /// Where its WAL lives (`ssd` or `pm`; a design without a WAL reports `ssd` and no WAL
+    /// bytes).
+    pub wal_tier: String,
+    /// Where its write buffers live (`dram`, or `pm` for a persistent memtable).
+    pub write_buffer_tier: String,
+    /// Live keys (the latest version of each, deletions left out).
+    pub live_keys: u64,
+    /// Key + value bytes of the live keys.
+    pub live_bytes: u64,
+    /// The design's stages, in pipeline order.
+    pub stages: Vec<StageSummary>,
+    /// Tables of every stage, on SSD.
+    pub ssd_tables: TierUsage,
+    /// Tables of every stage, on PM.
+    pub pm_tables: TierUsage,
+    /// WAL bytes the open replayed into the first stage, on SSD and on PM.
+    pub wal_replayed_ssd_bytes: u64,
+    /// See `wal_replayed_ssd_bytes`.
+    pub wal_replayed_pm_bytes: u64,
+    /// Bytes of live WAL files after the open, on SSD.
+    pub wal_ssd_bytes: u64,
+    /// The same on PM.
+    pub wal_pm_bytes: u64,
+    /// Bytes of the write buffers after the open.
+    pub write_buffer_bytes: u64,
+    /// The PM pool, for a design that uses one.
+    pub pool: Option<PoolSummary>,
+    /// The global index (`slmdb`).
+    pub global_index: Option<GlobalIndexStats>,
+    /// Whether a flush or compaction was due or running when the figures were taken (one that
+    /// started finishes before the tool closes the database, which then differs from this
+    /// summary).
+    pub background_pending: bool,
+}
+
+/// One stage of a [`DbSummary`].
+#[derive(Clone, Debug, Serialize)]
+pub struct StageSummary {
+    /// The stage's name (`levels`, `components`, ...).
+    pub name: String,
+    /// Its groups (the levels of a leveled stage), each with its tables by tier.
+    pub groups: Vec<GroupSummary>,
+}
+
+/// One group (level) of a stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupSummary {
+    /// `L0`, `L1`, ... for a leveled stage, else `group 0`, `group 1`, ...
+    pub name: String,
+    /// Its tables on SSD.
+    pub ssd: TierUsage,
+    /// Its tables on PM.
+    pub pm: TierUsage,
+}
+
+/// Files and bytes on one tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TierUsage {
+    /// Number of files.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+impl TierUsage {
+    fn add(&mut self, other: TierUsage) {
+        self.files += other.files;
+        self.bytes += other.bytes;
+    }
+}
+
+/// The PM pool of a [`DbSummary`].
+#[derive(Clone, Debug, Serialize)]
+pub struct PoolSummary {
+    /// The pool file.
+    pub path: Option<PathBuf>,
+    /// The durability mode it was opened in.
+    pub mode: String,
+    /// The pool's size.
+    pub size_bytes: u64,
+    /// Bytes in allocated chunks (tables, WALs, the compaction log, the global index, the
+    /// pool's own header and directory).
+    pub allocated_bytes: u64,
+}
+
+impl DbSummary {
+    /// The summary of an open database: `created` is what its manifest recorded, `pool` the
+    /// pool file it was opened with, `stats` its figures right after the open.
+    fn new(
+        path: &Path,
+        created: &CreationFields,
+        pool: Option<PathBuf>,
+        stats: &DbStats,
+        (live_keys, live_bytes): (u64, u64),
+        memtable_on_pm: bool,
+    ) -> DbSummary {
+        let usage = |l: &LevelStats| TierUsage {
+            files: l.files,
+            bytes: l.bytes,
+        };
+        let stages: Vec<StageSummary> = stats
+            .stages
+            .iter()
+            .map(|st| StageSummary {
+                name: st.name.clone(),
+                groups: st
+                    .groups
+                    .iter()
+                    .enumerate()
+                    .map(|(i, all)| {
+                        let pm = st.pm_groups.get(i).map(usage).unwrap_or_default();
+                        GroupSummary {
+                            name: if st.name == "levels" {
+                                format!("L{i}")
+                            } else {
+                                format!("group {i}")
+                            },
+                            ssd: TierUsage {
+                                files: all.files.saturating_sub(pm.files),
+                                bytes: all.bytes.saturating_sub(pm.bytes),
+                            },
+                            pm,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        let (mut ssd_tables, mut pm_tables) = (TierUsage::default(), TierUsage::default());
+        for g in stages.iter().flat_map(|s| &s.groups) {
+            ssd_tables.add(g.ssd);
+            pm_tables.add(g.pm);
+        }
+        // The front end's recovery reads (the WAL replayed into the first stage), per tier.
+        let replayed = |tier: &str| -> u64 {
+            stats
+                .io
+                .iter()
+                .filter(|c| c.tier.name() == tier && c.part == "front_end")
+                .filter(|c| c.purpose == "recovery")
+                .map(|c| c.read)
+                .sum()
+        };
+        DbSummary {
+            path: path.to_path_buf(),
+            design: created.design.clone(),
+            format_version: created.format_version,
+            wal_tier: if created.wal_on_pm { "pm" } else { "ssd" }.to_string(),
+            write_buffer_tier: if memtable_on_pm { "pm" } else { "dram" }.to_string(),
+            live_keys,
+            live_bytes,
+            stages,
+            ssd_tables,
+            pm_tables,
+            wal_replayed_ssd_bytes: replayed("ssd"),
+            wal_replayed_pm_bytes: replayed("pm"),
+            wal_ssd_bytes: stats.wal_bytes,
+            wal_pm_bytes: stats.pm_wal_bytes,
+            write_buffer_bytes: stats.dram.memtable_bytes,
+            pool: stats.pm.as_ref().map(|pm| PoolSummary {
+                path: pool,
+                mode: pm.mode.clone(),
+                size_bytes: pm.pool_bytes,
+                allocated_bytes: pm.bytes_allocated,
+            }),
+            global_index: stats.global_index.clone(),
+            background_pending: stats.background_pending,
+        }
+    }
+}
+
+/// `n` files and their bytes, e.g. `2 files, 8192 B (8.0 KiB)`.
+fn files_and_bytes(u: TierUsage) -> String {
+    let files = if u.files == 1 { "file" } else { "files" };
+    format!("{} {files}, {}", u.files, format_bytes(u.bytes))
+}
+
+/// A group's tables by tier: `1 file, 4096 B (4.0 KiB) on PM`, both tiers when it has both,
+/// `empty` without tables.
+fn group_usage(g: &GroupSummary) -> String {
+    match (g.ssd.files, g.pm.files) {
+        (0, 0) => "empty".to_string(),
+        (_, 0) => format!("{} on SSD", files_and_bytes(g.ssd)),
+        (0, _) => format!("{} on PM", files_and_bytes(g.pm)),
+        _ => format!(
+            "{} on PM, {} on SSD",
+            files_and_bytes(g.pm),
+            files_and_bytes(g.ssd)
+        ),
+    }
+}
+
+/// The text `tierkv stats` prints: one line per figure, one per non-empty group (runs of
+/// empty groups on one line).
+pub fn format_db_summary(s: &DbSummary) -> String {
+    use std::fmt::Write as _;
+    let b = format_bytes;
+    let mut o = String::new();
+    let _ = writeln!(o, "Database:        {}", s.path.display());
+    let _ = writeln!(
+        o,
+        "Design:          {} (format {}, WAL on {}, write buffers in {})",
+        s.design,
+        s.format_version,
+        s.wal_tier.to_uppercase(),
+        s.write_buffer_tier.to_uppercase()
+    );
+    let _ = writeln!(
+        o,
+        "Live data:       {} {}, {} of keys and values",
+        s.live_keys,
+        if s.live_keys == 1 { "key" } else { "keys" },
+        b(s.live_bytes)
+    );
+    for (i, st) in s.stages.iter().enumerate() {
+        let mut total = TierUsage::default();
+        for g in &st.groups {
+            total.add(g.ssd);
+            total.add(g.pm);
+        }
+        let _ = writeln!(
+            o,
+            "Stage {i} ({}):  {} in {} groups",
+            st.name,
+            files_and_bytes(total),
+            st.groups.len()
+        );
+        let mut g = 0;
+        while g < st.groups.len() {
+            let group = &st.groups[g];
+            if group.ssd.files + group.pm.files > 0 {
+                let _ = writeln!(
+                    o,
+                    "  {:<9} {}",
+                    format!("{}:", group.name),
+                    group_usage(group)
+                );
+                g += 1;
+                continue;
+            }
+            let mut last = g;
+            while last + 1 < st.groups.len()
+                && st.groups[last + 1].ssd.files + st.groups[last + 1].pm.files == 0
+            {
+                last += 1;
+            }
+            let names = if last == g {
+                group.name.clone()
+            } else {
+                format!("{}-{}", group.name, st.groups[last].name)
+            };
+            let _ = writeln!(o, "  {:<9} empty", format!("{names}:"));
+            g = last + 1;
+        }
+    }
+    let _ = writeln!(
+        o,
+        "Tables:          {} on SSD, {} on PM",
+        files_and_bytes(s.ssd_tables),
+        files_and_bytes(s.pm_tables)
+    );
+    let _ = writeln!(
+        o,
+        "WAL:             {} on SSD, {} on PM (after the open replayed {} from SSD and {} \
+         from PM into stage 0)",
+        b(s.wal_ssd_bytes),
+        b(s.wal_pm_bytes),
+        b(s.wal_replayed_ssd_bytes),
+        b(s.wal_replayed_pm_bytes)
+    );
+    let _ = writeln!(
+        o,
+        "Write buffers:   {} in {}",
+        b(s.write_buffer_bytes),
+        s.write_buffer_tier.to_uppercase()
+    );
+    match &s.pool {
+        Some(p) => {
+            let path = p
+                .path
+                .as_ref()
+                .map_or_else(|| "(given)".to_string(), |p| p.display().to_string());
+            let percent = if p.size_bytes == 0 {
+                0.0
+            } else {
+                100.0 * p.allocated_bytes as f64 / p.size_bytes as f64
+            };
+            let _ = writeln!(
+                o,
+                "PM pool:         {path} ({}): {} allocated of {} ({percent:.1}%)",
+                p.mode,
+                b(p.allocated_bytes),
+                b(p.size_bytes)
+            );
+        }
+        None => {
+            let _ = writeln!(o, "PM pool:         none (the design keeps nothing on PM)");
+        }
+    }
+    if let Some(ix) = &s.global_index {
+        let _ = writeln!(
+            o,
+            "Global index:    {} keys in {} leaves, {} on PM, {} in DRAM",
+            ix.keys,
+            ix.leaves,
+            b(ix.pm_bytes),
+            b(ix.dram_bytes)
+        );
+    }
+    if s.background_pending {
+        let _ = writeln!(
+            o,
+            "Background work: a flush or compaction was due or running when these figures were \
+             taken; one that started finished before the database closed, changing its stages"
+        );
+    }
+    let ratio = |a: u64| {
+        if s.live_bytes == 0 {
+            "n/a".to_string()
+        } else {
+            format!("{:.3}", a as f64 / s.live_bytes as f64)
+        }
+    };
+    let ssd = s.ssd_tables.bytes + s.wal_ssd_bytes;
+    let pm = s.pm_tables.bytes + s.wal_pm_bytes;
+    let _ = writeln!(
+        o,
+        "Space:           SSD {} ({} of the live data), PM {} ({}) in tables and WAL",
+        b(ssd),
+        ratio(ssd),
+        b(pm),
+        ratio(pm)
+    );
+    o
+}
+
+/// `tierkv stats`: opens the database and prints what it holds ([`DbSummary`]), as text or,
+/// with `json`, as one JSON document.
+pub fn stats(args: &DbArgs, json: bool, out: &mut dyn Write) -> EngineResult<()> {
+    let created = Db::describe(&args.db, &tierkv::fs::PosixFs)
+        .map_err(|e| format!("reading database {}: {e}", args.db.display()))?;
+    let options = args.options(false)?;
+    let pool = args.pool_path(&options, Some(&created));
+    let memtable_on_pm = options.design.memtable_on_pm();
     let db = args.open(false)?;
-    let logical = db.logical_size()?;
-    let summary = StatsSummary::new("tierkv", db.stats(), Some(logical));
-    write!(out, "{}", report::format_stats(&summary))?;
+    let stats = db.stats();
+    let live = {
+        // The iterator ends before the database closes; scanned blocks stay out of the cache.
+        let ro = ReadOptions {
+            skip_cache_fill: true,
+            ..ReadOptions::default()
+        };
+        let mut it = db.iter(&ro)?;
+        it.seek_to_first();
+        let (mut keys, mut bytes) = (0u64, 0u64);
+        while it.valid() {
+            keys += 1;
+            bytes += (it.key().len() + it.value().len()) as u64;
+            it.next();
+        }
+        it.status()?;
+        (keys, bytes)
+    };
     db.close()?;
+    // What the manifest says after the open (a moved pool's new path is recorded by it).
+    let created = args.created().unwrap_or(created);
+    let summary = DbSummary::new(&args.db, &created, pool, &stats, live, memtable_on_pm);
+    if json {
+        let text = serde_json::to_string_pretty(&summary)
+            .map_err(|e| format!("encoding the summary as JSON: {e}"))?;
+        writeln!(out, "{text}")?;
+    } else {
+        write!(out, "{}", format_db_summary(&summary))?;
+    }
     Ok(())
 }
 
-/// `tierkv check`: verifies every checksum and invariant; prints the report.
+/// The lines of `tierkv check`'s report: one figure a line, then notes on what the next open
+/// will do about what was found.
+pub fn format_check_report(db: &Path, design: &str, r: &CheckReport) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "OK: no damage found in {} (design {design})",
+        db.display()
+    );
+    for (what, n) in [
+        ("tables checked", r.tables_checked as u64),
+        ("entries checked", r.entries_checked),
+        ("pointers checked", r.pointers_checked),
+        ("WAL files checked", r.wal_files_checked as u64),
+        ("WAL records checked", r.wal_records_checked),
+        ("WAL torn tail bytes", r.wal_torn_tail_bytes),
+        ("WAL files ignored", r.wal_files_ignored as u64),
+        ("index keys checked", r.index_keys_checked),
+        ("index tables to adopt", r.index_tables_to_adopt as u64),
+    ] {
+        let _ = writeln!(o, "{:<23}{n}", format!("{what}:"));
+    }
+    if r.wal_torn_tail_bytes > 0 {
+        let _ = writeln!(
+            o,
+            "note: the WAL ends in {} torn bytes (a write that was never acknowledged, or \
+             unsynced writes cut by a power failure); the next open drops them",
+            r.wal_torn_tail_bytes
+        );
+    }
+    if r.wal_files_ignored > 0 {
+        let _ = writeln!(
+            o,
+            "note: {} WAL files follow a cut in the log and hold only writes acknowledged \
+             without sync; the next open ignores them",
+            r.wal_files_ignored
+        );
+    }
+    if r.index_tables_to_adopt > 0 {
+        let _ = writeln!(
+            o,
+            "note: the global index names {} tables the manifest does not (a crash between \
+             their index updates and their manifest record); the next open adopts them",
+            r.index_tables_to_adopt
+        );
+    }
+    o
+}
+
+/// `tierkv check`: verifies every checksum and invariant; prints the report. Damage is an error
+/// that says so (and the caller exits non-zero).
 pub fn check(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
-    let report = Db::check(&args.db, args.options(false)?)
-        .map_err(|e| format!("check of {} failed: {e}", args.db.display()))?;
-    writeln!(
+    let options = args.options(false)?;
+    let report = Db::check(&args.db, options.clone()).map_err(|e| {
+        if e.is_corruption() {
+            format!("check of {} found damage: {e}", args.db.display())
+        } else {
+            format!("check of {} failed: {e}", args.db.display())
+        }
+    })?;
+    write!(
         out,
-        "OK: {} tables, {} entries verified",
-        report.tables_checked, report.entries_checked
+        "{}",
+        format_check_report(&args.db, options.design.name(), &report)
     )?;
-    writeln!(out, "{report:#?}")?;
     Ok(())
 }
 
@@ -204,11 +674,27 @@ pub fn open_engine(
     let engine: Box<dyn KvEngine> = match (config.engine, entry.design) {
         (EngineKind::Null, _) => Box::new(NullEngine::default()),
         (EngineKind::Memory, _) => Box::new(MemEngine::default()),
-        (EngineKind::Tierkv, DesignChoice::Tierkv(_)) => {
+        (EngineKind::Tierkv, DesignChoice::Tierkv(design)) => {
             let options = config.entry_options(entry)?;
             if let (Some(pool), false) = (&options.pm.path, config.use_existing_db) {
                 // A fresh database gets a fresh pool: the bench owns the file it was given.
                 let _ = std::fs::remove_file(pool);
+            }
+            if config.use_existing_db {
+                // As the tools: an existing database's pool is where its manifest says (the
+                // engine's default without --pm_path); its design must be given, as it picks
+                // the options of the run, and a mismatch names the one to give.
+                if let Ok(created) = Db::describe(path, &tierkv::fs::PosixFs) {
+                    if created.design != design.name() {
+                        return Err(format!(
+                            "database {} was created with design {}; run it with --design {}",
+                            path.display(),
+                            created.design,
+                            created.design
+                        )
+                        .into());
+                    }
+                }
             }
             let engine = TierKvEngine::open(path, options, config.write_options())
                 .map_err(|e| format!("opening database {}: {e}", path.display()))?;
@@ -234,7 +720,9 @@ pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<Desi
     resolved.resolve()?;
     let config = &resolved;
     config.validate()?;
+    check_report_paths(config)?;
     let temp;
+    let _registered;
     let root = match &config.db {
         Some(p) => p.clone(),
         None => {
@@ -242,6 +730,8 @@ pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<Desi
                 .prefix("tierkv-bench-")
                 .tempdir_in(std::env::temp_dir())
                 .map_err(|e| format!("creating a temporary database directory: {e}"))?;
+            // Dropped before `temp`: the handler lets go of the directory before it is removed.
+            _registered = TempDbGuard::register(temp.path())?;
             temp.path().to_path_buf()
         }
     };
@@ -260,7 +750,12 @@ pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<Desi
             writeln!(out, "Variant:    {entry}")?;
         }
         let options = design_options(config, entry)?;
-        let engine = open_engine(config, entry, &path)?;
+        let engine = {
+            // Not while the interrupt handler removes the temporary directory: an open would
+            // create it again.
+            let _removal = TEMP_DB.lock().unwrap_or_else(PoisonError::into_inner);
+            open_engine(config, entry, &path)?
+        };
         let mut run = run_design(engine, config, &entry.label, options, out)?;
         if entry.is_variant() {
             run.base_design = Some(entry.design.name().to_string());
@@ -273,6 +768,112 @@ pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<Desi
     }
     write_reports(config, &runs, out)?;
     Ok(runs)
+}
+
+/// Checks, before a run, that its reports can be written where `--json` and `--plot` say: the
+/// JSON file's directory exists and takes a new file (and the file, if it exists, is a file that
+/// can be written), and the plot directory exists or can be created and takes a new file. A
+/// long run must not end in an error that was there from the start.
+pub fn check_report_paths(config: &BenchConfig) -> EngineResult<()> {
+    /// Creates and removes a file in `dir`.
+    fn probe(dir: &Path) -> std::io::Result<()> {
+        tempfile::Builder::new()
+            .prefix(".tierkv-write-check-")
+            .tempfile_in(dir)
+            .map(drop)
+    }
+    if let Some(path) = &config.json {
+        let bad = |why: String| format!("--json {}: {why}", path.display());
+        if path.is_dir() {
+            return Err(bad("is a directory; give a file path".into()).into());
+        }
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            let what = if dir.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
+            return Err(bad(format!("the directory {} {what}", dir.display())).into());
+        }
+        probe(dir).map_err(|e| bad(format!("cannot create a file in {}: {e}", dir.display())))?;
+        if path.exists() {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(path)
+                .map_err(|e| bad(format!("cannot be written: {e}")))?;
+        }
+    }
+    if let Some(dir) = &config.plot {
+        let bad = |why: String| format!("--plot {}: {why}", dir.display());
+        std::fs::create_dir_all(dir)
+            .map_err(|e| bad(format!("cannot create the directory: {e}")))?;
+        probe(dir).map_err(|e| bad(format!("cannot create a file in it: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The temporary database directory of the `bench` that is running, if it made one: what the
+/// interrupt handler removes. `bench` holds the lock while it opens a database, so that the
+/// handler never removes the directory while an open creates it again.
+static TEMP_DB: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Registers a temporary database directory with the interrupt handler (installed on first
+/// use) while it exists; dropping it unregisters the directory.
+struct TempDbGuard;
+
+impl TempDbGuard {
+    fn register(dir: &Path) -> EngineResult<TempDbGuard> {
+        static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+        INSTALLED
+            .get_or_init(|| ctrlc::set_handler(on_interrupt).map_err(|e| e.to_string()))
+            .clone()
+            .map_err(|e| {
+                format!("installing the handler that removes the temporary database on Ctrl-C: {e}")
+            })?;
+        *TEMP_DB.lock().unwrap_or_else(PoisonError::into_inner) = Some(dir.to_path_buf());
+        Ok(TempDbGuard)
+    }
+}
+
+impl Drop for TempDbGuard {
+    fn drop(&mut self) {
+        *TEMP_DB.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
+/// Ctrl-C, SIGTERM or SIGHUP: removes the temporary database directory (with the PM pool in
+/// it) and exits with status 130. The lock is kept to the end, so that no database is opened
+/// in the directory meanwhile; the benchmark threads may still write into it, so the removal is
+/// tried again while anything is left.
+fn on_interrupt() {
+    let held = TEMP_DB.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(dir) = held.as_ref() {
+        let mut result = Ok(());
+        for _ in 0..50 {
+            result = std::fs::remove_dir_all(dir);
+            if !dir.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        match result {
+            Err(e) if dir.exists() => eprintln!(
+                "interrupted: could not remove the temporary database {}: {e}",
+                dir.display()
+            ),
+            _ => eprintln!(
+                "interrupted: removed the temporary database {}",
+                dir.display()
+            ),
+        }
+    } else {
+        eprintln!("interrupted");
+    }
+    std::process::exit(130);
 }
 
 /// Runs the benchmarks of `config` on one engine: header, benchmarks, figures, close.

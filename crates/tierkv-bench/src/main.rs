@@ -69,12 +69,17 @@ enum Command {
         #[arg(long)]
         limit: Option<u64>,
     },
-    /// Prints the database's figures.
+    /// Prints what the database holds: its design, live keys and bytes, each stage's levels
+    /// with their tables (files, bytes, tier), the WAL and the PM pool's usage.
     Stats {
         #[command(flatten)]
         db: DbArgs,
+        /// Print the figures as one JSON document instead.
+        #[arg(long)]
+        json: bool,
     },
-    /// Verifies every checksum and invariant; exits non-zero on damage.
+    /// Verifies every checksum and invariant and prints what was checked (tables, entries,
+    /// WAL records, torn tail bytes, index keys, ...); exits non-zero on damage.
     Check {
         #[command(flatten)]
         db: DbArgs,
@@ -117,7 +122,7 @@ fn run(command: Command) -> EngineResult<ExitCode> {
         } => {
             commands::scan(&db, from.as_deref(), to.as_deref(), limit, &mut out)?;
         }
-        Command::Stats { db } => commands::stats(&db, &mut out)?,
+        Command::Stats { db, json } => commands::stats(&db, json, &mut out)?,
         Command::Check { db } => commands::check(&db, &mut out)?,
         Command::Repair { db } => commands::repair(&db, &mut out)?,
         Command::SimulateCompaction(args) => {

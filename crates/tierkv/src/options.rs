@@ -15,7 +15,10 @@ use tierkv_pm::{DurabilityMode, LatencyModel, PmPool};
 #[derive(Clone, Serialize, Deserialize)]
 pub struct PmOptions {
     /// The pool file; default `<database directory>/pm.pool`. Put it on a DAX file system for
-    /// real PM, or on `/dev/shm` for the emulation the papers used.
+    /// real PM, or on `/dev/shm` for the emulation the papers used. A database records another
+    /// path in its manifest (absolute), and opening it without `path` uses the recorded one;
+    /// a path given for an existing database wins and, once the pool there proves to be the
+    /// database's, is recorded instead (for a pool that moved).
     pub path: Option<PathBuf>,
     /// Pool size in bytes, fixed when the pool is created (a sparse file: a chunk takes space
     /// in the file system when it is first used, and a full file system is an out-of-space

@@ -59,8 +59,8 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
     let versions = VersionSet::recover(dir, options, Arc::clone(&counters))?;
     let version = versions.current();
     version.check_invariants()?;
-    let pm =
-        super::recovery::open_pm(dir, options, PmFsOpen::Existing(versions.identity()), false)?;
+    let how = PmFsOpen::Existing(versions.identity());
+    let pm = super::recovery::open_pm(dir, options, how, false, versions.pm_path())?;
     let present = super::recovery::list_files(&*options.fs, pm.as_ref(), dir)?;
     super::recovery::verify_files(dir, &versions, &present, &*options.fs, pm.as_ref())?;
     let front = crate::front_ends::build(options.design.spec().front_end, options);

@@ -263,8 +263,9 @@ impl Db {
     }
 
     /// What the database at `path` was created with (design, format version, level count,
-    /// WAL tier), read from its manifest through `fs` without opening it; tools use it to open
-    /// a database with the options it needs.
+    /// WAL tier, and where its PM pool is when not `pm.pool` in the directory), read from its
+    /// manifest through `fs` without opening it; tools use it to open a database with the
+    /// options it needs and to show where its pool is.
     pub fn describe(
         path: impl AsRef<Path>,
         fs: &dyn FileSystem,

@@ -29,8 +29,8 @@ use crate::sst::BlockCache;
 use crate::stats::Counters;
 use crate::tier::Tier;
 use crate::version::{
-    current_file_name, new_identity, parse_file_name, run_file_name, set_current, FileKind,
-    VersionEdit, VersionSet,
+    current_file_name, new_identity, parse_file_name, pool_path_to_record, run_file_name,
+    set_current, FileKind, VersionEdit, VersionSet,
 };
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet};
@@ -67,8 +67,13 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                     dir.display()
                 )));
             }
-            let versions = VersionSet::recover(dir, &options, Arc::clone(&counters))?;
-            let pm = open_pm(dir, &options, PmFsOpen::Existing(versions.identity()), true)?;
+            let mut versions = VersionSet::recover(dir, &options, Arc::clone(&counters))?;
+            let how = PmFsOpen::Existing(versions.identity());
+            let pm = open_pm(dir, &options, how, true, versions.pm_path())?;
+            if options.pm.path.is_some() {
+                // The pool was found, bound to this database, at the path given: record it.
+                versions.set_pm_path(pool_path_to_record(dir, &options));
+            }
             (versions, pm)
         }
         DirState::New { leftovers } => {
@@ -82,7 +87,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 fs.remove(&dir.join(name))?;
             }
             let identity = new_identity();
-            let pm = open_pm(dir, &options, PmFsOpen::Create(identity), true)?;
+            let pm = open_pm(dir, &options, PmFsOpen::Create(identity), true, None)?;
             let versions = VersionSet::create(dir, &options, identity, Arc::clone(&counters))?;
             (versions, pm)
         }
@@ -364,12 +369,14 @@ fn delete_unreferenced(
 
 /// Opens the PM pool and its file system when the design uses PM, for the database `how`
 /// names, and sets the pool's space policy. `lock`: take the pool file's lock (not for offline
-/// checks).
+/// checks). The pool file is `pm.path`, else `recorded` (where the manifest says the pool is),
+/// else `pm.pool` in `dir`.
 pub(crate) fn open_pm(
     dir: &Path,
     options: &Options,
     how: PmFsOpen,
     lock: bool,
+    recorded: Option<&Path>,
 ) -> Result<Option<PmTier>> {
     if !options.design.uses_pm(options) {
         return Ok(None);
@@ -378,11 +385,11 @@ pub(crate) fn open_pm(
     let (pool, location, pool_lock) = match &options.pm.pool {
         Some(pool) => (Arc::clone(pool), "PM pool (given)".to_string(), None),
         None => {
-            let path = options
-                .pm
-                .path
-                .clone()
-                .unwrap_or_else(|| dir.join("pm.pool"));
+            let path = match (&options.pm.path, recorded) {
+                (Some(given), _) => given.clone(),
+                (None, Some(recorded)) => recorded.to_path_buf(),
+                (None, None) => dir.join("pm.pool"),
+            };
             let pool_lock = if lock {
                 Some(PosixFs.lock(&PathBuf::from(format!("{}.lock", path.display())))?)
             } else {
@@ -399,9 +406,11 @@ pub(crate) fn open_pm(
             } else if creating {
                 PmPool::create(&path, &pool_options)?
             } else {
-                return Err(Error::corruption(
-                    path.display().to_string(),
-                    "the PM pool of this database is missing",
+                return Err(missing_pool(
+                    dir,
+                    &path,
+                    options.pm.path.is_some(),
+                    recorded,
                 ));
             };
             (pool, path.display().to_string(), pool_lock)
@@ -431,6 +440,35 @@ pub(crate) fn open_pm(
         index,
         _lock: pool_lock,
     }))
+}
+
+/// The error for an existing database whose pool file is not there: not corruption (the
+/// database may be intact and its pool elsewhere), but where the pool was looked for and how to
+/// point at it. `given`: the path came from the options, not from the database.
+fn missing_pool(dir: &Path, path: &Path, given: bool, recorded: Option<&Path>) -> Error {
+    let recorded = recorded.map_or_else(|| dir.join("pm.pool"), Path::to_path_buf);
+    Error::NotFound(if !given {
+        format!(
+            "the PM pool of database {} is at {} and is missing (give --pm_path, or \
+             Options::pm.path, if it moved)",
+            dir.display(),
+            path.display()
+        )
+    } else if recorded != path {
+        format!(
+            "no PM pool at {}, the path given for database {}; the database records its pool \
+             at {}",
+            path.display(),
+            dir.display(),
+            recorded.display()
+        )
+    } else {
+        format!(
+            "the PM pool of database {} is at {} and is missing",
+            dir.display(),
+            path.display()
+        )
+    })
 }
 
 /// Chunks of a pool that hold no data: the header chunk and the `PmFs` directory chunk.
@@ -514,7 +552,8 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
         let tried = options_of_manifest(options, &*fs, &dir.join(name)).and_then(|options| {
             let versions =
                 VersionSet::recover_manifest(dir, name, &options, Arc::clone(&counters))?;
-            let pm = open_pm(dir, &options, PmFsOpen::Existing(versions.identity()), true)?;
+            let how = PmFsOpen::Existing(versions.identity());
+            let pm = open_pm(dir, &options, how, true, versions.pm_path())?;
             let present = list_files(&*fs, pm.as_ref(), dir)?;
             verify_files(dir, &versions, &present, &*fs, pm.as_ref())
         });

@@ -10,6 +10,9 @@ use crate::tier::Tier;
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 use crate::version::{FileMetaData, KeyRange, RowInfo, RunKind};
 use crate::{Error, Result};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 
 const TAG_LOG_NUMBER: u32 = 2;
 const TAG_NEXT_FILE_NUMBER: u32 = 3;
@@ -19,6 +22,9 @@ const TAG_FORMAT_VERSION: u32 = 21;
 const TAG_WAL_TIER: u32 = 23;
 const TAG_IDENTITY: u32 = 24;
 const TAG_LOG_CREATED: u32 = 25;
+/// The PM pool's path, when it is not `pm.pool` in the database directory (optional: older
+/// manifests lack it).
+const TAG_PM_PATH: u32 = 26;
 const TAG_STAGE: u32 = 30;
 
 const STAGE_GROUP_COUNT: u32 = 1;
@@ -94,6 +100,10 @@ pub struct VersionEdit {
     /// log number before it creates that WAL (it then logs `Some(true)`). An edit that sets
     /// `log_number` without this field names a WAL that exists.
     pub log_created: Option<bool>,
+    /// Where the database's PM pool is: the absolute path it was created or last opened with,
+    /// recorded only when that is not `pm.pool` in the database directory (snapshot records
+    /// only; manifests written before the field existed lack it, which means the default).
+    pub pm_path: Option<PathBuf>,
 }
 
 impl VersionEdit {
@@ -140,6 +150,10 @@ impl VersionEdit {
         if let Some(created) = self.log_created {
             put_varint32(&mut b, TAG_LOG_CREATED);
             put_varint32(&mut b, u32::from(created));
+        }
+        if let Some(path) = &self.pm_path {
+            put_varint32(&mut b, TAG_PM_PATH);
+            put_length_prefixed(&mut b, path.as_os_str().as_bytes());
         }
         for (tag, v) in [
             (TAG_LOG_NUMBER, self.log_number),
@@ -198,6 +212,13 @@ impl VersionEdit {
                         Some(1) => Some(true),
                         _ => return Err(bad("log state")),
                     }
+                }
+                TAG_PM_PATH => {
+                    let p = d.length_prefixed().ok_or_else(|| bad("PM pool path"))?;
+                    if p.is_empty() {
+                        return Err(bad("PM pool path (empty)"));
+                    }
+                    e.pm_path = Some(PathBuf::from(OsStr::from_bytes(p)));
                 }
                 TAG_STAGE => {
                     let stage = d.varint32().ok_or_else(|| bad("stage"))? as usize;
@@ -383,6 +404,7 @@ mod tests {
             wal_tier: Some(Tier::Pm),
             identity: Some(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210),
             log_created: Some(false),
+            pm_path: Some(PathBuf::from("/dev/shm/db \u{e9}.pool")),
             ..VersionEdit::default()
         };
         let s0 = e.stage_mut(0);
@@ -437,6 +459,18 @@ mod tests {
             }
         }
         assert!(VersionEdit::decode(&[99], "m").unwrap_err().is_corruption());
+        // A pool path is any bytes a Unix path holds; an empty one is corruption.
+        let odd = VersionEdit {
+            pm_path: Some(PathBuf::from(OsStr::from_bytes(b"/pm/\xff\x01.pool"))),
+            ..VersionEdit::default()
+        };
+        assert_eq!(VersionEdit::decode(&odd.encode(), "m").unwrap(), odd);
+        let mut empty = Vec::new();
+        put_varint32(&mut empty, TAG_PM_PATH);
+        put_length_prefixed(&mut empty, b"");
+        assert!(VersionEdit::decode(&empty, "m")
+            .unwrap_err()
+            .is_corruption());
         // A stage named twice is corruption.
         let mut twice = e.encode();
         twice.extend_from_slice(&e.encode());

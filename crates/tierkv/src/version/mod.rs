@@ -19,11 +19,11 @@ mod edit;
 mod set;
 
 pub use edit::VersionEdit;
-pub(crate) use set::set_current;
 pub use set::{
     current_file_name, log_file_name, new_identity, parse_file_name, read_creation_fields,
     read_manifest_creation_fields, run_file_name, CreationFields, FileKind, VersionSet,
 };
+pub(crate) use set::{pool_path_to_record, set_current};
 
 use crate::format::{compare_internal, user_key};
 use crate::tier::Tier;

@@ -83,6 +83,9 @@ pub struct VersionSet {
     design: String,
     wal_tier: Tier,
     identity: u128,
+    /// Where the PM pool is, when not `pm.pool` in the directory (see [`VersionEdit::pm_path`]);
+    /// written into every manifest snapshot.
+    pm_path: Option<PathBuf>,
     /// Whether the WAL numbered `log_number` exists (false between recovery's manifest record
     /// of a new log number and its creation of that WAL).
     pub log_created: bool,
@@ -121,6 +124,7 @@ impl VersionSet {
             design: options.design.name().to_string(),
             wal_tier: options.design.wal_tier(options),
             identity,
+            pm_path: pool_path_to_record(dir, options),
             log_created: true,
             manifest_torn_bytes: 0,
             next_file_number: 1,
@@ -196,6 +200,7 @@ impl VersionSet {
             design,
             wal_tier: options.design.wal_tier(options),
             identity: r.identity.ok_or_else(|| missing("identity"))?,
+            pm_path: r.pm_path,
             log_created: r.log_created,
             manifest_torn_bytes: reader.tail().dropped_bytes,
             next_file_number: r.next_file.ok_or_else(|| missing("next file number"))?,
@@ -215,6 +220,19 @@ impl VersionSet {
     /// The database's identity.
     pub fn identity(&self) -> u128 {
         self.identity
+    }
+
+    /// Where the manifest says the PM pool is, when not `pm.pool` in the directory.
+    pub fn pm_path(&self) -> Option<&Path> {
+        self.pm_path.as_deref()
+    }
+
+    /// Records where the PM pool is (`None`: `pm.pool` in the directory). An open that found
+    /// the pool at an explicitly given path records that path, so a pool that moved needs its
+    /// new path only once. Written with the next manifest snapshot (every open starts a fresh
+    /// manifest).
+    pub fn set_pm_path(&mut self, path: Option<PathBuf>) {
+        self.pm_path = path;
     }
 
     /// The installed version.
@@ -284,6 +302,7 @@ impl VersionSet {
             format_version: Some(FORMAT_VERSION),
             wal_tier: Some(self.wal_tier),
             identity: Some(self.identity),
+            pm_path: self.pm_path.clone(),
             log_created: Some(next_log_created(edit, self.log_number, self.log_created)),
             log_number: edit.log_number,
             next_file_number: edit.next_file_number,
@@ -334,6 +353,11 @@ pub struct CreationFields {
     pub num_levels: usize,
     /// Whether the WAL lives on PM.
     pub wal_on_pm: bool,
+    /// The PM pool's absolute path, as given when the database was created (or last opened
+    /// with an explicit path), when that is not `pm.pool` in the database directory; `None`
+    /// for the default and for manifests written before the path was recorded. An open
+    /// without `pm.path` uses it.
+    pub pm_path: Option<PathBuf>,
 }
 
 /// Reads what the database in `dir` was created with from the first record of the manifest
@@ -368,7 +392,23 @@ pub fn read_manifest_creation_fields(fs: &dyn FileSystem, path: &Path) -> Result
         format_version: e.format_version.ok_or_else(|| missing("format version"))?,
         num_levels: levels.ok_or_else(|| missing("stage 0 group count"))?,
         wal_on_pm: e.wal_tier.ok_or_else(|| missing("WAL tier"))? == Tier::Pm,
+        pm_path: e.pm_path,
     })
+}
+
+/// The pool path a database opened with `options` in `dir` records in its manifest: the
+/// absolute form of `pm.path` (a relative path would name another file from another working
+/// directory), or `None` for a design without PM, a pool given as an object (`pm.pool`), no
+/// `pm.path`, or the default `pm.pool` in `dir` (left unrecorded so that it follows the
+/// directory when the database is moved).
+pub(crate) fn pool_path_to_record(dir: &Path, options: &Options) -> Option<PathBuf> {
+    if !options.design.uses_pm(options) || options.pm.pool.is_some() {
+        return None;
+    }
+    let given = options.pm.path.as_deref()?;
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let path = absolute(given);
+    (path != absolute(&dir.join("pm.pool"))).then_some(path)
 }
 
 /// A new database identity: 128 bits from the standard library's randomly keyed hasher (seeded
@@ -406,6 +446,7 @@ struct Replayed {
     pointers: Vec<Vec<Vec<u8>>>,
     design: Option<String>,
     identity: Option<u128>,
+    pm_path: Option<PathBuf>,
 }
 
 impl Default for Replayed {
@@ -419,6 +460,7 @@ impl Default for Replayed {
             pointers: Vec::new(),
             design: None,
             identity: None,
+            pm_path: None,
         }
     }
 }
@@ -448,6 +490,9 @@ impl Replayed {
         }
         self.log_created = next_log_created(&edit, self.log_number.unwrap_or(0), self.log_created);
         self.identity = edit.identity.or(self.identity);
+        if edit.pm_path.is_some() {
+            self.pm_path = edit.pm_path;
+        }
         self.next_file = edit.next_file_number.or(self.next_file);
         self.last_seq = edit.last_sequence.or(self.last_seq);
         self.log_number = edit.log_number.or(self.log_number);
@@ -618,5 +663,66 @@ mod tests {
             .err()
             .unwrap();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    }
+
+    /// A pool path other than the default is recorded (absolute) in every manifest snapshot
+    /// and read back by recovery and `read_creation_fields`; the default, a design without PM
+    /// and a manifest without the field record nothing.
+    #[test]
+    fn the_pool_path_is_recorded_unless_it_is_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let counters = Arc::new(Counters::default());
+        let with_pool = |path: Option<PathBuf>| {
+            let mut o = Options {
+                design: crate::Design::LEVELED_PM,
+                ..Options::default()
+            };
+            o.pm.path = path;
+            o
+        };
+        let db = dir.path().join("db");
+        std::fs::create_dir(&db).unwrap();
+        let relative = PathBuf::from("some-dir/x.pool");
+        let opts = with_pool(Some(relative.clone()));
+        let vs = VersionSet::create(&db, &opts, 7, counters.clone()).unwrap();
+        let expected = std::env::current_dir().unwrap().join(&relative);
+        assert_eq!(vs.pm_path(), Some(expected.as_path()));
+        drop(vs);
+        assert_eq!(
+            read_creation_fields(&crate::fs::PosixFs, &db)
+                .unwrap()
+                .pm_path,
+            Some(expected.clone())
+        );
+        // Recovery reads it, and the next manifest (a fresh snapshot) carries it on.
+        let mut vs = VersionSet::recover(&db, &with_pool(None), counters.clone()).unwrap();
+        assert_eq!(vs.pm_path(), Some(expected.as_path()));
+        let first = vs.recovered_manifest().unwrap();
+        vs.log_and_apply(VersionEdit::default()).unwrap();
+        assert_ne!(vs.manifest_number(), Some(first));
+        drop(vs);
+        let created = read_creation_fields(&crate::fs::PosixFs, &db).unwrap();
+        assert_eq!(created.pm_path, Some(expected));
+        assert_eq!(created.design, "leveled-pm");
+        // Nothing is recorded for the default pool, wherever it is named from, nor without PM.
+        for (name, opts) in [
+            ("default", with_pool(None)),
+            (
+                "named default",
+                with_pool(Some(dir.path().join("d2/pm.pool"))),
+            ),
+            ("no PM", {
+                let mut o = Options::default();
+                o.pm.path = Some(dir.path().join("unused.pool"));
+                o
+            }),
+        ] {
+            let d = dir.path().join("d2");
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir(&d).unwrap();
+            drop(VersionSet::create(&d, &opts, 8, counters.clone()).unwrap());
+            let created = read_creation_fields(&crate::fs::PosixFs, &d).unwrap();
+            assert_eq!(created.pm_path, None, "{name}");
+        }
     }
 }
