@@ -696,8 +696,17 @@ pub fn open_engine(
                     }
                 }
             }
-            let engine = TierKvEngine::open(path, options, config.write_options())
-                .map_err(|e| format!("opening database {}: {e}", path.display()))?;
+            let engine =
+                TierKvEngine::open(path, options, config.write_options()).map_err(|e| {
+                    // db_bench users expect a kept --db to be reused: say how.
+                    let hint = if !config.use_existing_db && path.join("CURRENT").exists() {
+                        "; give --use_existing_db to run on it (fill benchmarks are then \
+                         skipped), or remove it for a fresh run"
+                    } else {
+                        ""
+                    };
+                    format!("opening database {}: {e}{hint}", path.display())
+                })?;
             Box::new(engine)
         }
         (EngineKind::Tierkv, DesignChoice::Rocksdb) => {

@@ -294,3 +294,25 @@ fn side_by_side_counts_every_tier() {
     );
     assert!(table.contains("read amplification:  bytes read"), "{table}");
 }
+
+/// A kept --db that exists is not overwritten; the error says how to reuse it.
+#[test]
+fn an_existing_db_gets_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_flag = format!("--db={}", db.display());
+    ok(&["bench", "--num=100", "--benchmarks=fillseq", &db_flag]);
+    let err = fails(&["bench", "--num=100", "--benchmarks=readrandom", &db_flag]);
+    assert!(
+        err.contains("already exists") && err.contains("--use_existing_db"),
+        "{err}"
+    );
+    let (stdout, _) = ok(&[
+        "bench",
+        "--num=100",
+        "--benchmarks=fillseq,readrandom",
+        "--use_existing_db",
+        &db_flag,
+    ]);
+    assert!(stdout.contains("(100 of 100 found)"), "{stdout}");
+}
