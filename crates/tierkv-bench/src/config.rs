@@ -697,7 +697,9 @@ pub struct BenchConfig {
     #[serde(default = "default_sample_interval")]
     pub sample_interval_ms: u64,
 
-    /// Draw SVG charts (throughput over time, latency CDFs, amplification) into this directory.
+    /// Draw SVG charts into this directory: throughput over time (stalled time shaded),
+    /// latency by percentile on a log tail axis (benchmarks of 10 operations or more), and
+    /// amplification per design and tier.
     #[arg(long)]
     #[serde(default)]
     pub plot: Option<PathBuf>,
