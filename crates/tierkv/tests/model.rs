@@ -495,9 +495,27 @@ fn run_seeds(
 /// of their families (`nvlsm-leveled`, `nvlsm-fragmented`: the same stage, policy and run kind
 /// with other set shapes; `matrixkv`: the same stage and rows with another compaction plan) a
 /// third.
+/// Split in two tests of about equal length (the designs of [`MEMFS_HALF_A`], then the others)
+/// so that the two run on two threads.
 #[test]
-fn model_random_sequences_memfs() {
-    for design in support::designs() {
+fn model_random_sequences_memfs_a() {
+    model_random_sequences_memfs(|d| MEMFS_HALF_A.contains(&d));
+}
+
+#[test]
+fn model_random_sequences_memfs_b() {
+    model_random_sequences_memfs(|d| !MEMFS_HALF_A.contains(&d));
+}
+
+const MEMFS_HALF_A: &[Design] = &[
+    Design::LEVELED,
+    Design::LEVELED_PM,
+    Design::LEVELED_PMTABLE,
+    Design::NVLSM,
+];
+
+fn model_random_sequences_memfs(selected: impl Fn(Design) -> bool) {
+    for design in support::designs().into_iter().filter(|&d| selected(d)) {
         let n = if design == Design::NVLSM_LEVELED
             || design == Design::NVLSM_FRAGMENTED
             || design == Design::MATRIXKV
