@@ -316,3 +316,65 @@ fn an_existing_db_gets_a_hint() {
     ]);
     assert!(stdout.contains("(100 of 100 found)"), "{stdout}");
 }
+
+/// The long flags of `--help` of `args`.
+fn help_flags(args: &[&str]) -> std::collections::BTreeSet<String> {
+    let (stdout, _) = ok(args);
+    flags_in(&stdout)
+}
+
+fn flags_in(text: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(pos) = text[i..].find("--") {
+        let start = i + pos + 2;
+        let end = start
+            + text[start..]
+                .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+                .unwrap_or(text.len() - start);
+        // A flag starts a word: `--x` after a space, backtick, parenthesis or line start.
+        let before = if i + pos == 0 { b' ' } else { bytes[i + pos - 1] };
+        if end > start && matches!(before, b' ' | b'`' | b'(' | b'\n' | b'[' | b',') {
+            out.insert(text[start..end].to_string());
+        }
+        i = end.max(start);
+    }
+    out
+}
+
+/// The README and `--help` agree: every flag of `tierkv bench --help` is in the README, and
+/// every flag the README names is one some subcommand accepts.
+#[test]
+fn readme_and_help_agree() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .unwrap();
+    let named = flags_in(&readme);
+    let bench = help_flags(&["bench", "--help"]);
+    let missing: Vec<_> = bench
+        .iter()
+        .filter(|f| *f != "help" && !named.contains(*f))
+        .collect();
+    assert!(missing.is_empty(), "README lacks bench flags {missing:?}");
+    let mut accepted = bench;
+    for sub in [
+        "reproduce",
+        "put",
+        "get",
+        "delete",
+        "scan",
+        "stats",
+        "check",
+        "repair",
+        "simulate-compaction",
+    ] {
+        accepted.extend(help_flags(&[sub, "--help"]));
+    }
+    // Flags of other tools the README shows (cargo's, RocksDB's db_bench).
+    let foreign = ["release", "features", "all", "check", "workspace", "all_targets", "component"];
+    let unknown: Vec<_> = named
+        .iter()
+        .filter(|f| !accepted.contains(*f) && !foreign.contains(&f.as_str()))
+        .collect();
+    assert!(unknown.is_empty(), "README names flags no subcommand has: {unknown:?}");
+}
