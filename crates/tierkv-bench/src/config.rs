@@ -1248,7 +1248,10 @@ impl BenchConfig {
 
     /// The write options these flags select.
     pub fn write_options(&self) -> WriteOptions {
-        WriteOptions { sync: self.sync }
+        WriteOptions {
+            sync: self.sync,
+            ..Default::default()
+        }
     }
 }
 

@@ -44,6 +44,10 @@ pub(crate) struct DesignSpec {
     pub compaction_log: bool,
     /// The design's stages under `options`, in pipeline order (stage 0 receives the flushes).
     pub stages: fn(&Options) -> Vec<Box<dyn Stage>>,
+    /// Why the design cannot run with `compaction.disable_auto_compactions` (`None`: it can):
+    /// a first stage of bounded capacity that only compaction frees, so writes would stop for
+    /// good, or outgrow the PM the design is sized for.
+    pub needs_auto_compactions: Option<&'static str>,
     /// Applies the design's own defaults (the paper's parameters, scaled to this machine) to
     /// options that still hold the engine-wide defaults.
     pub defaults: fn(&mut Options),
@@ -135,6 +139,12 @@ impl Design {
     /// True if the design keeps a compaction log on PM (see `DbStats::clog_discarded`).
     pub fn compaction_log(self) -> bool {
         self.0.compaction_log
+    }
+
+    /// Why the design cannot run with `compaction.disable_auto_compactions`, or `None` if it
+    /// can (opening with it set then fails with [`Error::InvalidArgument`] giving this reason).
+    pub fn needs_auto_compactions(self) -> Option<&'static str> {
+        self.0.needs_auto_compactions
     }
 
     /// The design's stages under `options`.

@@ -61,7 +61,7 @@ pub use options::{
     CompactionOptions, Design, FilterScope, NvlsmOptions, Options, PmOptions, ReadOptions,
     RowOptions, SlmOptions, SsdModelOptions, TableOptions, WriteOptions,
 };
-pub use stats::DbStats;
+pub use stats::{DbStats, LiveTable};
 pub use tier::Tier;
 pub use tierkv_pm as pm;
 pub use version::CreationFields;

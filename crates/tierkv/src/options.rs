@@ -116,6 +116,17 @@ pub struct CompactionOptions {
     /// Background compaction threads (flushes have their own thread). Compactions running at
     /// once never share a level. Default 1.
     pub background_compactions: usize,
+    /// Schedule no compaction automatically (RocksDB's `disable_auto_compactions`, for bulk
+    /// loads that compact once at the end): [`crate::Db::compact_range`] still compacts and
+    /// flushes still run. As in RocksDB, the stages' write-pressure rules that only compaction
+    /// relieves (the L0 slowdown and stop triggers) stall no write while this is set, or
+    /// writes would stop for good; the memtable limit (`max_write_buffer_number`) still
+    /// applies, and reads slow down as L0 grows. Designs whose first stage is a bounded PM
+    /// container that only compaction drains (`trianglekv`, `matrixkv`'s rows; the NVLSM
+    /// designs, whose pool holds every run) refuse to open with it
+    /// ([`crate::Error::InvalidArgument`]). Default false.
+    #[serde(default)]
+    pub disable_auto_compactions: bool,
 }
 
 impl Default for CompactionOptions {
@@ -129,6 +140,7 @@ impl Default for CompactionOptions {
             level_size_multiplier: 10,
             target_file_size: 64 << 20,
             background_compactions: 1,
+            disable_auto_compactions: false,
         }
     }
 }
@@ -437,6 +449,14 @@ impl Options {
         if c.background_compactions == 0 || c.background_compactions > 64 {
             return bad("compaction.background_compactions must be in 1..=64".into());
         }
+        if c.disable_auto_compactions {
+            if let Some(why) = self.design.spec().needs_auto_compactions {
+                return bad(format!(
+                    "compaction.disable_auto_compactions is not supported by design {}: {why}",
+                    self.design.name()
+                ));
+            }
+        }
         self.ssd.validate()?;
         let pm = &self.pm;
         if self.design.uses_pm(self) && pm.pool.is_none() {
@@ -472,12 +492,23 @@ impl Options {
     }
 }
 
-/// Options of one write.
+/// Options of one write. Build it with `..Default::default()` for the fields you leave alone:
+/// fields may be added.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WriteOptions {
     /// Sync the write-ahead log (fdatasync) before acknowledging. Without it an acknowledged
     /// write survives a process crash but may be lost in a power failure. Default false.
     pub sync: bool,
+    /// Skip the write-ahead log (RocksDB's `disableWAL`): the write goes to the memtable only.
+    /// It is readable at once and durable once its memtable is flushed (by `Db::flush`, a full
+    /// memtable, or `Db::close` and drop, which flush when unlogged writes are in memory); a
+    /// crash before that may lose it, while logged writes keep their guarantees (recovery
+    /// replays them past the unlogged ones, whose sequence numbers the next logged record
+    /// carries). With `sync` it is an [`crate::Error::InvalidArgument`], as in RocksDB. No
+    /// effect on designs whose memtable is itself persistent and that have no separate log
+    /// (`leveled-pmtable`, `slmdb`: every write is durable once linked into the PM
+    /// memtable). Default false.
+    pub disable_wal: bool,
 }
 
 /// Options of one read or iterator.

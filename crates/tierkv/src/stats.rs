@@ -9,6 +9,7 @@
 
 use crate::tier::Tier;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Why bytes were read from or written to a tier.
@@ -169,6 +170,14 @@ pub struct Counters {
     pub index_adopted_tables: AtomicU64,
     /// The most recent compactions, oldest first (at most [`JOB_LOG_LEN`]).
     pub jobs: parking_lot::Mutex<JobLog>,
+    /// Cumulative compaction figures per (stage, output group), never capped.
+    levels: parking_lot::Mutex<BTreeMap<(usize, usize), LevelCompactionStats>>,
+    /// Cumulative flush figures per (target group, tier index).
+    flush_targets: parking_lot::Mutex<BTreeMap<(usize, usize), FlushTargetStats>>,
+    /// Per [`StallReason`] slot: microseconds of stall.
+    stall_cause_micros: Box<[AtomicU64]>,
+    /// Per [`StallReason`] slot: write groups that stalled for it.
+    stall_cause_groups: Box<[AtomicU64]>,
 }
 
 /// Compactions the job log keeps.
@@ -227,6 +236,228 @@ pub struct CompactionJob {
     pub end_micros: u64,
 }
 
+/// Cumulative compaction figures of one output group of one stage since the database opened
+/// (RocksDB's per-level compaction statistics: a compaction is counted in the row of the group
+/// it writes to). Not capped, unlike the job log. Bytes read are the internal key and value
+/// bytes the merge read (as [`CompactionJob::input_bytes`]; RocksDB counts the input files'
+/// sizes, which differ by the tables' block overhead, and a row of a row container is read
+/// only in the task's key range); bytes written are the output runs' sizes (with, for
+/// `slmdb`, its global index's PM bytes), so that every row's `written_bytes` add up to
+/// [`DbStats::ssd_written_compaction`] + [`DbStats::pm_written_compaction`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LevelCompactionStats {
+    /// The stage.
+    pub stage: usize,
+    /// The output group (the level compactions wrote to).
+    pub group: usize,
+    /// Compactions, trivial moves included (RocksDB's `Comp(cnt)`).
+    pub compactions: u64,
+    /// Of those, runs moved down without a rewrite.
+    pub trivial_moves: u64,
+    /// Wall time of the compactions, planning to installing, in microseconds (`Comp(sec)`).
+    pub micros: u64,
+    /// Bytes read from the input groups, every group but the output one (`Rn(GB)`).
+    pub read_input_bytes: u64,
+    /// Bytes read from the output group: its runs the merge rewrote (`Rnp1(GB)`).
+    pub read_output_bytes: u64,
+    /// Bytes written (`Write(GB)`).
+    pub written_bytes: u64,
+    /// Bytes of runs moved down without a rewrite (`Moved(GB)`).
+    pub moved_bytes: u64,
+    /// Runs read from the input groups (`Rn(cnt)`); a row read in a key range counts once.
+    pub read_input_runs: u64,
+    /// Runs read from the output group (`Rnp1(cnt)`).
+    pub read_output_runs: u64,
+    /// Runs written (`Wnew(cnt)`).
+    pub written_runs: u64,
+    /// Entries the merges read (`KeyIn`).
+    pub input_entries: u64,
+    /// Entries the merges dropped: shadowed versions and tombstones with nothing left to hide
+    /// (`KeyDrop`).
+    pub dropped_entries: u64,
+}
+
+impl LevelCompactionStats {
+    /// Adds `c`'s counters to these.
+    pub fn add(&mut self, c: &LevelCompactionStats) {
+        self.compactions += c.compactions;
+        self.trivial_moves += c.trivial_moves;
+        self.micros += c.micros;
+        self.read_input_bytes += c.read_input_bytes;
+        self.read_output_bytes += c.read_output_bytes;
+        self.written_bytes += c.written_bytes;
+        self.moved_bytes += c.moved_bytes;
+        self.read_input_runs += c.read_input_runs;
+        self.read_output_runs += c.read_output_runs;
+        self.written_runs += c.written_runs;
+        self.input_entries += c.input_entries;
+        self.dropped_entries += c.dropped_entries;
+    }
+
+    /// Bytes read, from both the input and the output groups (`Read(GB)`).
+    pub fn read_bytes(&self) -> u64 {
+        self.read_input_bytes + self.read_output_bytes
+    }
+
+    /// Wall time of the compactions in seconds.
+    pub fn seconds(&self) -> f64 {
+        self.micros as f64 / 1e6
+    }
+}
+
+/// Cumulative flush figures of one target of stage 0 (a group on a tier: L0 on PM, L0 on SSD
+/// after the pool was full, L1 for a row container's sequential bypass) since the database
+/// opened. Every run a flush wrote counts, recovery's flushes of replayed logs included
+/// (which [`DbStats::flushes`] leaves out), so that every row's `written_bytes` add up to
+/// [`DbStats::ssd_written_flush`] + [`DbStats::pm_written_flush`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FlushTargetStats {
+    /// The group of stage 0 the runs went to.
+    pub group: usize,
+    /// The tier they were written to.
+    pub tier: Tier,
+    /// Runs flushed.
+    pub flushes: u64,
+    /// Bytes written: the runs (with, for `slmdb`, its global index's PM bytes).
+    pub written_bytes: u64,
+    /// Time spent writing and syncing the runs, in microseconds (the manifest record after
+    /// each is not included).
+    pub micros: u64,
+}
+
+impl Default for FlushTargetStats {
+    fn default() -> Self {
+        FlushTargetStats {
+            group: 0,
+            tier: Tier::Ssd,
+            flushes: 0,
+            written_bytes: 0,
+            micros: 0,
+        }
+    }
+}
+
+impl FlushTargetStats {
+    /// Time spent flushing in seconds.
+    pub fn seconds(&self) -> f64 {
+        self.micros as f64 / 1e6
+    }
+}
+
+/// Why writers stalled, as [`DbStats::stall_causes`] names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StallReason {
+    /// `max_write_buffer_number` memtables exist: writes wait for a flush (a stop).
+    MemtableLimit,
+    /// The PM pool has no room for the WAL's next record or a new WAL: writes wait for a flush
+    /// to free a retired WAL (a stop).
+    PmPoolFull,
+    /// Stage `i` asked for a slowdown (its first group at the slowdown trigger; a row
+    /// container's rows at their slowdown fraction).
+    Slowdown(usize),
+    /// Stage `i` asked writes to stop (the stop trigger; a full row container).
+    Stop(usize),
+}
+
+impl StallReason {
+    const SLOTS: usize = 2 + 2 * MAX_STAGES;
+
+    fn slot(self) -> usize {
+        match self {
+            StallReason::MemtableLimit => 0,
+            StallReason::PmPoolFull => 1,
+            StallReason::Slowdown(i) => 2 + i.min(MAX_STAGES - 1),
+            StallReason::Stop(i) => 2 + MAX_STAGES + i.min(MAX_STAGES - 1),
+        }
+    }
+
+    fn from_slot(slot: usize) -> StallReason {
+        match slot {
+            0 => StallReason::MemtableLimit,
+            1 => StallReason::PmPoolFull,
+            s if s < 2 + MAX_STAGES => StallReason::Slowdown(s - 2),
+            s => StallReason::Stop(s - 2 - MAX_STAGES),
+        }
+    }
+
+    /// True if its time counts as stop time (all but a stage's slowdown).
+    fn is_stop(self) -> bool {
+        !matches!(self, StallReason::Slowdown(_))
+    }
+
+    /// The cause's name in [`StallCause::cause`].
+    fn name(self) -> String {
+        match self {
+            StallReason::MemtableLimit => "memtable limit".into(),
+            StallReason::PmPoolFull => "PM pool full".into(),
+            StallReason::Slowdown(i) => format!("stage {i} write pressure slowdown"),
+            StallReason::Stop(i) => format!("stage {i} write pressure stop"),
+        }
+    }
+}
+
+/// What one write group was counted for in the stall figures.
+#[derive(Debug, Default)]
+pub(crate) struct StallTracker {
+    /// Counted in `stall_count`.
+    counted: bool,
+    /// Bit per [`StallReason`] slot: counted in that cause's groups.
+    causes: u64,
+}
+
+/// One cause of write stalls and what it cost, since the database opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StallCause {
+    /// The cause: `memtable limit` (as many memtables as `max_write_buffer_number`: waiting
+    /// for a flush), `PM pool full` (no PM room for the WAL: waiting for a flush to free a
+    /// retired one), `stage N write pressure slowdown` (each write group delayed 1 ms: the
+    /// stage's first group at `level0_slowdown_trigger` runs, or a row container's rows at
+    /// their slowdown fraction) or `stage N write pressure stop` (waiting for compaction: the
+    /// stop trigger, or a full row container).
+    pub cause: String,
+    /// Write groups that stalled for it; a group that stalled for several causes counts in
+    /// each (so these may add up to more than [`DbStats::stall_count`]).
+    pub stalled_groups: u64,
+    /// Microseconds writers stalled for it; every cause's add up to
+    /// [`DbStats::stall_slowdown_micros`] + [`DbStats::stall_stop_micros`].
+    pub micros: u64,
+}
+
+/// One run of the current version, as [`crate::Db::live_tables`] lists it (db_bench's
+/// `sstables`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveTable {
+    /// The stage holding it.
+    pub stage: usize,
+    /// The stage's name (e.g. `levels`).
+    pub stage_name: String,
+    /// Its group in the stage (the level).
+    pub group: usize,
+    /// Its file number (`NNNNNN.sst` or `NNNNNN.arr`).
+    pub number: u64,
+    /// The tier holding it.
+    pub tier: Tier,
+    /// What it is: `sst` (an SSTable) or `pm-array` (a PM sorted array).
+    pub kind: String,
+    /// True for a row of a row container (its dead key ranges are not subtracted from
+    /// `entries`).
+    pub row: bool,
+    /// The set it belongs to in a group of sets (NVLSM's Skip-Array Trees, guards); 0 in other
+    /// groups.
+    pub set: u64,
+    /// Size in bytes.
+    pub file_size: u64,
+    /// Entries stored in it.
+    pub entries: u64,
+    /// Its smallest user key.
+    pub smallest_key: Vec<u8>,
+    /// Its largest user key.
+    pub largest_key: Vec<u8>,
+}
+
 impl Default for Counters {
     fn default() -> Self {
         Counters {
@@ -253,6 +484,10 @@ impl Default for Counters {
             index_stale_copies: AtomicU64::new(0),
             index_adopted_tables: AtomicU64::new(0),
             jobs: parking_lot::Mutex::new(JobLog::default()),
+            levels: parking_lot::Mutex::new(BTreeMap::new()),
+            flush_targets: parking_lot::Mutex::new(BTreeMap::new()),
+            stall_cause_micros: (0..StallReason::SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            stall_cause_groups: (0..StallReason::SLOTS).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 }
@@ -270,6 +505,77 @@ impl Counters {
     /// Adds `n` bytes read from `tier` by `part` for `purpose`.
     pub fn add_read(&self, tier: Tier, part: Part, purpose: IoPurpose, n: u64) {
         self.io[cell(tier, part, purpose, false)].fetch_add(n, Relaxed);
+    }
+
+    /// Adds a finished compaction to the cumulative figures of its stage and output group.
+    pub fn add_compaction(&self, c: &LevelCompactionStats) {
+        let mut levels = self.levels.lock();
+        let row = levels
+            .entry((c.stage, c.group))
+            .or_insert_with(|| LevelCompactionStats {
+                stage: c.stage,
+                group: c.group,
+                ..LevelCompactionStats::default()
+            });
+        row.add(c);
+    }
+
+    /// Adds a finished flush of `written_bytes` (the run, and a global index's PM bytes) into
+    /// `group` of stage 0 on `tier`, which took `micros`.
+    pub fn add_flush(&self, group: usize, tier: Tier, written_bytes: u64, micros: u64) {
+        let mut targets = self.flush_targets.lock();
+        let row = targets
+            .entry((group, tier_index(tier)))
+            .or_insert_with(|| FlushTargetStats {
+                group,
+                tier,
+                ..FlushTargetStats::default()
+            });
+        row.flushes += 1;
+        row.written_bytes += written_bytes;
+        row.micros += micros;
+    }
+
+    /// Counts the time since `since` as stall for `reason` (slowdown or stop time by the
+    /// reason's kind), and the write group once per reason and once in `stall_count`
+    /// (`tracker` remembers what this group was counted for already).
+    pub(crate) fn add_stall(
+        &self,
+        since: std::time::Instant,
+        reason: StallReason,
+        tracker: &mut StallTracker,
+    ) {
+        let us = u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX);
+        if reason.is_stop() {
+            self.stall_stop_micros.fetch_add(us, Relaxed);
+        } else {
+            self.stall_slowdown_micros.fetch_add(us, Relaxed);
+        }
+        let slot = reason.slot();
+        self.stall_cause_micros[slot].fetch_add(us, Relaxed);
+        if tracker.causes & (1 << slot) == 0 {
+            tracker.causes |= 1 << slot;
+            self.stall_cause_groups[slot].fetch_add(1, Relaxed);
+        }
+        if !tracker.counted {
+            tracker.counted = true;
+            self.stall_count.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The stall causes that stalled anything, in slot order.
+    fn stall_causes(&self) -> Vec<StallCause> {
+        (0..StallReason::SLOTS)
+            .filter_map(|slot| {
+                let micros = self.stall_cause_micros[slot].load(Relaxed);
+                let groups = self.stall_cause_groups[slot].load(Relaxed);
+                (micros + groups > 0).then(|| StallCause {
+                    cause: StallReason::from_slot(slot).name(),
+                    stalled_groups: groups,
+                    micros,
+                })
+            })
+            .collect()
     }
 
     /// Every non-zero byte counter.
@@ -478,7 +784,8 @@ pub struct DbStats {
     #[serde(default)]
     pub global_index: Option<GlobalIndexStats>,
     /// Whether background work is pending: an unflushed immutable buffer, a running
-    /// compaction, or a stage whose policy would start one now.
+    /// compaction, or a stage whose policy would start one now (never while automatic
+    /// compactions are disabled).
     pub background_pending: bool,
     /// The PM pool's own counters (device level: cache lines written back, fences, bytes read,
     /// bytes allocated), when the design uses PM.
@@ -506,6 +813,17 @@ pub struct DbStats {
     /// Compactions that finished before those (dropped from the job log).
     #[serde(default)]
     pub compaction_jobs_dropped: u64,
+    /// Cumulative compaction figures per (stage, output group) since open, never capped:
+    /// RocksDB's per-level compaction statistics. Only groups written to are listed, by stage
+    /// then group.
+    #[serde(default)]
+    pub compaction_levels: Vec<LevelCompactionStats>,
+    /// Cumulative flush figures per target of stage 0 (group and tier) since open.
+    #[serde(default)]
+    pub flush_targets: Vec<FlushTargetStats>,
+    /// Write stalls by cause since open (only causes that stalled anything).
+    #[serde(default)]
+    pub stall_causes: Vec<StallCause>,
 }
 
 /// One stage of the design as it stands.
@@ -578,6 +896,9 @@ impl DbStats {
             io,
             compaction_jobs,
             compaction_jobs_dropped,
+            compaction_levels: c.levels.lock().values().cloned().collect(),
+            flush_targets: c.flush_targets.lock().values().cloned().collect(),
+            stall_causes: c.stall_causes(),
             ..DbStats::default()
         }
     }
@@ -679,5 +1000,86 @@ fn ratio(a: u64, b: u64) -> f64 {
         0.0
     } else {
         a as f64 / b as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn stall_reasons_have_distinct_slots_and_names() {
+        let mut names = std::collections::HashSet::new();
+        for slot in 0..StallReason::SLOTS {
+            let r = StallReason::from_slot(slot);
+            assert_eq!(r.slot(), slot, "{r:?}");
+            assert!(names.insert(r.name()), "{r:?}");
+        }
+        assert_eq!(
+            StallReason::Slowdown(1).name(),
+            "stage 1 write pressure slowdown"
+        );
+        assert!(StallReason::Stop(0).is_stop() && !StallReason::Slowdown(0).is_stop());
+    }
+
+    #[test]
+    fn stalls_are_charged_to_one_cause_and_groups_counted_once_per_cause() {
+        let c = Counters::default();
+        let earlier = Instant::now() - Duration::from_millis(5);
+        let mut group = StallTracker::default();
+        c.add_stall(earlier, StallReason::Slowdown(0), &mut group);
+        c.add_stall(earlier, StallReason::MemtableLimit, &mut group);
+        c.add_stall(earlier, StallReason::MemtableLimit, &mut group);
+        let mut other = StallTracker::default();
+        c.add_stall(earlier, StallReason::MemtableLimit, &mut other);
+        let s = DbStats::from_counters(&c);
+        assert_eq!(s.stall_count, 2);
+        assert!(s.stall_slowdown_micros >= 5_000 && s.stall_stop_micros >= 15_000);
+        let by: Vec<(&str, u64)> = s
+            .stall_causes
+            .iter()
+            .map(|x| (x.cause.as_str(), x.stalled_groups))
+            .collect();
+        assert_eq!(
+            by,
+            vec![
+                ("memtable limit", 2),
+                ("stage 0 write pressure slowdown", 1)
+            ]
+        );
+        let micros: u64 = s.stall_causes.iter().map(|x| x.micros).sum();
+        assert_eq!(micros, s.stall_micros());
+    }
+
+    #[test]
+    fn compactions_and_flushes_accumulate_per_group() {
+        let c = Counters::default();
+        let job = |group, written| LevelCompactionStats {
+            stage: 0,
+            group,
+            compactions: 1,
+            written_bytes: written,
+            ..LevelCompactionStats::default()
+        };
+        c.add_compaction(&job(2, 10));
+        c.add_compaction(&job(1, 5));
+        c.add_compaction(&job(2, 7));
+        c.add_flush(0, Tier::Pm, 100, 3);
+        c.add_flush(0, Tier::Ssd, 50, 1);
+        c.add_flush(0, Tier::Pm, 20, 2);
+        let s = DbStats::from_counters(&c);
+        let rows: Vec<(usize, u64, u64)> = s
+            .compaction_levels
+            .iter()
+            .map(|l| (l.group, l.compactions, l.written_bytes))
+            .collect();
+        assert_eq!(rows, vec![(1, 1, 5), (2, 2, 17)]);
+        let flushes: Vec<(Tier, u64, u64, u64)> = s
+            .flush_targets
+            .iter()
+            .map(|f| (f.tier, f.flushes, f.written_bytes, f.micros))
+            .collect();
+        assert_eq!(flushes, vec![(Tier::Ssd, 1, 50, 1), (Tier::Pm, 2, 120, 5)]);
     }
 }

@@ -4,7 +4,10 @@
 //! `sequence: fixed64 | count: fixed32 | count x record`, where a record is
 //! `type: u8 (1 = put, 0 = delete) | key: varint32 length + bytes | [value: varint32 length + bytes]`.
 //! The top bit of `count` is set on a WAL record whose group was synced before it was
-//! acknowledged (recovery uses it to tell a power failure's torn log from damage).
+//! acknowledged (recovery uses it to tell a power failure's torn log from damage). The next bit
+//! is set on a record that unlogged writes (`WriteOptions::disable_wal`) preceded: the record
+//! then ends with a fixed64, the sequence numbers they took since the previous record appended
+//! to a WAL, so that recovery tells their gap from a log cut at a record boundary.
 
 use crate::format::{SequenceNumber, ValueType};
 use crate::util::coding::{put_length_prefixed, Decoder};
@@ -13,6 +16,11 @@ use crate::{Error, Result};
 const HEADER_LEN: usize = 12;
 /// The top bit of the count field: the record's group was synced before acknowledgement.
 const SYNCED_FLAG: u32 = 1 << 31;
+/// The next bit: the record ends with a fixed64 counting the sequence numbers unlogged writes
+/// took since the previous record appended to a WAL.
+const UNLOGGED_FLAG: u32 = 1 << 30;
+/// The bits of the count field that hold the operation count.
+const COUNT_MASK: u32 = UNLOGGED_FLAG - 1;
 
 /// An ordered list of puts and deletes that the database applies atomically: after a crash,
 /// either all of them are present or none.
@@ -112,21 +120,49 @@ impl WriteBatch {
 
     /// Stamps the first sequence number, the count and whether the record is synced before it
     /// is acknowledged into the header; returns the encoding.
+    #[cfg(test)]
     pub(crate) fn encode(&mut self, first_sequence: SequenceNumber, synced: bool) -> &[u8] {
-        debug_assert!(self.count < SYNCED_FLAG, "validated");
-        let count = self.count | if synced { SYNCED_FLAG } else { 0 };
+        self.stamp(first_sequence, synced, false);
+        &self.rep
+    }
+
+    fn stamp(&mut self, first_sequence: SequenceNumber, synced: bool, unlogged: bool) {
+        debug_assert!(self.count <= COUNT_MASK, "validated");
+        let count = self.count
+            | if synced { SYNCED_FLAG } else { 0 }
+            | if unlogged { UNLOGGED_FLAG } else { 0 };
         self.rep[..8].copy_from_slice(&first_sequence.to_le_bytes());
         self.rep[8..HEADER_LEN].copy_from_slice(&count.to_le_bytes());
-        &self.rep
+    }
+
+    /// Hands `f` the batch's WAL record: the header stamped with the first sequence number and
+    /// whether the record is synced before it is acknowledged, and, when unlogged writes took
+    /// `unlogged_before` sequence numbers since the previous record appended to a WAL, the
+    /// trailer that says so (module docs). The batch is left as it was.
+    pub(crate) fn with_record<T>(
+        &mut self,
+        first_sequence: SequenceNumber,
+        synced: bool,
+        unlogged_before: u64,
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> T {
+        let unlogged = unlogged_before > 0;
+        self.stamp(first_sequence, synced, unlogged);
+        let len = self.rep.len();
+        if unlogged {
+            self.rep.extend_from_slice(&unlogged_before.to_le_bytes());
+        }
+        let r = f(&self.rep);
+        self.rep.truncate(len);
+        r
     }
 
     /// Checks every key and value against the limits; `InvalidArgument` names the offender.
     pub(crate) fn validate(&self, max_key: usize, max_value: usize) -> Result<()> {
-        if self.count >= SYNCED_FLAG {
+        if self.count > COUNT_MASK {
             return Err(Error::InvalidArgument(format!(
-                "a batch of {} operations; at most {} are allowed",
-                self.count,
-                SYNCED_FLAG - 1
+                "a batch of {} operations; at most {COUNT_MASK} are allowed",
+                self.count
             )));
         }
         for op in self.iter_ops() {
@@ -166,6 +202,9 @@ pub(crate) struct DecodedBatch<'a> {
     pub count: u32,
     /// The record's group was synced before it was acknowledged.
     pub synced: bool,
+    /// Sequence numbers unlogged writes took between the previous record appended to a WAL
+    /// and this one: the next record is expected that much past the previous one's end.
+    pub unlogged_before: u64,
     pub ops: BatchOps<'a>,
 }
 
@@ -178,13 +217,33 @@ pub(crate) fn decode_batch<'a>(rep: &'a [u8], location: &'static str) -> Result<
             "write batch shorter than its header",
         ));
     };
-    let count = raw & !SYNCED_FLAG;
+    let mut body = &rep[HEADER_LEN..];
+    let mut unlogged_before = 0;
+    if raw & UNLOGGED_FLAG != 0 {
+        let Some(split) = body.len().checked_sub(8) else {
+            return Err(Error::corruption(
+                location,
+                "write batch shorter than its unlogged-writes trailer",
+            ));
+        };
+        let (ops, trailer) = body.split_at(split);
+        unlogged_before = u64::from_le_bytes(trailer.try_into().expect("8 bytes"));
+        if unlogged_before == 0 {
+            return Err(Error::corruption(
+                location,
+                "write batch flagged as following unlogged writes counts none",
+            ));
+        }
+        body = ops;
+    }
+    let count = raw & COUNT_MASK;
     Ok(DecodedBatch {
         first_sequence,
         count,
         synced: raw & SYNCED_FLAG != 0,
+        unlogged_before,
         ops: BatchOps {
-            d,
+            d: Decoder::new(body),
             left: count,
             location,
         },
@@ -273,5 +332,40 @@ mod tests {
         }
         assert!(b.validate(1, 100).is_err());
         assert!(b.validate(2, 2).is_ok());
+    }
+
+    #[test]
+    fn a_record_after_unlogged_writes_carries_their_count() {
+        let mut b = WriteBatch::new();
+        b.put(b"k1", b"v1");
+        b.delete(b"k2");
+        let plain = b.with_record(9, false, 0, |r| r.to_vec());
+        assert_eq!(decode_batch(&plain, "test").unwrap().unlogged_before, 0);
+        let rec = b.with_record(9, true, 1234, |r| r.to_vec());
+        assert_eq!(rec.len(), plain.len() + 8);
+        let d = decode_batch(&rec, "test").unwrap();
+        assert_eq!(
+            (d.first_sequence, d.count, d.synced, d.unlogged_before),
+            (9, 2, true, 1234)
+        );
+        let ops: Vec<_> = d.ops.map(|o| o.unwrap()).collect();
+        assert_eq!(
+            ops,
+            vec![BatchOp::Put(b"k1", b"v1"), BatchOp::Delete(b"k2")]
+        );
+        // The batch itself is unchanged: its operations decode as before.
+        assert_eq!(b.iter_ops().count(), 2);
+        assert_eq!(b.encoded_len(), plain.len());
+        // Truncations anywhere give an error, never a panic.
+        for cut in 0..rec.len() {
+            let r =
+                decode_batch(&rec[..cut], "test").and_then(|d| d.ops.collect::<Result<Vec<_>>>());
+            assert!(r.is_err(), "cut at {cut} decoded");
+        }
+        // A flagged record whose trailer counts nothing is damage.
+        let mut zero = rec.clone();
+        let n = zero.len();
+        zero[n - 8..].fill(0);
+        assert!(decode_batch(&zero, "test").is_err());
     }
 }

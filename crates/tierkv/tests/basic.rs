@@ -65,7 +65,14 @@ fn snapshots_batches_and_ranges() {
     b.put(b"a", b"2");
     b.put(b"b", b"3");
     b.delete(b"c");
-    db.write(&WriteOptions { sync: true }, b).unwrap();
+    db.write(
+        &WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        b,
+    )
+    .unwrap();
     db.flush().unwrap();
     let ro = ReadOptions {
         snapshot: Some(snap.clone()),

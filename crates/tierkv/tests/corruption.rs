@@ -73,7 +73,14 @@ fn db_with_wal_records(n: usize) -> (MemFs, PathBuf, Vec<u64>) {
         sizes.push(fs.file_data(&wal).unwrap().len() as u64);
         let mut b = WriteBatch::new();
         b.put(&key(i), &value(i));
-        db.write(&WriteOptions { sync: i % 5 == 0 }, b).unwrap();
+        db.write(
+            &WriteOptions {
+                sync: i % 5 == 0,
+                ..Default::default()
+            },
+            b,
+        )
+        .unwrap();
     }
     drop(db); // no flush: everything is in the WAL only
     assert_eq!(newest_log(&fs), wal, "no WAL rotation");
@@ -268,7 +275,16 @@ fn db_with_older_wals(sync_every: usize) -> (MemFs, Vec<PathBuf>, usize) {
         let mut b = WriteBatch::new();
         b.put(&key(i), &value(i));
         let sync = sync_every > 0 && i % sync_every == sync_every - 1;
-        if db.write(&WriteOptions { sync }, b).is_err() {
+        if db
+            .write(
+                &WriteOptions {
+                    sync,
+                    ..Default::default()
+                },
+                b,
+            )
+            .is_err()
+        {
             break;
         }
         acked = i + 1;

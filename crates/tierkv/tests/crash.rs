@@ -173,7 +173,13 @@ fn run(env: &Env, steps: &[Step]) -> Outcome {
                         None => b.delete(k),
                     }
                 }
-                let r = db.write(&WriteOptions { sync: *sync }, b);
+                let r = db.write(
+                    &WriteOptions {
+                        sync: *sync,
+                        ..Default::default()
+                    },
+                    b,
+                );
                 if r.is_ok() {
                     env.progress.ack(*sync);
                     out.acked_final += 1;
@@ -260,8 +266,14 @@ fn check_recovered(
     let mut b = WriteBatch::new();
     b.put(b"after-crash", b"1");
     b.delete(b"k001");
-    db.write(&WriteOptions { sync: true }, b)
-        .unwrap_or_else(|e| panic!("{ctx}: write after recovery: {e}"));
+    db.write(
+        &WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        b,
+    )
+    .unwrap_or_else(|e| panic!("{ctx}: write after recovery: {e}"));
     db.put(b"k002", b"after").unwrap();
     state.insert(b"after-crash".to_vec(), b"1".to_vec());
     state.remove(&b"k001"[..]);

@@ -66,7 +66,16 @@ fn assert_poisoned(db: &Db, model: &Model) {
     poisoned(db.delete(&key(0)), "delete");
     let mut b = WriteBatch::new();
     b.put(b"later2", b"2");
-    poisoned(db.write(&WriteOptions { sync: true }, b), "sync batch");
+    poisoned(
+        db.write(
+            &WriteOptions {
+                sync: true,
+                ..Default::default()
+            },
+            b,
+        ),
+        "sync batch",
+    );
     poisoned(db.flush(), "flush");
     // Reads still work and see exactly the acknowledged state.
     for (k, v) in model.iter().step_by(7) {
@@ -124,18 +133,32 @@ fn failed_wal_sync_poisons() {
     let db = Db::open(DB, options(&fs)).unwrap();
     let mut model = Model::new();
     fill(&db, &mut model, 30, 0);
-    db.write(&WriteOptions { sync: true }, {
-        let mut b = WriteBatch::new();
-        b.put(b"synced", b"1");
-        b
-    })
+    db.write(
+        &WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        {
+            let mut b = WriteBatch::new();
+            b.put(b"synced", b"1");
+            b
+        },
+    )
     .unwrap();
     model.insert(b"synced".to_vec(), b"1".to_vec());
     let synced_model = model.clone();
     fs.inject(fault(FsOp::Sync, ".log"));
     let mut b = WriteBatch::new();
     b.put(b"failed", b"x");
-    let e = db.write(&WriteOptions { sync: true }, b).unwrap_err();
+    let e = db
+        .write(
+            &WriteOptions {
+                sync: true,
+                ..Default::default()
+            },
+            b,
+        )
+        .unwrap_err();
     assert!(matches!(e, Error::Io { op: "sync", .. }), "{e:?}");
     fs.clear_faults();
     assert_eq!(

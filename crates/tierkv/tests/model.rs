@@ -240,8 +240,14 @@ fn run_sequence(seed: u64, ops: usize, backend: Backend, partial_compactions: bo
                 let sync = rng.gen_bool(0.1);
                 let mut b = WriteBatch::new();
                 b.put(&k, &v);
-                d.write(&WriteOptions { sync }, b)
-                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: put {}: {e}", short(&k)));
+                d.write(
+                    &WriteOptions {
+                        sync,
+                        ..Default::default()
+                    },
+                    b,
+                )
+                .unwrap_or_else(|e| panic!("seed {seed} op {i}: put {}: {e}", short(&k)));
                 model.insert(k, v);
             }
             30..=39 => {
@@ -265,8 +271,14 @@ fn run_sequence(seed: u64, ops: usize, backend: Backend, partial_compactions: bo
                     }
                 }
                 let sync = rng.gen_bool(0.2);
-                d.write(&WriteOptions { sync }, b)
-                    .unwrap_or_else(|e| panic!("seed {seed} op {i}: batch: {e}"));
+                d.write(
+                    &WriteOptions {
+                        sync,
+                        ..Default::default()
+                    },
+                    b,
+                )
+                .unwrap_or_else(|e| panic!("seed {seed} op {i}: batch: {e}"));
             }
             50..=64 => {
                 for _ in 0..4 {
@@ -617,6 +629,7 @@ fn concurrent_run(path: &Path, opts: Options) {
                             db.write(
                                 &WriteOptions {
                                     sync: ver % 50 == 0,
+                                    ..Default::default()
                                 },
                                 b,
                             )

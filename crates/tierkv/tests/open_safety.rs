@@ -393,7 +393,14 @@ fn a_missing_current_is_not_a_new_database_and_repair_restores_it() {
     let db = Db::open("/db", o.clone()).unwrap();
     let mut b = WriteBatch::new();
     b.put(b"z", b"z");
-    db.write(&WriteOptions { sync: true }, b).unwrap();
+    db.write(
+        &WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        b,
+    )
+    .unwrap();
     assert_eq!(
         contents(&db),
         vec![

@@ -45,11 +45,17 @@ fn leveled_pm_keeps_wal_and_l0_in_pm_and_recovers() {
         for i in 5000..5100 {
             db.put(&key(i), b"tail").unwrap();
         }
-        db.write(&WriteOptions { sync: true }, {
-            let mut b = tierkv::WriteBatch::new();
-            b.put(&key(5100), b"synced");
-            b
-        })
+        db.write(
+            &WriteOptions {
+                sync: true,
+                ..Default::default()
+            },
+            {
+                let mut b = tierkv::WriteBatch::new();
+                b.put(&key(5100), b"synced");
+                b
+            },
+        )
         .unwrap();
     }
     // The pool file sits in the database directory; no .log file on SSD.

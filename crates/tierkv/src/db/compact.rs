@@ -23,7 +23,7 @@ use crate::iterator::InternalIterator;
 use crate::pipeline::RunTarget;
 use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter};
 use crate::stages::rows::{skipped_ranges, RowCursor};
-use crate::stats::{IoPurpose, Part};
+use crate::stats::{IoPurpose, LevelCompactionStats, Part};
 use crate::version::{FileMetaData, Version};
 use crate::{Error, Result};
 use std::collections::HashSet;
@@ -78,8 +78,13 @@ impl DbInner {
         }
     }
 
-    /// The first stage's task whose groups are free, in pipeline order.
+    /// The first stage's task whose groups are free, in pipeline order; none while automatic
+    /// compactions are disabled (so that `wait_for_background_work` waits for flushes and
+    /// running compactions only).
     fn choose_task(&self, state: &super::State) -> Option<CompactionTask> {
+        if self.options.compaction.disable_auto_compactions {
+            return None;
+        }
         let version = state.versions.current();
         self.stages.iter().enumerate().find_map(|(i, stage)| {
             stage.policy().choose(&PolicyView {
@@ -128,7 +133,8 @@ impl DbInner {
         let mut outputs = Vec::new();
         let mut indexed = Vec::new();
         let mut job = None;
-        let mut input_bytes = 0;
+        let mut tally = MergeTally::default();
+        let mut index_bytes = 0;
         if !task.trivial_move {
             let target = policy.output(task);
             job = self.clog_start(task.input_runs().map(|f| f.number).collect())?;
@@ -142,7 +148,7 @@ impl DbInner {
                     &mut outputs,
                     &mut indexed,
                     &mut created,
-                    &mut input_bytes,
+                    &mut tally,
                 )
                 .and_then(|()| self.clog_merged(job));
             if let Err(e) = merged {
@@ -176,11 +182,12 @@ impl DbInner {
                         index.index_compaction(&inputs, &Arc::new(meta.clone()), entries)?;
                     self.counters.index_stale_copies.fetch_add(stale, Relaxed);
                 }
+                index_bytes = index.take_pm_bytes();
                 self.counters.add_written(
                     crate::tier::Tier::Pm,
                     Part::Stage(task.stage),
                     IoPurpose::Compaction,
-                    index.take_pm_bytes(),
+                    index_bytes,
                 );
             }
         }
@@ -232,6 +239,8 @@ impl DbInner {
         }
         state.install_super_version(&*self.front);
         self.clog_finish(&mut state, job, true)?;
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let output_bytes: u64 = outputs.iter().map(|m| m.file_size).sum();
         self.counters.jobs.lock().push(crate::stats::CompactionJob {
             stage: task.stage,
             from_group: task.inputs.first().map_or(0, |(g, _)| *g),
@@ -239,11 +248,18 @@ impl DbInner {
             reason: format!("{:?}", task.reason),
             trivial_move: task.trivial_move,
             input_runs: task.input_runs().count(),
-            input_bytes,
-            output_bytes: outputs.iter().map(|m| m.file_size).sum(),
-            micros: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            input_bytes: tally.read_input_bytes + tally.read_output_bytes,
+            output_bytes,
+            micros,
             end_micros: 0,
         });
+        self.counters.add_compaction(&level_stats(
+            task,
+            &tally,
+            micros,
+            output_bytes + index_bytes,
+            outputs.len(),
+        ));
         Ok(())
     }
 
@@ -261,7 +277,7 @@ impl DbInner {
         outputs: &mut Vec<FileMetaData>,
         indexed: &mut Vec<Vec<IndexedEntry>>,
         created: &mut Vec<u64>,
-        input_bytes: &mut u64,
+        tally: &mut MergeTally,
     ) -> Result<()> {
         let version = self.state.lock().versions.current();
         // A stage with a global index keeps exactly the entries it points at (SLM-DB's
@@ -271,6 +287,12 @@ impl DbInner {
         let smallest_snapshot = self.smallest_snapshot();
         let part = Part::Stage(task.stage);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        // Per child (one per input run, in `input_runs` order): read from the output group.
+        let from_output_group: Vec<bool> = task
+            .inputs
+            .iter()
+            .flat_map(|(g, runs)| runs.iter().map(move |_| *g == task.output_group))
+            .collect();
         for f in task.input_runs() {
             // A row gives up only its live entries in the task's range.
             if let (Some(range), Some(row)) = (&task.range, &f.row) {
@@ -304,7 +326,16 @@ impl DbInner {
         let mut slot = None;
         while input.valid() {
             let ikey = input.key();
-            *input_bytes += (ikey.len() + input.value().len()) as u64;
+            let read = (ikey.len() + input.value().len()) as u64;
+            if input
+                .current_child()
+                .is_some_and(|c| from_output_group.get(c) == Some(&true))
+            {
+                tally.read_output_bytes += read;
+            } else {
+                tally.read_input_bytes += read;
+            }
+            tally.entries += 1;
             let p = parse_internal_key(ikey)
                 .ok_or_else(|| Error::corruption("compaction input", "malformed internal key"))?;
             let new_user_key = current_key.as_deref() != Some(p.user_key);
@@ -323,6 +354,9 @@ impl DbInner {
                     && !self.may_hold_below(&version, task, p.user_key)
             };
             last_seq_for_key = p.sequence;
+            if drop {
+                tally.dropped += 1;
+            }
             if !drop {
                 if new_user_key {
                     // Cut: at a set boundary (a plan into sets), or by size between user keys
@@ -498,6 +532,57 @@ impl DbInner {
         self.bg_cv.notify_all();
         result
     }
+}
+
+/// What a merge read and dropped.
+#[derive(Debug, Default)]
+struct MergeTally {
+    /// Internal key and value bytes read from the input groups (every group but the output).
+    read_input_bytes: u64,
+    /// The same, read from the output group.
+    read_output_bytes: u64,
+    /// Entries read.
+    entries: u64,
+    /// Entries dropped.
+    dropped: u64,
+}
+
+/// The figures a finished `task` adds to its output group's cumulative compaction figures.
+fn level_stats(
+    task: &CompactionTask,
+    tally: &MergeTally,
+    micros: u64,
+    written_bytes: u64,
+    written_runs: usize,
+) -> LevelCompactionStats {
+    let runs_from = |output: bool| -> u64 {
+        task.inputs
+            .iter()
+            .filter(|(g, _)| (*g == task.output_group) == output)
+            .map(|(_, runs)| runs.len() as u64)
+            .sum()
+    };
+    let mut c = LevelCompactionStats {
+        stage: task.stage,
+        group: task.output_group,
+        compactions: 1,
+        micros,
+        ..LevelCompactionStats::default()
+    };
+    if task.trivial_move {
+        c.trivial_moves = 1;
+        c.moved_bytes = task.input_runs().map(|f| f.file_size).sum();
+    } else {
+        c.read_input_bytes = tally.read_input_bytes;
+        c.read_output_bytes = tally.read_output_bytes;
+        c.written_bytes = written_bytes;
+        c.read_input_runs = runs_from(false);
+        c.read_output_runs = runs_from(true);
+        c.written_runs = written_runs as u64;
+        c.input_entries = tally.entries;
+        c.dropped_entries = tally.dropped;
+    }
+    c
 }
 
 fn set_busy(state: &mut super::State, task: &CompactionTask, busy: bool) {

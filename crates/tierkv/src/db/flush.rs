@@ -224,8 +224,9 @@ pub(crate) fn write_flush_run(
     if source.is_empty() {
         return Ok(None);
     }
+    let started = std::time::Instant::now();
     let target = plan.target;
-    let meta = match build_run(db, source, number, target, plan.over.as_deref()) {
+    let (meta, index_bytes) = match build_run(db, source, number, target, plan.over.as_deref()) {
         Err(Error::NoSpace(_)) if target.tier == Tier::Pm => {
             let _ = db
                 .fs_for(Tier::Pm)
@@ -246,6 +247,12 @@ pub(crate) fn write_flush_run(
     };
     db.counters
         .add_written(meta.tier, Part::Stage(0), IoPurpose::Flush, meta.file_size);
+    db.counters.add_flush(
+        target.group,
+        meta.tier,
+        meta.file_size + index_bytes,
+        u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+    );
     Ok(Some((target.group, meta)))
 }
 
@@ -255,7 +262,7 @@ fn build_run(
     number: u64,
     target: RunTarget,
     over: Option<&FileMetaData>,
-) -> Result<FileMetaData> {
+) -> Result<(FileMetaData, u64)> {
     let fs = db.fs_for(target.tier);
     let path = run_file_name(&db.dir, number, target.kind);
     let (summary, row) = if target.row {
@@ -296,13 +303,10 @@ fn build_run(
         let entries = with_handles(blocks, &summary.data_blocks, &path.display().to_string())?;
         let meta = run_meta(number, summary, target, None);
         index.index_flush(&Arc::new(meta.clone()), &entries, &db.snapshots.live())?;
-        db.counters.add_written(
-            Tier::Pm,
-            Part::Stage(0),
-            IoPurpose::Flush,
-            index.take_pm_bytes(),
-        );
-        return Ok(meta);
+        let index_bytes = index.take_pm_bytes();
+        db.counters
+            .add_written(Tier::Pm, Part::Stage(0), IoPurpose::Flush, index_bytes);
+        return Ok((meta, index_bytes));
     } else {
         let mut writer = create_writer(&**fs, path, target.kind, &db.options.table, None)?;
         count_dropped(
@@ -312,7 +316,7 @@ fn build_run(
         (writer.finish()?, None)
     };
     fs.sync_dir(&db.dir)?;
-    Ok(run_meta(number, summary, target, row))
+    Ok((run_meta(number, summary, target, row), 0))
 }
 
 /// The metadata of run `number` written as `target` says.

@@ -6,14 +6,16 @@ use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::options::Options;
 use crate::pipeline::{FlushSource, FrontEnd, FrontView, Stage, WritePressure};
-use crate::stats::{Counters, DbStats, DramFootprint, LevelStats, PmDeviceStats, StageStats};
+use crate::stats::{
+    Counters, DbStats, DramFootprint, LevelStats, PmDeviceStats, StageStats, StallReason,
+    StallTracker,
+};
 use crate::tier::Tier;
 use crate::version::{parse_file_name, FileKind, FileMetaData, Version, VersionSet};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -160,43 +162,48 @@ impl DbInner {
         self.snapshots.smallest(&self.last_sequence)
     }
 
-    /// How hard the stages hold writes back now (the strongest of them).
-    pub(crate) fn write_pressure(&self, state: &State) -> WritePressure {
+    /// How hard the stages hold writes back now: the strongest of them, and the first stage
+    /// that asks for it. While automatic compactions are disabled, the stages' rules (which
+    /// only compaction relieves) hold nothing back, as in RocksDB: writes would stop for good.
+    pub(crate) fn write_pressure(&self, state: &State) -> (WritePressure, usize) {
+        if self.options.compaction.disable_auto_compactions {
+            return (WritePressure::None, 0);
+        }
         let version = &state.super_version.version;
-        self.stages
-            .iter()
-            .zip(&version.stages)
-            .map(|(stage, s)| stage.write_pressure(s))
-            .max()
-            .unwrap_or(WritePressure::None)
+        let mut strongest = (WritePressure::None, 0);
+        for (i, (stage, s)) in self.stages.iter().zip(&version.stages).enumerate() {
+            let p = stage.write_pressure(s);
+            if p > strongest.0 {
+                strongest = (p, i);
+            }
+        }
+        strongest
     }
 
-    /// Waits (up to 100 ms) for background work to finish something, counted as a stop stall.
+    /// Waits (up to 100 ms) for background work to finish something, counted as a stop stall
+    /// for `reason`.
     pub(crate) fn wait_for_background(
         &self,
         state: &mut MutexGuard<'_, State>,
-        stalled: &mut bool,
+        reason: StallReason,
+        stalled: &mut StallTracker,
     ) {
         let t = Instant::now();
         self.bg_cv.notify_all();
         self.bg_cv.wait_for(state, Duration::from_millis(100));
-        self.add_stall(t, true, stalled);
+        self.add_stall(t, reason, stalled);
     }
 
-    /// Counts the time since `since` as slowdown or stop stall; counts the write group once
-    /// (`stalled` remembers whether this group was counted already).
-    pub(crate) fn add_stall(&self, since: Instant, stop: bool, stalled: &mut bool) {
-        let us = since.elapsed().as_micros() as u64;
-        let c = &self.counters;
-        if stop {
-            c.stall_stop_micros.fetch_add(us, Relaxed);
-        } else {
-            c.stall_slowdown_micros.fetch_add(us, Relaxed);
-        }
-        if !*stalled {
-            *stalled = true;
-            c.stall_count.fetch_add(1, Relaxed);
-        }
+    /// Counts the time since `since` as stall for `reason` (slowdown or stop time by its
+    /// kind); counts the write group once overall and once per reason (`stalled` remembers
+    /// what this group was counted for already).
+    pub(crate) fn add_stall(
+        &self,
+        since: Instant,
+        reason: StallReason,
+        stalled: &mut StallTracker,
+    ) {
+        self.counters.add_stall(since, reason, stalled);
     }
 
     /// Writes `source` as run `number` of stage 0 (see `flush.rs`) for a front end's recovery,

@@ -45,7 +45,7 @@ pub(crate) use table_cache::TableCache;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::stats::DbStats;
+use crate::stats::{DbStats, LiveTable};
 use crate::WriteBatch;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
@@ -55,7 +55,9 @@ use std::thread::JoinHandle;
 /// An open database. `Send + Sync`: share it between threads with an `Arc`.
 ///
 /// Dropping it stops the background threads; every acknowledged write is already durable in the
-/// front end (the WAL, for the leveled designs).
+/// front end (the WAL, for the leveled designs), but for writes that skipped the WAL
+/// ([`WriteOptions::disable_wal`]): when there were any, closing or dropping it flushes the
+/// memtables first.
 pub struct Db {
     inner: Arc<DbInner>,
     threads: Vec<JoinHandle<()>>,
@@ -104,8 +106,15 @@ impl Db {
     }
 
     /// Applies `batch` atomically: after a crash either all of its operations are present or
-    /// none. With `options.sync`, the WAL is synced before this returns.
+    /// none. With `options.sync`, the WAL is synced before this returns; with
+    /// `options.disable_wal` the batch skips the WAL (durable once its memtable is flushed).
+    /// `sync` with `disable_wal` is an [`Error::InvalidArgument`].
     pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        if options.sync && options.disable_wal {
+            return Err(Error::InvalidArgument(
+                "a write cannot both sync the WAL and skip it (sync with disable_wal)".into(),
+            ));
+        }
         batch.validate(
             self.inner.options.max_key_size,
             self.inner.options.max_value_size,
@@ -183,7 +192,8 @@ impl Db {
 
     /// Waits until no background work is left: no immutable write buffer to flush, no
     /// compaction running, and none a policy would start now (db_bench's
-    /// `waitforcompaction`). Returns the background error if the database is poisoned.
+    /// `waitforcompaction`; with `compaction.disable_auto_compactions`, flushes and running
+    /// compactions only). Returns the background error if the database is poisoned.
     pub fn wait_for_background_work(&self) -> Result<()> {
         self.inner.wait_for_background_work()
     }
@@ -200,6 +210,35 @@ impl Db {
     /// files per level and the DRAM footprint.
     pub fn stats(&self) -> DbStats {
         self.inner.stats()
+    }
+
+    /// Every run of the current version (db_bench's `sstables`): stage, group, file number,
+    /// tier, kind, size, entries and key range, in pipeline order, each group's runs in the
+    /// order the stage keeps them (L0 by file number, deeper levels by key).
+    pub fn live_tables(&self) -> Vec<LiveTable> {
+        let sv = self.inner.super_version();
+        let layouts = sv.version.layouts();
+        sv.version
+            .runs()
+            .map(|(stage, group, f)| LiveTable {
+                stage,
+                stage_name: layouts[stage].name.to_string(),
+                group,
+                number: f.number,
+                tier: f.tier,
+                kind: match f.kind {
+                    crate::version::RunKind::Sst => "sst",
+                    crate::version::RunKind::PmArray => "pm-array",
+                }
+                .to_string(),
+                row: f.row.is_some(),
+                set: f.set,
+                file_size: f.file_size,
+                entries: f.num_entries,
+                smallest_key: crate::format::user_key(&f.smallest).to_vec(),
+                largest_key: crate::format::user_key(&f.largest).to_vec(),
+            })
+            .collect()
     }
 
     /// Key + value bytes of the live data as of now (scans the whole database; the basis of
@@ -228,12 +267,24 @@ impl Db {
     }
 
     /// Stops the background threads and closes the database, returning the first background
-    /// error, if any. Dropping the database does the same, discarding the error.
+    /// error, if any. Dropping the database does the same, discarding the error. When writes
+    /// skipped the WAL, the memtables are flushed first, so that a clean close loses none.
     pub fn close(mut self) -> Result<()> {
+        let flushed = self.flush_unlogged();
         self.shutdown();
         match self.inner.state.lock().bg_error.take() {
             Some(e) => Err(e),
-            None => Ok(()),
+            None => flushed,
+        }
+    }
+
+    /// Flushes the memtables if writes that skipped the WAL may be in them (and the database
+    /// is not poisoned).
+    fn flush_unlogged(&self) -> Result<()> {
+        if self.inner.front.holds_unlogged_writes() && self.inner.state.lock().bg_error.is_none() {
+            self.inner.flush()
+        } else {
+            Ok(())
         }
     }
 
@@ -276,6 +327,10 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
+        // `close` has flushed and stopped the threads already when there are none.
+        if !self.threads.is_empty() {
+            let _ = self.flush_unlogged();
+        }
         self.shutdown();
     }
 }

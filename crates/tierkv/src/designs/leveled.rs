@@ -18,6 +18,7 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
     uses_pm: |o| o.pm.wal_on_pm,
     data_on_pm: false,
     compaction_log: false,
+    needs_auto_compactions: None,
     stages: |o| vec![Box::new(LeveledStage::new(&o.compaction, Tier::Ssd)) as Box<dyn Stage>],
     defaults: |_| {},
 };

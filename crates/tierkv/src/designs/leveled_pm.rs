@@ -22,6 +22,7 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
     uses_pm: |_| true,
     data_on_pm: false,
     compaction_log: false,
+    needs_auto_compactions: None,
     stages: |o| vec![Box::new(LeveledStage::new(&o.compaction, Tier::Pm)) as Box<dyn Stage>],
     defaults: |_| {},
 };

@@ -30,9 +30,17 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
     uses_pm: |_| true,
     data_on_pm: true,
     compaction_log: true,
+    needs_auto_compactions: Some(NVLSM_NEEDS_COMPACTIONS),
     stages: |o| vec![Box::new(SetStage::new(&o.compaction, &o.nvlsm, true)) as Box<dyn Stage>],
     defaults: nvlsm_defaults,
 };
+
+/// Why the NVLSM designs need automatic compactions: C1 is bounded only by its stop trigger,
+/// and every run lives in the PM pool, which compaction alone keeps within its size.
+pub(super) const NVLSM_NEEDS_COMPACTIONS: &str =
+    "every run lives in the PM pool, and only compaction bounds C1 (its stop trigger) and keeps \
+     the pool within its size: with no automatic compaction, C1 would grow until the pool is \
+     full and flushes would spill the design's runs to SSD";
 
 /// The NVLSM family's defaults (the paper's parameters), applied to options that still hold
 /// the engine-wide defaults.

@@ -23,6 +23,7 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
     uses_pm: |_| true,
     data_on_pm: true,
     compaction_log: true,
+    needs_auto_compactions: Some(super::nvlsm::NVLSM_NEEDS_COMPACTIONS),
     stages: |o| vec![Box::new(SetStage::new(&o.compaction, &o.nvlsm, false)) as Box<dyn Stage>],
     defaults: nvlsm_defaults,
 };

@@ -22,6 +22,7 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
     uses_pm: |_| true,
     data_on_pm: true,
     compaction_log: true,
+    needs_auto_compactions: Some(super::nvlsm::NVLSM_NEEDS_COMPACTIONS),
     stages: |o| {
         vec![Box::new(LeveledStage::with_runs(
             &o.compaction,

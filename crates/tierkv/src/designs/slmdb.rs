@@ -24,6 +24,7 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
     uses_pm: |_| true,
     data_on_pm: false,
     compaction_log: false,
+    needs_auto_compactions: None,
     stages: |o| vec![Box::new(SingleLevelStage::new(o)) as Box<dyn Stage>],
     defaults: |o| {
         let engine = crate::options::Options::default();

@@ -29,6 +29,7 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
     uses_pm: |_| true,
     data_on_pm: false,
     compaction_log: false,
+    needs_auto_compactions: Some("its L0 is a triangle container of PM rows that holds at most rows.l0_bytes of live data and that only compaction drains: with no automatic compaction, writes would stop for good once it is full"),
     stages: |o| vec![Box::new(RowStage::new(o, Container::Triangle)) as Box<dyn Stage>],
     defaults: row_defaults,
 };

@@ -12,6 +12,11 @@
 //! A failed WAL append or sync poisons the database: the memtable is not updated and every
 //! later write fails with [`Error::Poisoned`].
 //!
+//! A group of writers that skip the WAL (`WriteOptions::disable_wal`; never grouped with logged
+//! writers) makes room the same way and goes to the memtable only; the next logged record counts
+//! the sequence numbers they took in its trailer (`write_batch`), so that recovery tells their
+//! gap from a cut WAL. A PM memtable is its own log: there, `disable_wal` changes nothing.
+//!
 //! A rotation does not sync the old WAL in the leader: closed WALs (and the new WAL's directory
 //! entry) are synced by the flush thread before it flushes, and by a sync write before it
 //! appends its record, so a synced record always follows fully durable WALs. A WAL retired by a
@@ -31,7 +36,7 @@ use crate::memtable::{LookupResult, MemTable, RegionCache};
 use crate::options::{Options, WriteOptions};
 use crate::pipeline::{FlushSource, FrontEnd, FrontView, WritePressure};
 use crate::pmtable::PmTable;
-use crate::stats::{IoPurpose, Part};
+use crate::stats::{IoPurpose, Part, StallReason, StallTracker};
 use crate::tier::Tier;
 use crate::version::{log_file_name, FileKind, VersionEdit, VersionSet};
 use crate::write_batch::BatchOp;
@@ -39,6 +44,7 @@ use crate::{Error, Result, WriteBatch};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -49,6 +55,8 @@ pub(crate) const MAX_GROUP_BYTES: usize = 1 << 20;
 /// One waiting writer.
 struct Writer {
     sync: bool,
+    /// Its batch skips the WAL (`WriteOptions::disable_wal`, on a front end with a WAL).
+    unlogged: bool,
     slot: Mutex<WriterSlot>,
 }
 
@@ -63,6 +71,9 @@ pub(crate) struct WalState {
     pub number: u64,
     /// The active memtable (the same `Arc` as `Buffers::mem`).
     pub mem: Buffer,
+    /// Sequence numbers unlogged writes took since the last record appended to a WAL: the
+    /// next record carries them, so that recovery tells their gap from a cut log.
+    pub unlogged_seqs: u64,
 }
 
 /// Closed WALs not synced yet: a rotation hands its old WAL (and the directory entry of the new
@@ -147,6 +158,9 @@ pub(crate) struct WalMemtable {
     closed_cv: Condvar,
     /// The reserved memory of flushed memtables, reused by the next ones.
     pub(super) regions: Arc<RegionCache>,
+    /// Set by the first unlogged write: closing the database flushes the memtables then, so
+    /// that a clean close loses none of them.
+    unlogged_writes: AtomicBool,
 }
 
 impl WalMemtable {
@@ -169,6 +183,7 @@ impl WalMemtable {
                 writer: LogWriter::new(Box::new(NullFile)),
                 number: 0,
                 mem: placeholder.clone(),
+                unlogged_seqs: 0,
             }),
             buffers: Mutex::new(Buffers {
                 mem: placeholder,
@@ -179,6 +194,7 @@ impl WalMemtable {
             // One memtable's two regions (index and data): an active memtable and a kept flushed
             // one use no more memory than an active and an immutable one.
             regions: Arc::new(RegionCache::new(2)),
+            unlogged_writes: AtomicBool::new(false),
         }
     }
 
@@ -208,12 +224,23 @@ impl WalMemtable {
         self.buffers.lock().mem = mem;
     }
 
-    fn commit_group(&self, db: &DbInner, group: &[Arc<Writer>], sync: bool) -> Result<()> {
+    /// Commits `group`'s batches as one: logged (one WAL record, synced with `sync`) or, for
+    /// a group of unlogged writers (`unlogged`, never with `sync`), into the memtable only.
+    fn commit_group(
+        &self,
+        db: &DbInner,
+        group: &[Arc<Writer>],
+        sync: bool,
+        unlogged: bool,
+    ) -> Result<()> {
         let mut batch = group[0].slot.lock().batch.take().expect("batch");
         for w in &group[1..] {
             batch.append(w.slot.lock().batch.as_ref().expect("batch"));
         }
         let mut wal = self.wal.lock();
+        if unlogged {
+            return self.commit_unlogged(db, &mut wal, &batch);
+        }
         if self.pm_memtable {
             // The memtable's file room for every node of the group, taken up front so that no
             // link is made for a batch that cannot be completed.
@@ -235,21 +262,26 @@ impl WalMemtable {
         let first_seq = db.last_sequence.load(Acquire) + 1;
         let count = batch.len() as u64;
         let user_bytes = batch.user_bytes();
-        let record = batch.encode(first_seq, sync);
-        let appended = wal.writer.add_record(record).and_then(|n| {
-            db.counters
-                .add_written(self.wal_tier, Part::FrontEnd, IoPurpose::Wal, n);
-            db.counters.wal_appends.fetch_add(1, Relaxed);
-            if sync {
-                db.counters.wal_syncs.fetch_add(1, Relaxed);
-                wal.writer.sync()
-            } else {
-                Ok(())
-            }
-        });
+        let unlogged_before = wal.unlogged_seqs;
+        let appended = batch
+            .with_record(first_seq, sync, unlogged_before, |record| {
+                wal.writer.add_record(record)
+            })
+            .and_then(|n| {
+                db.counters
+                    .add_written(self.wal_tier, Part::FrontEnd, IoPurpose::Wal, n);
+                db.counters.wal_appends.fetch_add(1, Relaxed);
+                if sync {
+                    db.counters.wal_syncs.fetch_add(1, Relaxed);
+                    wal.writer.sync()
+                } else {
+                    Ok(())
+                }
+            });
         if let Err(e) = appended {
             return Err(db.state.lock().poison("WAL write failed", e));
         }
+        wal.unlogged_seqs = 0;
         let inserted = match &wal.mem {
             Buffer::Dram(mem) => insert_into(mem, &batch, first_seq),
             Buffer::Pm(table) => {
@@ -265,6 +297,33 @@ impl WalMemtable {
         db.counters
             .user_bytes_written
             .fetch_add(user_bytes, Relaxed);
+        db.counters.user_writes.fetch_add(count, Relaxed);
+        Ok(())
+    }
+
+    /// Inserts the group's `batch` into the active memtable without logging it (an unlogged
+    /// group): its sequence numbers are counted for the next record's trailer. It is durable
+    /// once its memtable is flushed.
+    fn commit_unlogged(&self, db: &DbInner, wal: &mut WalState, batch: &WriteBatch) -> Result<()> {
+        self.make_room_for_write(db, wal, false, 0)?;
+        self.unlogged_writes.store(true, Relaxed);
+        let first_seq = db.last_sequence.load(Acquire) + 1;
+        let count = batch.len() as u64;
+        let Buffer::Dram(mem) = &wal.mem else {
+            // Writers are marked unlogged only on a front end with a WAL.
+            return Err(Error::InvalidArgument(
+                "an unlogged write on a front end without a WAL".to_string(),
+            ));
+        };
+        if let Err(e) = insert_into(mem, batch, first_seq) {
+            // Only partly in the memtable, under sequence numbers never published.
+            return Err(db.state.lock().poison("memtable insert failed", e));
+        }
+        wal.unlogged_seqs += count;
+        db.last_sequence.store(first_seq + count - 1, Release);
+        db.counters
+            .user_bytes_written
+            .fetch_add(batch.user_bytes(), Relaxed);
         db.counters.user_writes.fetch_add(count, Relaxed);
         Ok(())
     }
@@ -304,9 +363,9 @@ impl WalMemtable {
         Ok(())
     }
 
-    /// Ensures the active memtable and WAL have room for a record of `record_len` bytes,
-    /// throttling or stopping while the stages hold writes back or the memtable backlog is too
-    /// large, and rotating a full memtable (or one whose PM WAL reached its share of the pool).
+    /// Ensures the active memtable and WAL have room for a record of `record_len` bytes (0: an
+    /// unlogged write, which appends nothing to the WAL), throttling or stopping while the
+    /// stages hold writes back or the memtable backlog is too large, and rotating a full memtable (or one whose PM WAL reached its share of the pool).
     /// For a write (`!force`) the WAL's space for the record is taken here, so the append
     /// cannot run out of it half-way: if the PM pool has no room, the write waits for a flush
     /// to free a retired WAL, or fails with [`Error::NoSpace`] with nothing written when nothing
@@ -321,7 +380,7 @@ impl WalMemtable {
     ) -> Result<()> {
         let writing = !force;
         let mut allow_delay = !force;
-        let mut stalled = false;
+        let mut stalled = StallTracker::default();
         // Out of PM space with nothing pending to free any: retried once already.
         let mut retried = false;
         let mut state = db.state.lock();
@@ -329,19 +388,23 @@ impl WalMemtable {
             if let Some(e) = &state.bg_error {
                 return Err(e.duplicate());
             }
-            let pressure = db.write_pressure(&state);
+            let (pressure, pressing_stage) = db.write_pressure(&state);
             if allow_delay && pressure == WritePressure::Slowdown {
                 // Delay this write by 1 ms rather than stopping later for seconds.
                 drop(state);
                 let t = Instant::now();
                 std::thread::sleep(Duration::from_millis(1));
-                db.add_stall(t, false, &mut stalled);
+                db.add_stall(t, StallReason::Slowdown(pressing_stage), &mut stalled);
                 allow_delay = false;
                 state = db.state.lock();
                 continue;
             }
             let full = wal.mem.fill_bytes() >= self.write_buffer_size as u64
                 || self.wal_share_exceeded(db, wal, record_len);
+            if !force && !full && record_len == 0 {
+                // An unlogged write: the memtable has room, and nothing goes to the WAL.
+                return Ok(());
+            }
             if !force && !full {
                 drop(state);
                 let reserved = match &wal.mem {
@@ -356,7 +419,11 @@ impl WalMemtable {
                         // non-empty memtable lets its WAL be retired. (A flush may also have
                         // finished since the attempt: try once more before giving up.)
                         if self.wal_space_pending(db) {
-                            db.wait_for_background(&mut state, &mut stalled);
+                            db.wait_for_background(
+                                &mut state,
+                                StallReason::PmPoolFull,
+                                &mut stalled,
+                            );
                             continue;
                         }
                         if wal.mem.is_empty() {
@@ -377,10 +444,14 @@ impl WalMemtable {
             if force && wal.mem.is_empty() {
                 return Ok(());
             }
-            if self.pending_flushes() + 1 >= self.max_write_buffer_number
-                || pressure == WritePressure::Stop
-            {
-                db.wait_for_background(&mut state, &mut stalled);
+            let memtable_limit = self.pending_flushes() + 1 >= self.max_write_buffer_number;
+            if memtable_limit || pressure == WritePressure::Stop {
+                let reason = if memtable_limit {
+                    StallReason::MemtableLimit
+                } else {
+                    StallReason::Stop(pressing_stage)
+                };
+                db.wait_for_background(&mut state, reason, &mut stalled);
                 continue;
             }
             // Rotate: start a new WAL, hand the old one to the background sync, make the
@@ -396,7 +467,7 @@ impl WalMemtable {
                 // The pool has no chunk for the new WAL until a flush frees a retired one
                 // (nothing changed: the old WAL stays active).
                 Err(Error::NoSpace(_)) if self.wal_space_pending(db) => {
-                    db.wait_for_background(&mut state, &mut stalled);
+                    db.wait_for_background(&mut state, StallReason::PmPoolFull, &mut stalled);
                     continue;
                 }
                 // A WAL may have been freed since the attempt: try once more.
@@ -515,6 +586,8 @@ impl FrontEnd for WalMemtable {
     fn write(&self, db: &DbInner, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let me = Arc::new(Writer {
             sync: options.sync,
+            // A PM memtable is its own log: there is nothing to skip.
+            unlogged: options.disable_wal && !self.pm_memtable,
             slot: Mutex::new(WriterSlot {
                 batch: Some(batch),
                 result: None,
@@ -537,7 +610,11 @@ impl FrontEnd for WalMemtable {
             let mut bytes = 0;
             for w in queue.iter() {
                 let len = w.slot.lock().batch.as_ref().map_or(0, |b| b.encoded_len());
-                if !group.is_empty() && ((w.sync && !me.sync) || bytes + len > MAX_GROUP_BYTES) {
+                if !group.is_empty()
+                    && ((w.sync && !me.sync)
+                        || w.unlogged != me.unlogged
+                        || bytes + len > MAX_GROUP_BYTES)
+                {
                     break;
                 }
                 bytes += len;
@@ -550,7 +627,7 @@ impl FrontEnd for WalMemtable {
         } else {
             &group
         };
-        let result = self.commit_group(db, group, me.sync);
+        let result = self.commit_group(db, group, me.sync, me.unlogged);
         let mut queue = self.queue.lock();
         for w in group {
             let front = queue.pop_front().expect("group is at the front");
@@ -619,6 +696,10 @@ impl FrontEnd for WalMemtable {
 
     fn sync_closed_logs(&self, db: &DbInner) -> Result<()> {
         self.sync_closed(db)
+    }
+
+    fn holds_unlogged_writes(&self) -> bool {
+        self.unlogged_writes.load(Relaxed)
     }
 
     #[cfg(test)]

@@ -15,7 +15,8 @@
 //! syncs every closed WAL before it appends its record, and marks the record), so they are
 //! ignored, and the state recovered is the one at the cut. A cut that falls on a record
 //! boundary leaves no damaged bytes: it shows as a gap in the sequence numbers (writes are
-//! numbered consecutively) and is treated the same way. A marked (synced) record after the cut
+//! numbered consecutively; writes that skipped the WAL took numbers too, which the next record
+//! counts in its trailer) and is treated the same way. A marked (synced) record after the cut
 //! proves the cut is damage, not a power failure: corruption, naming the file. Damage followed
 //! by valid records in the same WAL is corruption too.
 
@@ -128,6 +129,7 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
         writer,
         number,
         mem: mem.clone(),
+        unlogged_seqs: 0,
     };
     front.set_active(mem);
     state.install_super_version(front);
@@ -150,8 +152,9 @@ fn replay(
 ) -> Result<()> {
     let mut max_seq = state.versions.last_sequence;
     let mut mem = front.new_memtable(0);
-    // The sequence the next record must start with: writes are numbered consecutively, so a
-    // gap means records were lost before it (a closed WAL cut at a record boundary).
+    // The sequence the next record must start with (past the unlogged writes it counts):
+    // writes are numbered consecutively, so a gap means records were lost before it (a closed
+    // WAL cut at a record boundary).
     let mut next_seq: Option<u64> = None;
     'logs: for (i, &(number, tier)) in logs.iter().enumerate() {
         let path = log_file_name(&db.dir, number);
@@ -166,17 +169,25 @@ fn replay(
                 other => other,
             })?;
             let (first, count) = (batch.first_sequence, batch.count);
-            if let Some(expected) = next_seq.filter(|&e| e != first) {
+            // Unlogged writes between the previous record and this one took the sequence
+            // numbers the record says; any other gap is a cut.
+            let expected = next_seq.map(|e| e.saturating_add(batch.unlogged_before));
+            if let Some(expected) = expected.filter(|&e| e != first) {
                 // Point in time: stop at the gap, unless a synced write follows it.
                 let synced_after = batch.synced
                     || rest_holds_synced_record(&mut reader)
                     || first_synced_record(db, &logs[i + 1..])?.is_some();
                 if first < expected || synced_after {
+                    let unlogged = match batch.unlogged_before {
+                        0 => String::new(),
+                        n => format!(" and {n} unlogged writes"),
+                    };
                     return Err(Error::corruption(
                         location,
                         format!(
-                            "the record of sequence {first} follows the one ending at {}:                              writes are missing{}",
-                            expected - 1,
+                            "the record of sequence {first} follows the one ending at {}{unlogged}: \
+                             writes are missing{}",
+                            next_seq.unwrap_or(1) - 1,
                             if synced_after {
                                 " before a write acknowledged with sync"
                             } else {

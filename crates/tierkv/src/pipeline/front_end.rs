@@ -99,6 +99,12 @@ pub(crate) trait FrontEnd: Send + Sync {
     /// DRAM kept for reuse by the next write buffers (flushed memtables' memory).
     fn kept_bytes(&self) -> u64;
 
+    /// True if writes that skipped the log (`WriteOptions::disable_wal`) may be in the write
+    /// buffers: closing the database flushes them first, so that a clean close loses none.
+    fn holds_unlogged_writes(&self) -> bool {
+        false
+    }
+
     /// Memory regions kept for reuse (tests of the reuse).
     #[cfg(test)]
     fn kept_regions(&self) -> usize {
