@@ -824,6 +824,25 @@ pub struct BenchConfig {
           value_parser = clap::builder::BoolishValueParser::new())]
     pub use_existing_db: bool,
 
+    /// Writes skip the write-ahead log (db_bench's --disable_wal): durable once their memtable
+    /// is flushed (at the latest when the database closes), lost by a crash before that. No
+    /// effect on designs whose memtable is itself persistent (leveled-pmtable, slmdb).
+    /// Refused with --sync.
+    #[arg(long = "disable_wal", num_args = 0..=1, require_equals = true, default_value_t = false,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    #[serde(default)]
+    pub disable_wal: bool,
+
+    /// No automatic compactions (db_bench's --disable_auto_compactions): flushes go on,
+    /// `compact` and waitforcompaction still work, and the L0 file-count stalls are off (as
+    /// in RocksDB). Refused for designs whose PM stage only compaction can drain (nvlsm*,
+    /// trianglekv, matrixkv).
+    #[arg(long = "disable_auto_compactions", num_args = 0..=1, require_equals = true,
+          default_value_t = false, default_missing_value = "true",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    #[serde(default)]
+    pub disable_auto_compactions: bool,
+
     /// Print the full engine options (JSON) in the run header; without it the header names
     /// only the options that differ from the design's defaults.
     #[arg(long, short = 'v', num_args = 0..=1, require_equals = true, default_value_t = false,
@@ -973,6 +992,22 @@ impl BenchConfig {
                  (e.g. -P workloads/workloada) or -p NAME=VALUE properties"
                     .into(),
             );
+        }
+        if self.sync && self.disable_wal {
+            return Err(
+                "--sync and --disable_wal together: a write that skips the WAL has no log to \
+                 sync"
+                    .into(),
+            );
+        }
+        if self.disable_auto_compactions {
+            for d in self.tierkv_designs() {
+                if let Some(why) = d.needs_auto_compactions() {
+                    return Err(format!(
+                        "--disable_auto_compactions is refused for design {d}: {why}"
+                    ));
+                }
+            }
         }
         if self.batch_size == 0 || self.batch_size > 1_000_000 {
             return Err(format!(
@@ -1205,6 +1240,9 @@ impl BenchConfig {
         set(&mut c.num_levels, self.num_levels);
         set(&mut o.table.block_size, self.block_size);
         set(&mut o.max_write_buffer_number, self.max_write_buffer_number);
+        if self.disable_auto_compactions {
+            o.compaction.disable_auto_compactions = true;
+        }
     }
 
     /// The engine options these flags select for `design`: the flags, the design's defaults,
@@ -1250,7 +1288,7 @@ impl BenchConfig {
     pub fn write_options(&self) -> WriteOptions {
         WriteOptions {
             sync: self.sync,
-            ..Default::default()
+            disable_wal: self.disable_wal,
         }
     }
 }

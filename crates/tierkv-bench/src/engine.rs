@@ -200,8 +200,9 @@ impl KvEngine for TierKvEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
-        if self.write_options.sync {
-            // `Db::put` takes no write options: a synced put goes through a one-entry batch.
+        if self.write_options.sync || self.write_options.disable_wal {
+            // `Db::put` takes no write options: a synced or unlogged put goes through a
+            // one-entry batch.
             let mut batch = WriteBatch::new();
             batch.put(key, value);
             self.db.write(&self.write_options, batch)?;
@@ -212,7 +213,7 @@ impl KvEngine for TierKvEngine {
     }
 
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
-        if self.write_options.sync {
+        if self.write_options.sync || self.write_options.disable_wal {
             let mut batch = WriteBatch::new();
             batch.delete(key);
             self.db.write(&self.write_options, batch)?;
@@ -264,6 +265,25 @@ impl KvEngine for TierKvEngine {
 
     fn compact(&self) -> EngineResult<()> {
         Ok(self.db.compact_range(None, None)?)
+    }
+
+    fn live_tables(&self) -> EngineResult<Option<Vec<crate::report::TableInfo>>> {
+        Ok(Some(
+            self.db
+                .live_tables()
+                .into_iter()
+                .map(|t| crate::report::TableInfo {
+                    stage: t.stage,
+                    group: t.group,
+                    number: t.number,
+                    tier: t.tier.name().to_string(),
+                    bytes: t.file_size,
+                    entries: Some(t.entries),
+                    smallest: t.smallest_key,
+                    largest: t.largest_key,
+                })
+                .collect(),
+        ))
     }
 
     fn flush(&self) -> EngineResult<()> {

@@ -650,6 +650,7 @@ fn flag_spelling(path: &str, value: &serde_json::Value) -> String {
         "pm.size_bytes" => "pm_size",
         "pm.wal_on_pm" => "wal_on_pm",
         "ssd.direct_reads" => "use_direct_reads",
+        "compaction.disable_auto_compactions" => "disable_auto_compactions",
         "compaction.background_compactions" => {
             if let Some(n) = n {
                 return format!("--max_background_jobs={}", n + 1);
@@ -929,6 +930,12 @@ pub fn format_stats(s: &StatsSummary) -> String {
             .unwrap_or_default();
         let _ = writeln!(o, "  L{i}: {:>6} files  {}{on_pm}", l.files, b(l.bytes));
     }
+    if !st.compaction_levels.is_empty()
+        || !st.flush_targets.is_empty()
+        || !st.stall_causes.is_empty()
+    {
+        o.push_str(&format_compaction_stats(st));
+    }
     if !st.stages.is_empty() {
         o.push_str(&crate::figures::format_figures(
             &crate::figures::RunFigures::new(st, s.logical_bytes),
@@ -947,8 +954,8 @@ pub fn format_stats(s: &StatsSummary) -> String {
     o
 }
 
-/// db_bench's `levelstats`: each stage's groups (levels) with their files and bytes, and
-/// on PM.
+/// db_bench's `levelstats`: each stage's groups (levels) with their files and bytes, then the
+/// per-level compaction statistics and the stall causes.
 pub fn format_level_stats(st: &DbStats) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "** Level stats (design {}) **", st.design);
@@ -965,11 +972,149 @@ pub fn format_level_stats(st: &DbStats) -> String {
                 o,
                 "{:<8} {:<14} {:>7} {:>14.3} {:>9} {:>14.3}",
                 i,
-                format!("{} {g}", stage.name),
+                group_name(st, i, g),
                 l.files,
                 mb(l.bytes),
                 pm.files,
                 mb(pm.bytes)
+            );
+        }
+    }
+    o.push_str(&format_compaction_stats(st));
+    o
+}
+
+/// A stage group's name in the level tables: `L3` for a design of one stage, else the stage's
+/// index and name with the group (`1 levels L2`).
+fn group_name(st: &DbStats, stage: usize, group: usize) -> String {
+    if st.stages.len() <= 1 {
+        format!("L{group}")
+    } else {
+        let name = st.stages.get(stage).map_or("", |s| s.name.as_str());
+        format!("{stage} {name} L{group}")
+    }
+}
+
+/// The per-level compaction statistics as RocksDB prints them (in MB rather than GB, and one
+/// row per stage group): for each group the flushes into it and the compactions whose output
+/// it received, with the bytes read from the input group (Rn) and from the group itself (Rnp1),
+/// written and moved, the write amplification Write / Rn (a flush counts as 1), the rates over
+/// the compaction time, the count, and the entries in and dropped; then the stall causes.
+pub fn format_compaction_stats(st: &DbStats) -> String {
+    let mut o = String::new();
+    let mb = |b: u64| b as f64 / 1_048_576.0;
+    let _ = writeln!(o, "** Compaction stats (cumulative since open) **");
+    let _ = writeln!(
+        o,
+        "{:<18} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11} {:>10}",
+        "Level",
+        "Files",
+        "Size(MB)",
+        "Read(MB)",
+        "Rn(MB)",
+        "Rnp1(MB)",
+        "Write(MB)",
+        "Moved(MB)",
+        "W-Amp",
+        "Rd(MB/s)",
+        "Wr(MB/s)",
+        "Comp(sec)",
+        "Comp(cnt)",
+        "Avg(sec)",
+        "KeyIn",
+        "KeyDrop"
+    );
+    let mut total = tierkv::stats::LevelCompactionStats::default();
+    let (mut total_files, mut total_bytes) = (0usize, 0u64);
+    let line = |o: &mut String,
+                name: &str,
+                files: usize,
+                bytes: u64,
+                c: &tierkv::stats::LevelCompactionStats| {
+        let secs = c.micros as f64 / 1e6;
+        let rate = |b: u64| if secs > 0.0 { mb(b) / secs } else { 0.0 };
+        // A flush reads nothing from a level: its write amplification is 1 (RocksDB's L0).
+        let w_amp = if c.read_input_bytes > 0 {
+            c.written_bytes as f64 / c.read_input_bytes as f64
+        } else if c.written_bytes > 0 {
+            1.0
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            o,
+            "{:<18} {:>6} {:>10.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>6.2} {:>9.1} {:>9.1} {:>9.3} {:>9} {:>9.3} {:>11} {:>10}",
+            name,
+            files,
+            mb(bytes),
+            mb(c.read_input_bytes + c.read_output_bytes),
+            mb(c.read_input_bytes),
+            mb(c.read_output_bytes),
+            mb(c.written_bytes),
+            mb(c.moved_bytes),
+            w_amp,
+            rate(c.read_input_bytes + c.read_output_bytes),
+            rate(c.written_bytes),
+            secs,
+            c.compactions,
+            if c.compactions > 0 { secs / c.compactions as f64 } else { 0.0 },
+            c.input_entries,
+            c.dropped_entries
+        );
+    };
+    for (i, stage) in st.stages.iter().enumerate() {
+        for (g, l) in stage.groups.iter().enumerate() {
+            let mut c = tierkv::stats::LevelCompactionStats {
+                stage: i,
+                group: g,
+                ..Default::default()
+            };
+            for x in st
+                .compaction_levels
+                .iter()
+                .filter(|x| x.stage == i && x.group == g)
+            {
+                c.add(x);
+            }
+            if i == 0 {
+                // Flushes write into stage 0's groups: counted as writes, as RocksDB's L0.
+                for f in st.flush_targets.iter().filter(|f| f.group == g) {
+                    c.written_bytes += f.written_bytes;
+                    c.micros += f.micros;
+                    c.compactions += f.flushes;
+                }
+            }
+            if l.files == 0 && c.compactions == 0 {
+                continue;
+            }
+            line(
+                &mut o,
+                &format!("{}.{} {g}", i, stage.name),
+                l.files,
+                l.bytes,
+                &c,
+            );
+            total.add(&c);
+            total_files += l.files;
+            total_bytes += l.bytes;
+        }
+    }
+    line(&mut o, "Sum", total_files, total_bytes, &total);
+    let _ = writeln!(
+        o,
+        "(stage 0's rows count the flushes into them as writes and in Comp(cnt); Read = Rn + Rnp1: key and value bytes the merges read)"
+    );
+    if st.stall_causes.is_empty() {
+        let _ = writeln!(o, "Stall causes: none");
+    } else {
+        let _ = writeln!(o, "Stall causes:");
+        for c in &st.stall_causes {
+            let _ = writeln!(
+                o,
+                "  {:<40} {:>8} write groups {:>12.3} s",
+                c.cause,
+                c.stalled_groups,
+                c.micros as f64 / 1e6
             );
         }
     }

@@ -54,7 +54,8 @@ pub fn options_json(config: &BenchConfig) -> serde_json::Value {
         "target_file_size_base": c.target_file_size,
         "max_background_jobs": 1 + c.background_compactions,
         "max_open_files": t.max_open_files,
-        "wal": true,
+        "wal": !config.disable_wal,
+        "disable_auto_compactions": c.disable_auto_compactions,
         "sync": config.sync,
         "statistics": true,
         "use_direct_reads": config.use_direct_reads,
@@ -141,6 +142,7 @@ impl RocksEngine {
         o.set_max_bytes_for_level_base(c.max_bytes_for_level_base);
         o.set_max_bytes_for_level_multiplier(c.level_size_multiplier as f64);
         o.set_target_file_size_base(c.target_file_size);
+        o.set_disable_auto_compactions(c.disable_auto_compactions);
         o.set_max_background_jobs(int(1 + c.background_compactions));
         o.set_max_open_files(int(t.max_open_files));
         o.enable_statistics();
@@ -162,6 +164,7 @@ impl RocksEngine {
             .map_err(|e| format!("opening RocksDB in {}: {e}", path.display()))?;
         let mut write_options = WriteOptions::default();
         write_options.set_sync(config.sync);
+        write_options.disable_wal(config.disable_wal);
         Ok(RocksEngine {
             db,
             options: o,

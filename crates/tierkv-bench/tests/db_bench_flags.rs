@@ -334,7 +334,11 @@ fn flags_in(text: &str) -> std::collections::BTreeSet<String> {
                 .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
                 .unwrap_or(text.len() - start);
         // A flag starts a word: `--x` after a space, backtick, parenthesis or line start.
-        let before = if i + pos == 0 { b' ' } else { bytes[i + pos - 1] };
+        let before = if i + pos == 0 {
+            b' '
+        } else {
+            bytes[i + pos - 1]
+        };
         if end > start && matches!(before, b' ' | b'`' | b'(' | b'\n' | b'[' | b',') {
             out.insert(text[start..end].to_string());
         }
@@ -347,8 +351,8 @@ fn flags_in(text: &str) -> std::collections::BTreeSet<String> {
 /// every flag the README names is one some subcommand accepts.
 #[test]
 fn readme_and_help_agree() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
     let named = flags_in(&readme);
     let bench = help_flags(&["bench", "--help"]);
     let missing: Vec<_> = bench
@@ -371,10 +375,71 @@ fn readme_and_help_agree() {
         accepted.extend(help_flags(&[sub, "--help"]));
     }
     // Flags of other tools the README shows (cargo's, RocksDB's db_bench).
-    let foreign = ["release", "features", "all", "check", "workspace", "all_targets", "component"];
+    let foreign = [
+        "release",
+        "features",
+        "all",
+        "check",
+        "workspace",
+        "all_targets",
+        "component",
+    ];
     let unknown: Vec<_> = named
         .iter()
         .filter(|f| !accepted.contains(*f) && !foreign.contains(&f.as_str()))
         .collect();
-    assert!(unknown.is_empty(), "README names flags no subcommand has: {unknown:?}");
+    assert!(
+        unknown.is_empty(),
+        "README names flags no subcommand has: {unknown:?}"
+    );
+}
+
+/// --disable_wal writes no log and loses nothing at close; --disable_auto_compactions leaves
+/// compaction to `compact`; levelstats and sstables print the compaction statistics and the
+/// live tables.
+#[test]
+fn wal_off_auto_compactions_off_and_level_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let db = dir.path().join("db");
+    let (stdout, _) = ok(&[
+        "bench",
+        "--num=20000",
+        "--write_buffer_size=65536",
+        "--benchmarks=fillseq,levelstats,compact,sstables",
+        "--disable_wal",
+        "--disable_auto_compactions",
+        &format!("--db={}", db.display()),
+        &format!("--json={}", report.display()),
+    ]);
+    let v = json(&report);
+    let fill = bench(&v, "fillseq");
+    assert!(fill["engine"]["flushes"].as_u64().unwrap() > 3, "{fill}");
+    assert_eq!(fill["engine"]["compactions"], 0, "{fill}");
+    let compact = bench(&v, "compact");
+    assert!(compact["engine"]["compactions"].as_u64().unwrap() > 0);
+    let stats = &v["runs"][0]["final_stats"]["stats"];
+    assert_eq!(stats["ssd_written_wal"], 0, "no WAL bytes");
+    let level_rows = stats["compaction_levels"].as_array().unwrap();
+    assert!(!level_rows.is_empty());
+    assert!(stdout.contains("** Compaction stats (cumulative since open) **"), "{stdout}");
+    assert!(stdout.contains("Stall causes"), "{stdout}");
+    // After `compact` everything is in one table listing at one level.
+    let listing = stdout.split("** Live tables:").nth(1).expect("sstables output");
+    assert!(listing.contains("bytes on ssd"), "{listing}");
+    // The unlogged writes were flushed at close: every key is there on reopen.
+    let report2 = dir.path().join("r2.json");
+    ok(&[
+        "bench",
+        "--num=20000",
+        "--benchmarks=readseq",
+        "--use_existing_db",
+        &format!("--db={}", db.display()),
+        &format!("--json={}", report2.display()),
+    ]);
+    assert_eq!(bench(&json(&report2), "readseq")["ops"], 20000);
+    let err = fails(&["bench", "--sync", "--disable_wal"]);
+    assert!(err.contains("--sync and --disable_wal"), "{err}");
+    let err = fails(&["bench", "--design=nvlsm", "--disable_auto_compactions"]);
+    assert!(err.contains("refused for design nvlsm"), "{err}");
 }
