@@ -1087,13 +1087,7 @@ pub fn format_compaction_stats(st: &DbStats) -> String {
             if l.files == 0 && c.compactions == 0 {
                 continue;
             }
-            line(
-                &mut o,
-                &format!("{}.{} {g}", i, stage.name),
-                l.files,
-                l.bytes,
-                &c,
-            );
+            line(&mut o, &group_name(st, i, g), l.files, l.bytes, &c);
             total.add(&c);
             total_files += l.files;
             total_bytes += l.bytes;

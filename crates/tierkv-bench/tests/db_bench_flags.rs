@@ -422,10 +422,16 @@ fn wal_off_auto_compactions_off_and_level_tables() {
     assert_eq!(stats["ssd_written_wal"], 0, "no WAL bytes");
     let level_rows = stats["compaction_levels"].as_array().unwrap();
     assert!(!level_rows.is_empty());
-    assert!(stdout.contains("** Compaction stats (cumulative since open) **"), "{stdout}");
+    assert!(
+        stdout.contains("** Compaction stats (cumulative since open) **"),
+        "{stdout}"
+    );
     assert!(stdout.contains("Stall causes"), "{stdout}");
     // After `compact` everything is in one table listing at one level.
-    let listing = stdout.split("** Live tables:").nth(1).expect("sstables output");
+    let listing = stdout
+        .split("** Live tables:")
+        .nth(1)
+        .expect("sstables output");
     assert!(listing.contains("bytes on ssd"), "{listing}");
     // The unlogged writes were flushed at close: every key is there on reopen.
     let report2 = dir.path().join("r2.json");
