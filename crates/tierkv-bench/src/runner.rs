@@ -365,6 +365,23 @@ struct Shared<'a> {
     barrier: &'a Barrier,
 }
 
+/// Gets `key` into `buf`; when found, counts it in `found` and its key + value bytes in
+/// `bytes`.
+#[inline]
+fn lookup(
+    engine: &dyn KvEngine,
+    key: &[u8],
+    buf: &mut Vec<u8>,
+    found: &mut u64,
+    bytes: &mut u64,
+) -> EngineResult<()> {
+    if engine.get(key, buf)? {
+        *found += 1;
+        *bytes += (key.len() + buf.len()) as u64;
+    }
+    Ok(())
+}
+
 /// Writes (or deletes, `delete`) the keys `next_key(0..count)`, one at a time or in batches
 /// of `plan.batch`, until `count` or the deadline; returns the key + value bytes written.
 #[allow(clippy::too_many_arguments)]
@@ -470,10 +487,7 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
                     break;
                 }
                 encode_key(keys.next_key(), &mut key);
-                if engine.get(&key, &mut value_buf)? {
-                    found += 1;
-                    bytes += (key.len() + value_buf.len()) as u64;
-                }
+                lookup(engine, &key, &mut value_buf, &mut found, &mut bytes)?;
                 t.done(OpKind::Read);
             }
         }
@@ -530,10 +544,7 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
                 encode_key(keys.next_key(), &mut key);
                 if rrwr_is_get(i, plan.read_percent) {
                     lookups += 1;
-                    if engine.get(&key, &mut value_buf)? {
-                        found += 1;
-                        bytes += (key.len() + value_buf.len()) as u64;
-                    }
+                    lookup(engine, &key, &mut value_buf, &mut found, &mut bytes)?;
                     t.done(OpKind::Get);
                 } else {
                     engine.put(&key, values.next(&key))?;
@@ -549,10 +560,7 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
                     break;
                 }
                 encode_key(keys.next_key(), &mut key);
-                if engine.get(&key, &mut value_buf)? {
-                    found += 1;
-                    bytes += (key.len() + value_buf.len()) as u64;
-                }
+                lookup(engine, &key, &mut value_buf, &mut found, &mut bytes)?;
                 engine.put(&key, values.next(&key))?;
                 bytes += write_bytes;
                 t.done(OpKind::Rmw);
@@ -651,10 +659,7 @@ fn ycsb_worker(
             YcsbOp::Read => {
                 encode_key(keys.next(&mut rng, inserts), &mut key);
                 lookups += 1;
-                if engine.get(&key, &mut value_buf)? {
-                    found += 1;
-                    bytes += (key.len() + value_buf.len()) as u64;
-                }
+                lookup(engine, &key, &mut value_buf, &mut found, &mut bytes)?;
                 t.done(OpKind::Read);
             }
             YcsbOp::Update => {
@@ -680,10 +685,7 @@ fn ycsb_worker(
             YcsbOp::ReadModifyWrite => {
                 encode_key(keys.next(&mut rng, inserts), &mut key);
                 lookups += 1;
-                if engine.get(&key, &mut value_buf)? {
-                    found += 1;
-                    bytes += (key.len() + value_buf.len()) as u64;
-                }
+                lookup(engine, &key, &mut value_buf, &mut found, &mut bytes)?;
                 engine.put(&key, values.next(&key))?;
                 bytes += write_bytes;
                 t.done(OpKind::Rmw);

@@ -293,11 +293,7 @@ impl WalMemtable {
             // were never published: refuse further writes (reopening replays the log).
             return Err(db.state.lock().poison("memtable insert failed", e));
         }
-        db.last_sequence.store(first_seq + count - 1, Release);
-        db.counters
-            .user_bytes_written
-            .fetch_add(user_bytes, Relaxed);
-        db.counters.user_writes.fetch_add(count, Relaxed);
+        publish(db, first_seq, count, user_bytes);
         Ok(())
     }
 
@@ -320,11 +316,7 @@ impl WalMemtable {
             return Err(db.state.lock().poison("memtable insert failed", e));
         }
         wal.unlogged_seqs += count;
-        db.last_sequence.store(first_seq + count - 1, Release);
-        db.counters
-            .user_bytes_written
-            .fetch_add(batch.user_bytes(), Relaxed);
-        db.counters.user_writes.fetch_add(count, Relaxed);
+        publish(db, first_seq, count, batch.user_bytes());
         Ok(())
     }
 
@@ -355,11 +347,7 @@ impl WalMemtable {
         if sync {
             db.counters.wal_syncs.fetch_add(1, Relaxed);
         }
-        db.last_sequence.store(first_seq + count - 1, Release);
-        db.counters
-            .user_bytes_written
-            .fetch_add(batch.user_bytes(), Relaxed);
-        db.counters.user_writes.fetch_add(count, Relaxed);
+        publish(db, first_seq, count, batch.user_bytes());
         Ok(())
     }
 
@@ -777,4 +765,14 @@ impl crate::fs::WritableFile for NullFile {
     fn size(&self) -> u64 {
         0
     }
+}
+
+/// Makes the `count` writes from `first_seq` visible to readers and counts them as user writes
+/// of `user_bytes`: the last step of every commit path.
+fn publish(db: &DbInner, first_seq: u64, count: u64, user_bytes: u64) {
+    db.last_sequence.store(first_seq + count - 1, Release);
+    db.counters
+        .user_bytes_written
+        .fetch_add(user_bytes, Relaxed);
+    db.counters.user_writes.fetch_add(count, Relaxed);
 }
