@@ -4,57 +4,84 @@
 //! (Kaiyrakhmet et al., "SLM-DB: Single-Level Key-Value Store with Persistent Memory", FAST
 //! 2019).
 //!
-//! It maps byte keys of any length (up to what fits one PM chunk) to small byte payloads (an
-//! SST location, a value address). Each key and its payload is one immutable **object** in PM;
-//! a **leaf** holds up to [`LEAF_SLOTS`] slots `{fingerprint, object pointer}` in no particular
-//! order, and a validity **bitmap** (the FPTree / NV-Tree leaf, not FAST-FAIR's sorted in-leaf
-//! shifting, which is not failure-atomic when a torn 8-byte store can land in any order). Leaves
-//! form one linked chain in key order from a permanent head leaf, which the tree's named root
-//! in the pool's root directory points at. The inner nodes are a DRAM ordered map from each
-//! leaf's separator (its lowest key when it was split off; the empty key for the head) to the
-//! leaf, rebuilt from the chain at open. Objects and leaves live in slots of a volatile slab
-//! allocator ([`slab`]) rebuilt at open from what the chain references.
+//! It maps byte keys of any length (up to what fits one PM chunk) to small payloads. A **leaf**
+//! holds a fixed number of slots in no particular order and a validity **bitmap** (the FPTree /
+//! NV-Tree leaf, not FAST-FAIR's sorted in-leaf shifting, which is not failure-atomic when a
+//! torn 8-byte store can land in any order). Leaves form one linked chain in key order from a
+//! permanent head leaf, which the tree's named root in the pool's root directory points at. The
+//! inner nodes are a DRAM ordered map from each leaf's separator (its lowest key when it was
+//! split off; the empty key for the head) to the leaf, rebuilt from the chain at open. Objects
+//! and leaves live in slots of a volatile slab allocator ([`slab`]) rebuilt at open from what
+//! the chain references.
+//!
+//! A tree has one of two leaf [`Layout`]s, chosen by whoever opens it (the layout is not
+//! recorded beside the root; a leaf of the other layout fails its magic):
+//!
+//! * [`Layout::Objects`] (`TKVBLEAF`, SLM-DB's global index): byte payloads of any length. Each
+//!   key and its payload is one immutable **object** in PM; a slot is `{fingerprint, object
+//!   pointer}`, and an update writes a new object and swaps the pointer.
+//! * [`Layout::Inline`] (`TKVLLEAF`, LAB-DB's L0): the payload is one 8-byte **word** (a value
+//!   address) held in the slot itself, with the key inline when it has at most
+//!   [`INLINE_KEY`] bytes; a longer key is an object with an empty payload. An update of an
+//!   existing key is ONE 8-byte store of the word, persisted ([`PbTree::upsert_word`]).
 //!
 //! # Format (little-endian; `docs/FORMATS.md`, "Persistent B+ tree")
 //!
 //! ```text
-//! leaf (1 KiB slot):  bitmap word u64 | next word u64 | magic u64 "TKVBLEAF" | own offset u64 |
-//!                     masked crc32c(bytes 16..32) u32 | 28 zero | 48 slots of 16 bytes
-//!   bitmap word:      bit i = slot i is valid (48 bits) | check16(word address, bits) << 48
+//! leaf (1 KiB slot):  bitmap word u64 | next word u64 | magic u64 | own offset u64 |
+//!                     masked crc32c(bytes 16..32) u32 | 28 zero | slots
+//!   bitmap word:      bit i = slot i is valid | check16(word address, bits) << 48
 //!   next word:        next leaf's offset (0 = the last leaf) | check16(word address, next) << 48
-//! slot (16 B):        fingerprint u64 (crc32c(key) | key length << 32) |
+//! Objects ("TKVBLEAF"): 48 slots of 16 bytes:
+//!   slot:             fingerprint u64 (crc32c(key) | key length << 32) |
 //!                     object word: object offset | check16(word address, offset) << 48
+//! Inline ("TKVLLEAF"): 30 slots of 32 bytes:
+//!   slot:             payload word u64 | tag u8 | 23 bytes:
+//!     tag 0..=23:     the key (tag bytes), then zeros
+//!     tag 0xFF:       3 zero | key crc32c u32 | key length u32 (> 23) | 4 zero |
+//!                     object word (at slot + 24): object offset | check16(word address, offset) << 48
 //! object (slot of 64 << c bytes, the smallest that holds it):
 //!                     key length u32 | payload length u32 |
 //!                     masked crc32c(own offset u64, bytes 0..8, key, payload) u32 | zero u32 |
-//!                     key | payload
+//!                     key | payload             (Inline: a long key's object, payload empty)
 //! ```
 //!
-//! `check16` is the file system's 16-bit check of two words: every word the tree updates in
-//! place carries a check of its own address and value, so a flipped bit, or a word of another
-//! leaf, is reported as corruption naming the leaf, never followed.
+//! `check16` is the file system's 16-bit check of two words: every pointer and bitmap word the
+//! tree updates in place carries a check of its own address and value, so a flipped bit, or a
+//! word of another leaf, is reported as corruption naming the leaf, never followed. The inline
+//! payload word is the exception: it uses all 64 bits and carries no check, so its user must
+//! check what it points at (LAB-DB's value records check their own address and key). An
+//! inline key has no checksum either (the slot has no room for one); a tag out of range or
+//! non-zero padding is corruption, and a changed key byte is found by the same check of the
+//! pointed-at record, or by open's order check when it breaks the key order.
 //!
 //! # Persist points and the invariant at each
 //!
 //! The tree's content is: the valid slots of the leaves reachable from the head. Every change
 //! is written to unreachable or invalid places first, persisted, and published by ONE 8-byte
-//! store that is then persisted:
+//! store that is then persisted. The same steps serve both layouts except where noted:
 //!
-//! * **insert**: the object (a free slab slot) and the leaf slot (a slot whose bitmap bit is
-//!   clear) are written and persisted with one fence; then the bitmap word with the slot's bit
-//!   set. Before that store the key is absent and the object unreferenced (free at the next
-//!   open); after it, present.
-//! * **update**: the new object is written and persisted; then the slot's object word is
-//!   replaced (8-byte store, persisted). Either word is a complete, checked pointer to a
+//! * **insert**: the object if any (a free slab slot: every key of the Objects layout, a long
+//!   key of the Inline layout) and the leaf slot (a slot whose bitmap bit is clear; Inline: the
+//!   payload word, tag and key written with it) are written and persisted with one fence; then
+//!   the bitmap word with the slot's bit set. Before that store the key is absent and the
+//!   object unreferenced (free at the next open); after it, present with its payload.
+//! * **update, Objects**: the new object is written and persisted; then the slot's object word
+//!   is replaced (8-byte store, persisted). Either word is a complete, checked pointer to a
 //!   complete object: the old payload or the new one. The old object is freed after.
-//! * **delete**: the bitmap word without the slot's bit. The object is freed after.
+//! * **update, Inline** (in place): the slot's payload word is stored and persisted, nothing
+//!   else. The slot is valid throughout and its key bytes are untouched; an aligned 8-byte
+//!   store lands whole, so a crash leaves the old word or the new one, never a mix.
+//! * **delete**: the bitmap word without the slot's bit. The object, if any, is freed after.
 //! * **split** of a full leaf A (into A and a new leaf B holding A's upper half): B is written
-//!   whole (header, copied slots, bitmap, next = A's next) and persisted while unreachable;
-//!   then A's next word is set to B (persisted): from here the upper half is in A *and* B, as
-//!   the same objects; then A's bitmap word drops the upper half (persisted). Open repairs a
-//!   crash between the last two stores: entries of a leaf at or above the lowest key of the next
-//!   non-empty leaf must be the same objects as that leaf's entries (else corruption); they are
-//!   dropped from the earlier leaf.
+//!   whole (header, the upper half's slots re-encoded for their new addresses: same fingerprint
+//!   or payload word and key, same objects; bitmap; next = A's next) and persisted while
+//!   unreachable; then A's next word is set to B (persisted): from here the upper half is in A
+//!   *and* B, as identical entries; then A's bitmap word drops the upper half (persisted). Open
+//!   repairs a crash between the last two stores: entries of a leaf at or above the lowest key
+//!   of the next non-empty leaf must be identical to that leaf's entries (same key, same object
+//!   and, Inline, same payload word: nothing updates a key between the two stores), else
+//!   corruption; they are dropped from the earlier leaf.
 //! * **unlink** of a leaf left empty by a delete (never the head): the previous leaf's next
 //!   word is set to the empty leaf's next (persisted); the leaf is freed after. Open unlinks an
 //!   empty leaf a crash left behind.
@@ -85,25 +112,77 @@ use std::ops::Bound;
 use std::sync::Arc;
 use tierkv_pm::PmPool;
 
-/// Slots per leaf.
+/// Slots per leaf of the [`Layout::Objects`] layout (the most of either layout).
 pub(crate) const LEAF_SLOTS: usize = 48;
+/// Slots per leaf of the [`Layout::Inline`] layout.
+pub(crate) const INLINE_SLOTS: usize = 30;
+/// The longest key an [`Layout::Inline`] slot holds in place; longer keys are objects.
+pub(crate) const INLINE_KEY: usize = 23;
 /// A leaf's slab slot.
 const LEAF_BYTES: u64 = 1024;
 const LEAF_HEADER: usize = 64;
-/// The bytes of a leaf that are read and written: header and slots.
-const LEAF_USED: usize = LEAF_HEADER + LEAF_SLOTS * 16;
-const LEAF_MAGIC: u64 = u64::from_le_bytes(*b"TKVBLEAF");
+const OBJECTS_MAGIC: u64 = u64::from_le_bytes(*b"TKVBLEAF");
+const INLINE_MAGIC: u64 = u64::from_le_bytes(*b"TKVLLEAF");
+/// An inline slot's tag for a key held as an object.
+const LONG_TAG: u8 = 0xFF;
 const OBJECT_HEADER: usize = 16;
 const OFFSET_MASK: u64 = (1 << 48) - 1;
-const ALL_SLOTS: u64 = (1 << LEAF_SLOTS) - 1;
+
+/// How a tree's leaves hold keys and payloads (module docs). Chosen per tree when it is
+/// opened; the existing trees (SLM-DB's global index) use [`Layout::Objects`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// `TKVBLEAF`: 48 slots `{fingerprint, object word}`; each key and its payload (of any
+    /// length) is one object, and an update writes a new object and swaps the pointer.
+    Objects,
+    /// `TKVLLEAF`: 30 slots of 32 bytes `{payload word, tag, key}`; the payload is exactly one
+    /// 8-byte word, updated in place by one persisted store; keys over [`INLINE_KEY`] bytes are
+    /// objects with an empty payload.
+    Inline,
+}
+
+impl Layout {
+    /// Slots per leaf.
+    pub(crate) fn slots(self) -> usize {
+        match self {
+            Layout::Objects => LEAF_SLOTS,
+            Layout::Inline => INLINE_SLOTS,
+        }
+    }
+
+    fn slot_size(self) -> usize {
+        match self {
+            Layout::Objects => 16,
+            Layout::Inline => 32,
+        }
+    }
+
+    fn magic(self) -> u64 {
+        match self {
+            Layout::Objects => OBJECTS_MAGIC,
+            Layout::Inline => INLINE_MAGIC,
+        }
+    }
+
+    /// The bitmap with every slot valid.
+    fn all_slots(self) -> u64 {
+        (1 << self.slots()) - 1
+    }
+
+    /// The bytes of a leaf that are read and written: header and slots.
+    fn leaf_used(self) -> usize {
+        LEAF_HEADER + self.slots() * self.slot_size()
+    }
+
+    /// The PM offset of slot `i` of the leaf at `leaf`.
+    fn slot_at(self, leaf: u64, i: usize) -> u64 {
+        leaf + (LEAF_HEADER + self.slot_size() * i) as u64
+    }
+}
 
 /// A key's fingerprint: a first filter before the key itself is compared.
 fn fingerprint(key: &[u8]) -> u64 {
     u64::from(crc32c(key)) | (key.len() as u64) << 32
-}
-
-fn slot_at(leaf: u64, i: usize) -> u64 {
-    leaf + (LEAF_HEADER + 16 * i) as u64
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
@@ -114,27 +193,84 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
+/// One valid slot as read from PM, checked. Equality is "the same entry" (the torn-split
+/// rule): the address-dependent check bits are not part of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// An invalid slot (its bitmap bit is clear; its bytes are not read).
+    Free,
+    /// Objects layout: the key's fingerprint and the object holding key and payload.
+    Object { fp: u64, obj: u64 },
+    /// Inline layout, a key of at most [`INLINE_KEY`] bytes held in the slot.
+    Short {
+        word: u64,
+        len: u8,
+        key: [u8; INLINE_KEY],
+    },
+    /// Inline layout, a longer key: its fingerprint and the object holding it.
+    Long { word: u64, fp: u64, obj: u64 },
+}
+
+impl Slot {
+    /// The object the slot references, if any.
+    fn object(&self) -> Option<u64> {
+        match *self {
+            Slot::Object { obj, .. } | Slot::Long { obj, .. } => Some(obj),
+            Slot::Free | Slot::Short { .. } => None,
+        }
+    }
+
+    /// The slot's image at PM offset `s` (16 or 32 bytes by layout).
+    fn image(&self, s: u64) -> Vec<u8> {
+        match *self {
+            Slot::Free => unreachable!("a free slot is never written"),
+            Slot::Object { fp, obj } => {
+                let mut b = vec![0u8; 16];
+                b[..8].copy_from_slice(&fp.to_le_bytes());
+                b[8..].copy_from_slice(&encode_checked(s + 8, obj).to_le_bytes());
+                b
+            }
+            Slot::Short { word, len, key } => {
+                let mut b = vec![0u8; 32];
+                b[..8].copy_from_slice(&word.to_le_bytes());
+                b[8] = len;
+                b[9..9 + usize::from(len)].copy_from_slice(&key[..usize::from(len)]);
+                b
+            }
+            Slot::Long { word, fp, obj } => {
+                let mut b = vec![0u8; 32];
+                b[..8].copy_from_slice(&word.to_le_bytes());
+                b[8] = LONG_TAG;
+                b[12..16].copy_from_slice(&(fp as u32).to_le_bytes());
+                b[16..20].copy_from_slice(&((fp >> 32) as u32).to_le_bytes());
+                b[24..32].copy_from_slice(&encode_checked(s + 24, obj).to_le_bytes());
+                b
+            }
+        }
+    }
+}
+
 /// A leaf as read from PM, checked.
 #[derive(Clone)]
 struct Leaf {
     at: u64,
     bits: u64,
     next: u64,
-    /// Per slot: fingerprint and object offset (meaningful where the bit is set).
-    slots: [(u64, u64); LEAF_SLOTS],
+    /// Per slot (the layout's count; [`Slot::Free`] where the bit is clear).
+    slots: Vec<Slot>,
 }
 
 impl Leaf {
     fn valid(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..LEAF_SLOTS).filter(|i| self.bits & (1 << i) != 0)
+        (0..self.slots.len()).filter(|i| self.bits & (1 << i) != 0)
     }
 
     fn free_slot(&self) -> Option<usize> {
-        (0..LEAF_SLOTS).find(|i| self.bits & (1 << i) == 0)
+        (0..self.slots.len()).find(|i| self.bits & (1 << i) == 0)
     }
 }
 
-/// One key and its payload.
+/// One key and its payload (for [`Layout::Inline`], the word's 8 little-endian bytes).
 pub(crate) type Entry = (Vec<u8>, Vec<u8>);
 
 /// What [`PbTree::upsert`] does with a key, given its payload (if present).
@@ -143,6 +279,20 @@ pub(crate) enum Upsert {
     Keep,
     /// Insert or replace the payload.
     Put(Vec<u8>),
+    /// Remove the key.
+    Delete,
+}
+
+/// What [`PbTree::upsert_word`] does with a key, given its word (if present).
+// The word interface serves LAB-DB's L0, which is built on it in later steps; until then only
+// the tests use it.
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WordOp {
+    /// Leave it as it is.
+    Keep,
+    /// Insert the key with this word, or replace its word in place.
+    Put(u64),
     /// Remove the key.
     Delete,
 }
@@ -166,6 +316,7 @@ pub(crate) struct PbTreeStats {
 struct Pm {
     pool: Arc<PmPool>,
     location: String,
+    layout: Layout,
     /// Bytes of cache lines written back since the last [`PbTree::take_persisted_bytes`].
     persisted: std::sync::atomic::AtomicU64,
 }
@@ -176,7 +327,8 @@ impl Pm {
     }
 
     fn read_leaf(&self, at: u64) -> Result<Leaf> {
-        let mut b = [0u8; LEAF_USED];
+        let layout = self.layout;
+        let mut b = vec![0u8; layout.leaf_used()];
         if at
             .checked_add(LEAF_BYTES)
             .is_none_or(|e| e > self.pool.size())
@@ -184,27 +336,27 @@ impl Pm {
             return Err(self.bad(format!("PM tree leaf pointer {at} is outside the pool")));
         }
         self.pool.read(at, &mut b)?;
-        if u64_at(&b, 16) != LEAF_MAGIC
+        if u64_at(&b, 16) != layout.magic()
             || u64_at(&b, 24) != at
             || unmask(u32_at(&b, 32)) != crc32c(&b[16..32])
         {
             return Err(self.bad(format!("PM tree leaf at {at}: bad header")));
         }
         let bits = decode_checked(at, u64_at(&b, 0))
-            .filter(|bits| bits & !ALL_SLOTS == 0)
+            .filter(|bits| bits & !layout.all_slots() == 0)
             .ok_or_else(|| self.bad(format!("PM tree leaf at {at}: bitmap fails its check")))?;
         let next = decode_checked(at + 8, u64_at(&b, 8))
             .ok_or_else(|| self.bad(format!("PM tree leaf at {at}: next link fails its check")))?;
-        let mut slots = [(0, 0); LEAF_SLOTS];
+        let mut slots = vec![Slot::Free; layout.slots()];
         for (i, s) in slots.iter_mut().enumerate() {
-            let o = LEAF_HEADER + 16 * i;
-            *s = (u64_at(&b, o), u64_at(&b, o + 8));
             if bits & (1 << i) != 0 {
-                s.1 = decode_checked(slot_at(at, i) + 8, s.1).ok_or_else(|| {
-                    self.bad(format!(
-                        "PM tree leaf at {at}: slot {i}'s pointer fails its check"
-                    ))
-                })?;
+                let o = LEAF_HEADER + layout.slot_size() * i;
+                let image = &b[o..o + layout.slot_size()];
+                *s = self
+                    .decode_slot(layout.slot_at(at, i), image)
+                    .ok_or_else(|| {
+                        self.bad(format!("PM tree leaf at {at}: slot {i} fails its check"))
+                    })?;
             }
         }
         Ok(Leaf {
@@ -213,6 +365,46 @@ impl Pm {
             next,
             slots,
         })
+    }
+
+    /// The valid slot at PM offset `s` with bytes `b`, or `None` if it fails its checks.
+    fn decode_slot(&self, s: u64, b: &[u8]) -> Option<Slot> {
+        let zero = |r: std::ops::Range<usize>| b[r].iter().all(|&x| x == 0);
+        match self.layout {
+            Layout::Objects => Some(Slot::Object {
+                fp: u64_at(b, 0),
+                obj: decode_checked(s + 8, u64_at(b, 8))?,
+            }),
+            Layout::Inline => {
+                let word = u64_at(b, 0);
+                let tag = b[8];
+                if usize::from(tag) <= INLINE_KEY {
+                    let len = usize::from(tag);
+                    if !zero(9 + len..32) {
+                        return None;
+                    }
+                    let mut key = [0u8; INLINE_KEY];
+                    key[..len].copy_from_slice(&b[9..9 + len]);
+                    Some(Slot::Short {
+                        word,
+                        len: tag,
+                        key,
+                    })
+                } else if tag == LONG_TAG {
+                    let len = u32_at(b, 16);
+                    if !zero(9..12) || !zero(20..24) || (len as usize) <= INLINE_KEY {
+                        return None;
+                    }
+                    Some(Slot::Long {
+                        word,
+                        fp: u64::from(u32_at(b, 12)) | u64::from(len) << 32,
+                        obj: decode_checked(s + 24, u64_at(b, 24))?,
+                    })
+                } else {
+                    None
+                }
+            }
+        }
     }
 
     /// Reads the object at `at`: key, payload and its size class.
@@ -240,9 +432,45 @@ impl Pm {
         Ok((body, payload, class))
     }
 
-    /// The key of the object at `at`.
-    fn read_key(&self, at: u64) -> Result<Vec<u8>> {
-        Ok(self.read_object(at)?.0)
+    /// The key of a valid slot.
+    fn key_of(&self, slot: &Slot) -> Result<Vec<u8>> {
+        Ok(self.entry_of(slot)?.0)
+    }
+
+    /// The key and payload of a valid slot. A long inline key's object must hold the key
+    /// alone.
+    fn entry_of(&self, slot: &Slot) -> Result<Entry> {
+        match *slot {
+            Slot::Free => unreachable!("only valid slots are read"),
+            Slot::Object { obj, .. } => {
+                let (k, p, _) = self.read_object(obj)?;
+                Ok((k, p))
+            }
+            Slot::Short { word, len, key } => Ok((
+                key[..usize::from(len)].to_vec(),
+                word.to_le_bytes().to_vec(),
+            )),
+            Slot::Long { word, obj, .. } => {
+                let (k, p, _) = self.read_object(obj)?;
+                if !p.is_empty() {
+                    return Err(self.bad(format!(
+                        "PM tree object at {obj}: a long key's object holds a payload"
+                    )));
+                }
+                Ok((k, word.to_le_bytes().to_vec()))
+            }
+        }
+    }
+
+    /// Checks that a slot's fingerprint (Objects, long inline keys) matches its key.
+    fn check_fingerprint(&self, leaf: u64, i: usize, slot: &Slot, key: &[u8]) -> Result<()> {
+        match *slot {
+            Slot::Object { fp, .. } | Slot::Long { fp, .. } if fp != fingerprint(key) => Err(self
+                .bad(format!(
+                    "PM tree leaf at {leaf}: slot {i}'s fingerprint does not match its key"
+                ))),
+            _ => Ok(()),
+        }
     }
 
     /// Writes back and fences `ranges` (with msync where the pool's mode needs it).
@@ -263,10 +491,16 @@ impl Pm {
         Ok(())
     }
 
+    /// Stores the checked word of `value` at `at`, persisted.
     fn store_persist(&self, at: u64, value: u64) -> Result<()> {
+        self.store_raw_persist(at, encode_checked(at, value))
+    }
+
+    /// Stores the 64-bit `word` as it is at `at` (an inline payload word), persisted.
+    fn store_raw_persist(&self, at: u64, word: u64) -> Result<()> {
         self.persisted
             .fetch_add(64, std::sync::atomic::Ordering::Relaxed);
-        self.pool.store_u64_persist(at, encode_checked(at, value))?;
+        self.pool.store_u64_persist(at, word)?;
         Ok(())
     }
 }
@@ -279,32 +513,31 @@ fn object_crc(at: u64, lens: &[u8], body: &[u8]) -> u32 {
     crc32c(&b)
 }
 
-fn leaf_header(at: u64) -> [u8; LEAF_HEADER] {
+fn leaf_header(layout: Layout, at: u64) -> [u8; LEAF_HEADER] {
     let mut h = [0u8; LEAF_HEADER];
-    h[16..24].copy_from_slice(&LEAF_MAGIC.to_le_bytes());
+    h[16..24].copy_from_slice(&layout.magic().to_le_bytes());
     h[24..32].copy_from_slice(&at.to_le_bytes());
     let crc = mask(crc32c(&h[16..32]));
     h[32..36].copy_from_slice(&crc.to_le_bytes());
     h
 }
 
-/// The leaf image of a new leaf at `at` with `slots` (fingerprint, object) in slots 0.. and
-/// next leaf `next`.
-fn leaf_image(at: u64, slots: &[(u64, u64)], next: u64) -> Vec<u8> {
-    let mut b = leaf_header(at).to_vec();
-    b.resize(LEAF_USED, 0);
+/// The leaf image of a new leaf at `at` with `slots` in slots 0.. (each encoded for its new
+/// address) and next leaf `next`.
+fn leaf_image(layout: Layout, at: u64, slots: &[Slot], next: u64) -> Vec<u8> {
+    let mut b = leaf_header(layout, at).to_vec();
+    b.resize(layout.leaf_used(), 0);
     let bits = if slots.is_empty() {
         0
     } else {
-        ALL_SLOTS >> (LEAF_SLOTS - slots.len())
+        layout.all_slots() >> (layout.slots() - slots.len())
     };
     b[0..8].copy_from_slice(&encode_checked(at, bits).to_le_bytes());
     b[8..16].copy_from_slice(&encode_checked(at + 8, next).to_le_bytes());
-    for (i, &(fp, obj)) in slots.iter().enumerate() {
-        let o = LEAF_HEADER + 16 * i;
-        b[o..o + 8].copy_from_slice(&fp.to_le_bytes());
-        let w = encode_checked(slot_at(at, i) + 8, obj);
-        b[o + 8..o + 16].copy_from_slice(&w.to_le_bytes());
+    for (i, slot) in slots.iter().enumerate() {
+        let o = LEAF_HEADER + layout.slot_size() * i;
+        let image = slot.image(layout.slot_at(at, i));
+        b[o..o + image.len()].copy_from_slice(&image);
     }
     b
 }
@@ -335,12 +568,12 @@ pub(crate) struct PbTree {
     read_only: bool,
 }
 
-/// An entry as open found it: key, payload, slot, object.
-type Found = (Vec<u8>, Vec<u8>, usize, u64);
+/// An entry as open found it: key, payload, slot index, slot.
+type Found = (Vec<u8>, Vec<u8>, usize, Slot);
 
 /// What open found, before the repairs.
 struct Scanned {
-    /// Leaves in chain order, with their (deduplicated) entries: (key, payload, slot, object).
+    /// Leaves in chain order, with their (deduplicated) entries.
     leaves: Vec<(Leaf, Vec<Found>)>,
     /// Per leaf (index into `leaves`), the bitmap it must get: a torn split's duplicates
     /// dropped.
@@ -358,14 +591,28 @@ pub(crate) struct PbTreeOwner {
 }
 
 impl PbTreeOwner {
-    /// The tree rooted at `root_name` in `pool`, not opened yet.
+    /// The tree rooted at `root_name` in `pool`, of the [`Layout::Objects`] layout, not opened
+    /// yet.
     pub(crate) fn new(pool: Arc<PmPool>, location: &str, root_name: &str) -> PbTreeOwner {
+        PbTreeOwner::with_layout(pool, location, root_name, Layout::Objects)
+    }
+
+    /// The tree rooted at `root_name` in `pool`, of leaf layout `layout`, not opened yet. The
+    /// layout must be the one the tree was created with (a leaf of the other fails its
+    /// magic: corruption).
+    pub(crate) fn with_layout(
+        pool: Arc<PmPool>,
+        location: &str,
+        root_name: &str,
+        layout: Layout,
+    ) -> PbTreeOwner {
         let location = format!("{location}: PM tree {root_name}");
         PbTreeOwner {
             slab: Slab::new(Arc::clone(&pool), location.clone()),
             pm: Pm {
                 pool,
                 location,
+                layout,
                 persisted: std::sync::atomic::AtomicU64::new(0),
             },
             name: root_name.to_string(),
@@ -388,14 +635,10 @@ impl PbTreeOwner {
             let leaf = pm.read_leaf(at)?;
             let mut entries = Vec::new();
             for i in leaf.valid() {
-                let (fp, obj) = leaf.slots[i];
-                let (key, payload, _) = pm.read_object(obj)?;
-                if fingerprint(&key) != fp {
-                    return Err(pm.bad(format!(
-                        "PM tree leaf at {at}: slot {i}'s fingerprint does not match its key"
-                    )));
-                }
-                entries.push((key, payload, i, obj));
+                let slot = leaf.slots[i];
+                let (key, payload) = pm.entry_of(&slot)?;
+                pm.check_fingerprint(at, i, &slot, &key)?;
+                entries.push((key, payload, i, slot));
             }
             entries.sort_by(|a, b| a.0.cmp(&b.0));
             if entries.windows(2).any(|w| w[0].0 == w[1].0) {
@@ -417,8 +660,8 @@ impl PbTreeOwner {
             }
             let dups = leaves[i].1.split_off(cut);
             let mut bits = leaves[i].0.bits;
-            for (key, _, slot, obj) in &dups {
-                let same = leaves[j].1.iter().any(|e| &e.0 == key && e.3 == *obj);
+            for (key, _, slot, found) in &dups {
+                let same = leaves[j].1.iter().any(|e| &e.0 == key && e.3 == *found);
                 if !same {
                     return Err(pm.bad(format!(
                         "PM tree leaves at {} and {} overlap in key order",
@@ -429,11 +672,20 @@ impl PbTreeOwner {
             }
             rebits.push((i, bits));
         }
+        // Mark what the deduplicated chain references (a dropped duplicate shares its object
+        // with the entry it duplicates).
         for (leaf, entries) in &leaves {
             self.slab.mark_used(leaf.at, class_of(LEAF_BYTES))?;
-            for (k, p, _, obj) in entries {
-                let class = class_of((OBJECT_HEADER + k.len() + p.len()) as u64);
-                self.slab.mark_used(*obj, class)?;
+            for (k, p, _, slot) in entries {
+                if let Some(obj) = slot.object() {
+                    let payload = if matches!(slot, Slot::Long { .. }) {
+                        0
+                    } else {
+                        p.len()
+                    };
+                    let class = class_of((OBJECT_HEADER + k.len() + payload) as u64);
+                    self.slab.mark_used(obj, class)?;
+                }
             }
         }
         self.scanned = Some(Scanned { leaves, rebits });
@@ -526,8 +778,9 @@ impl PmOwner for PbTreeOwner {
         self.slab = Slab::new(Arc::clone(&self.pm.pool), self.pm.location.clone());
         self.scanned = None;
         let at = self.slab.allocate(class_of(LEAF_BYTES))?;
-        self.pm.pool.write(at, &leaf_image(at, &[], 0))?;
-        self.pm.persist(&[(at, LEAF_USED as u64)])?;
+        let layout = self.pm.layout;
+        self.pm.pool.write(at, &leaf_image(layout, at, &[], 0))?;
+        self.pm.persist(&[(at, layout.leaf_used() as u64)])?;
         self.head = at;
         Ok(at)
     }
@@ -544,26 +797,56 @@ impl PbTree {
         Ok(())
     }
 
-    /// The slot of `key` in `leaf`, and its object, if present.
-    fn find_in(&self, leaf: &Leaf, key: &[u8]) -> Result<Option<(usize, u64)>> {
+    /// The tree's leaf layout.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn layout(&self) -> Layout {
+        self.pm.layout
+    }
+
+    /// The slot of `key` in `leaf`, if present.
+    fn find_in(&self, leaf: &Leaf, key: &[u8]) -> Result<Option<usize>> {
         let fp = fingerprint(key);
         for i in leaf.valid() {
-            let (f, obj) = leaf.slots[i];
-            if f == fp && self.pm.read_key(obj)? == key {
-                return Ok(Some((i, obj)));
+            let hit = match leaf.slots[i] {
+                Slot::Object { fp: f, obj } | Slot::Long { fp: f, obj, .. } => {
+                    f == fp && self.pm.read_object(obj)?.0 == key
+                }
+                Slot::Short { len, key: k, .. } => &k[..usize::from(len)] == key,
+                Slot::Free => false,
+            };
+            if hit {
+                return Ok(Some(i));
             }
         }
         Ok(None)
     }
 
-    /// The payload of `key`.
+    /// The payload of `key` (for [`Layout::Inline`], its word's 8 little-endian bytes).
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let st = self.state.read();
         let leaf = self.pm.read_leaf(st.leaf_for(key).1)?;
         match self.find_in(&leaf, key)? {
-            Some((_, obj)) => Ok(Some(self.pm.read_object(obj)?.1)),
+            Some(i) => Ok(Some(self.pm.entry_of(&leaf.slots[i])?.1)),
             None => Ok(None),
         }
+    }
+
+    /// The word of `key` ([`Layout::Inline`] trees only).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn get_word(&self, key: &[u8]) -> Result<Option<u64>> {
+        self.words_only()?;
+        Ok(self.get(key)?.map(|p| word_of(&p)))
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn words_only(&self) -> Result<()> {
+        if self.pm.layout != Layout::Inline {
+            return Err(Error::InvalidArgument(format!(
+                "{}: word payloads need the inline leaf layout",
+                self.pm.location
+            )));
+        }
+        Ok(())
     }
 
     /// Inserts or replaces `key`'s payload; returns the payload it replaced.
@@ -592,8 +875,33 @@ impl PbTree {
         Ok(old)
     }
 
+    /// Reads `key`'s word and applies what `decide` returns for it, atomically with respect to
+    /// every other update; returns the word it found (so the caller can drop its reference).
+    /// [`Layout::Inline`] trees only: a [`WordOp::Put`] on a present key is one persisted
+    /// 8-byte store of the slot's word (module docs: update, Inline).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn upsert_word(
+        &self,
+        key: &[u8],
+        decide: impl FnOnce(Option<u64>) -> WordOp,
+    ) -> Result<Option<u64>> {
+        self.words_only()?;
+        let mut old = None;
+        self.upsert(key, |p| {
+            old = p.map(word_of);
+            match decide(old) {
+                WordOp::Keep => Upsert::Keep,
+                WordOp::Put(w) => Upsert::Put(w.to_le_bytes().to_vec()),
+                WordOp::Delete => Upsert::Delete,
+            }
+        })?;
+        Ok(old)
+    }
+
     /// Reads `key`'s payload and applies what `decide` returns for it, atomically with respect
-    /// to every other update (e.g. "replace only if it still names this file").
+    /// to every other update (e.g. "replace only if it still names this file"). In a
+    /// [`Layout::Inline`] tree a payload is exactly 8 bytes (a word, little-endian); any other
+    /// length is refused with `InvalidArgument` and changes nothing.
     pub(crate) fn upsert(
         &self,
         key: &[u8],
@@ -605,29 +913,49 @@ impl PbTree {
         let mut leaf = self.pm.read_leaf(leaf_at)?;
         let found = self.find_in(&leaf, key)?;
         let old = match found {
-            Some((_, obj)) => Some(self.pm.read_object(obj)?.1),
+            Some(i) => Some(self.pm.entry_of(&leaf.slots[i])?.1),
             None => None,
         };
-        match (decide(old.as_deref()), found) {
-            (Upsert::Keep, _) | (Upsert::Delete, None) => Ok(()),
-            (Upsert::Put(p), Some((slot, old_obj))) => {
-                let obj = self.write_object(&mut st.slab, key, &p)?;
-                self.pm.store_persist(slot_at(leaf_at, slot) + 8, obj)?;
-                st.slab.free(old_obj);
-                Ok(())
+        let op = decide(old.as_deref());
+        if let Upsert::Put(p) = &op {
+            if self.pm.layout == Layout::Inline && p.len() != 8 {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: an inline-layout payload is one 8-byte word, not {} bytes",
+                    self.pm.location,
+                    p.len()
+                )));
             }
+        }
+        match (op, found) {
+            (Upsert::Keep, _) | (Upsert::Delete, None) => Ok(()),
+            (Upsert::Put(p), Some(slot)) => match leaf.slots[slot] {
+                Slot::Object { obj: old_obj, .. } => {
+                    let obj = self.write_object(&mut st.slab, key, &p)?;
+                    let at = self.pm.layout.slot_at(leaf_at, slot) + 8;
+                    self.pm.store_persist(at, obj)?;
+                    st.slab.free(old_obj);
+                    Ok(())
+                }
+                // In place: the one store that publishes the new word.
+                Slot::Short { .. } | Slot::Long { .. } => self
+                    .pm
+                    .store_raw_persist(self.pm.layout.slot_at(leaf_at, slot), word_of(&p)),
+                Slot::Free => unreachable!("a found slot is valid"),
+            },
             (Upsert::Put(p), None) => {
-                if leaf.bits == ALL_SLOTS {
+                if leaf.bits == self.pm.layout.all_slots() {
                     self.split(&mut st, &leaf)?;
                     let at = st.leaf_for(key).1;
                     leaf = self.pm.read_leaf(at)?;
                 }
                 self.insert_into(&mut st, &leaf, key, &p)
             }
-            (Upsert::Delete, Some((slot, obj))) => {
+            (Upsert::Delete, Some(slot)) => {
                 let bits = leaf.bits & !(1 << slot);
                 self.pm.store_persist(leaf_at, bits)?;
-                st.slab.free(obj);
+                if let Some(obj) = leaf.slots[slot].object() {
+                    st.slab.free(obj);
+                }
                 st.keys -= 1;
                 if bits == 0 {
                     self.unlink(&mut st, &leaf)?;
@@ -660,33 +988,67 @@ impl PbTree {
         Ok(at)
     }
 
+    /// Inserts a new key into a free slot of `leaf` (module docs: insert).
     fn insert_into(&self, st: &mut State, leaf: &Leaf, key: &[u8], payload: &[u8]) -> Result<()> {
-        let slot = leaf.free_slot().expect("a leaf with room");
-        let (obj, total) = self.new_object(&mut st.slab, key, payload)?;
-        let s = slot_at(leaf.at, slot);
-        let mut b = [0u8; 16];
-        b[..8].copy_from_slice(&fingerprint(key).to_le_bytes());
-        b[8..].copy_from_slice(&encode_checked(s + 8, obj).to_le_bytes());
-        self.pm.pool.write(s, &b)?;
+        let layout = self.pm.layout;
+        let i = leaf.free_slot().expect("a leaf with room");
+        let mut ranges = Vec::with_capacity(2);
+        let slot = match layout {
+            Layout::Objects => {
+                let (obj, total) = self.new_object(&mut st.slab, key, payload)?;
+                ranges.push((obj, total));
+                Slot::Object {
+                    fp: fingerprint(key),
+                    obj,
+                }
+            }
+            Layout::Inline if key.len() <= INLINE_KEY => {
+                let mut k = [0u8; INLINE_KEY];
+                k[..key.len()].copy_from_slice(key);
+                Slot::Short {
+                    word: word_of(payload),
+                    len: key.len() as u8,
+                    key: k,
+                }
+            }
+            Layout::Inline => {
+                // `new_object` refuses a key that does not fit a chunk, so its length fits
+                // the slot's u32.
+                let (obj, total) = self.new_object(&mut st.slab, key, &[])?;
+                ranges.push((obj, total));
+                Slot::Long {
+                    word: word_of(payload),
+                    fp: fingerprint(key),
+                    obj,
+                }
+            }
+        };
+        let s = layout.slot_at(leaf.at, i);
+        let image = slot.image(s);
+        self.pm.pool.write(s, &image)?;
+        ranges.push((s, image.len() as u64));
         // Object and slot in one fence, then the publishing bitmap word.
-        self.pm.persist(&[(obj, total), (s, 16)])?;
-        self.pm.store_persist(leaf.at, leaf.bits | 1 << slot)?;
+        self.pm.persist(&ranges)?;
+        self.pm.store_persist(leaf.at, leaf.bits | 1 << i)?;
         st.keys += 1;
         Ok(())
     }
 
     /// Splits the full leaf `a` (module docs: split).
     fn split(&self, st: &mut State, a: &Leaf) -> Result<()> {
-        let mut entries = Vec::with_capacity(LEAF_SLOTS);
+        let layout = self.pm.layout;
+        let mut entries = Vec::with_capacity(layout.slots());
         for i in a.valid() {
-            entries.push((self.pm.read_key(a.slots[i].1)?, i));
+            entries.push((self.pm.key_of(&a.slots[i])?, i));
         }
         entries.sort();
         let upper = entries.split_off(entries.len() / 2);
         let b = st.slab.allocate(class_of(LEAF_BYTES))?;
-        let slots: Vec<(u64, u64)> = upper.iter().map(|&(_, i)| a.slots[i]).collect();
-        self.pm.pool.write(b, &leaf_image(b, &slots, a.next))?;
-        self.pm.persist(&[(b, LEAF_USED as u64)])?;
+        let slots: Vec<Slot> = upper.iter().map(|&(_, i)| a.slots[i]).collect();
+        self.pm
+            .pool
+            .write(b, &leaf_image(layout, b, &slots, a.next))?;
+        self.pm.persist(&[(b, layout.leaf_used() as u64)])?;
         self.pm.store_persist(a.at + 8, b)?;
         let bits = upper.iter().fold(a.bits, |bits, &(_, i)| bits & !(1 << i));
         self.pm.store_persist(a.at, bits)?;
@@ -728,7 +1090,7 @@ impl PbTree {
             let leaf = self.pm.read_leaf(at)?;
             let mut out = Vec::new();
             for i in leaf.valid() {
-                let (k, p, _) = self.pm.read_object(leaf.slots[i].1)?;
+                let (k, p) = self.pm.entry_of(&leaf.slots[i])?;
                 let keep = match from {
                     Bound::Included(b) => k.as_slice() >= b,
                     Bound::Excluded(b) => k.as_slice() > b,
@@ -790,12 +1152,8 @@ impl PbTree {
             let leaf = self.pm.read_leaf(at)?;
             let mut ks = Vec::new();
             for i in leaf.valid() {
-                let (k, _, _) = self.pm.read_object(leaf.slots[i].1)?;
-                if fingerprint(&k) != leaf.slots[i].0 {
-                    return Err(self.pm.bad(format!(
-                        "PM tree leaf at {at}: slot {i}'s fingerprint does not match its key"
-                    )));
-                }
+                let k = self.pm.key_of(&leaf.slots[i])?;
+                self.pm.check_fingerprint(at, i, &leaf.slots[i], &k)?;
                 ks.push(k);
             }
             ks.sort();
@@ -819,6 +1177,11 @@ impl PbTree {
         }
         Ok(keys)
     }
+}
+
+/// The word of an inline payload (always 8 bytes: [`PbTree::upsert`] refuses others).
+fn word_of(p: &[u8]) -> u64 {
+    u64::from_le_bytes(p.try_into().expect("an inline payload is 8 bytes"))
 }
 
 impl State {

@@ -17,24 +17,41 @@ fn options() -> PoolOptions {
     }
 }
 
-fn open_on(pool: &Arc<PmPool>, how: PmFsOpen, writable: bool) -> Result<Arc<PbTree>> {
-    let mut owner = PbTreeOwner::new(Arc::clone(pool), "test pool", ROOT);
+/// Both leaf layouts: every test that is not about one layout runs for each.
+const LAYOUTS: [Layout; 2] = [Layout::Objects, Layout::Inline];
+
+fn open_on(
+    pool: &Arc<PmPool>,
+    how: PmFsOpen,
+    writable: bool,
+    layout: Layout,
+) -> Result<Arc<PbTree>> {
+    let mut owner = PbTreeOwner::with_layout(Arc::clone(pool), "test pool", ROOT, layout);
     open_pm_owners(pool, "test pool", how, &mut [&mut owner])?;
     Ok(Arc::new(owner.into_tree(writable)?))
 }
 
-fn new_tree() -> (Arc<PmPool>, Arc<PbTree>) {
+fn new_tree(layout: Layout) -> (Arc<PmPool>, Arc<PbTree>) {
     let pool = PmPool::create_crash_sim(&options(), true).unwrap();
-    let tree = open_on(&pool, PmFsOpen::Create(ID), true).unwrap();
+    let tree = open_on(&pool, PmFsOpen::Create(ID), true, layout).unwrap();
     (pool, tree)
 }
 
-/// The tree after a crash now: the strict image reopened.
-fn reopen(pool: &PmPool, kind: CrashImage) -> Result<(Arc<PmPool>, Arc<PbTree>)> {
+/// The tree after a crash now, in image `kind`, reopened.
+fn reopen(pool: &PmPool, kind: CrashImage, layout: Layout) -> Result<(Arc<PmPool>, Arc<PbTree>)> {
     let img = pool.crash_image(kind).unwrap();
     let p2 = PmPool::open_crash_image_checked(img, &options(), true).unwrap();
-    let t = open_on(&p2, PmFsOpen::Existing(ID), true)?;
+    let t = open_on(&p2, PmFsOpen::Existing(ID), true, layout)?;
     Ok((p2, t))
+}
+
+/// A test payload in `layout`: the bytes themselves for `Objects`; for `Inline`, an 8-byte word
+/// drawn from them (their crc and length), so that distinct test payloads stay distinct.
+fn pay(layout: Layout, p: &[u8]) -> Vec<u8> {
+    match layout {
+        Layout::Objects => p.to_vec(),
+        Layout::Inline => fingerprint(p).to_le_bytes().to_vec(),
+    }
 }
 
 fn all(tree: &Arc<PbTree>) -> Vec<Entry> {
@@ -52,11 +69,16 @@ fn model_entries(m: &Model<Vec<u8>, Vec<u8>>) -> Vec<Entry> {
     m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-/// The PM bytes a tree of these entries holds in `leaves` leaves: what no leak looks like.
-fn expected_pm_bytes(m: &Model<Vec<u8>, Vec<u8>>, leaves: u64) -> u64 {
+/// The PM bytes a tree of these entries holds in `leaves` leaves: what no leak looks like
+/// (`Inline`: an object only for a key over `INLINE_KEY` bytes, holding the key alone).
+fn expected_pm_bytes(layout: Layout, m: &Model<Vec<u8>, Vec<u8>>, leaves: u64) -> u64 {
     leaves * LEAF_BYTES
         + m.iter()
-            .map(|(k, v)| slot_bytes(class_of((OBJECT_HEADER + k.len() + v.len()) as u64)))
+            .map(|(k, v)| match layout {
+                Layout::Objects => slot_bytes(class_of((OBJECT_HEADER + k.len() + v.len()) as u64)),
+                Layout::Inline if k.len() <= INLINE_KEY => 0,
+                Layout::Inline => slot_bytes(class_of((OBJECT_HEADER + k.len()) as u64)),
+            })
             .sum::<u64>()
 }
 
@@ -70,138 +92,275 @@ fn key(n: u32, extra: usize) -> Vec<u8> {
 
 #[test]
 fn puts_gets_deletes_and_iterates_in_key_order() {
-    let (_pool, t) = new_tree();
-    assert_eq!(t.get(b"a").unwrap(), None);
-    assert_eq!(t.put(b"b", b"2").unwrap(), None);
-    assert_eq!(t.put(b"a", b"1").unwrap(), None);
-    assert_eq!(t.put(b"", b"empty key").unwrap(), None);
-    assert_eq!(t.put(b"b", b"22").unwrap(), Some(b"2".to_vec()));
-    assert_eq!(t.get(b"b").unwrap(), Some(b"22".to_vec()));
-    assert_eq!(t.get(b"").unwrap(), Some(b"empty key".to_vec()));
-    assert_eq!(t.delete(b"a").unwrap(), Some(b"1".to_vec()));
-    assert_eq!(t.delete(b"a").unwrap(), None);
-    assert_eq!(
-        all(&t),
-        vec![
-            (b"".to_vec(), b"empty key".to_vec()),
-            (b"b".to_vec(), b"22".to_vec())
-        ]
-    );
-    assert_eq!(t.len(), 2);
-    assert_eq!(t.verify().unwrap(), 2);
+    for layout in LAYOUTS {
+        let p = |b: &[u8]| pay(layout, b);
+        let (_pool, t) = new_tree(layout);
+        assert_eq!(t.layout(), layout);
+        assert_eq!(t.get(b"a").unwrap(), None);
+        assert_eq!(t.put(b"b", &p(b"2")).unwrap(), None);
+        assert_eq!(t.put(b"a", &p(b"1")).unwrap(), None);
+        assert_eq!(t.put(b"", &p(b"empty key")).unwrap(), None);
+        assert_eq!(t.put(b"b", &p(b"22")).unwrap(), Some(p(b"2")));
+        assert_eq!(t.get(b"b").unwrap(), Some(p(b"22")));
+        assert_eq!(t.get(b"").unwrap(), Some(p(b"empty key")));
+        assert_eq!(t.delete(b"a").unwrap(), Some(p(b"1")));
+        assert_eq!(t.delete(b"a").unwrap(), None);
+        assert_eq!(
+            all(&t),
+            vec![(b"".to_vec(), p(b"empty key")), (b"b".to_vec(), p(b"22"))],
+            "{layout:?}"
+        );
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.verify().unwrap(), 2);
+    }
 }
 
 #[test]
 fn splits_keep_every_key_and_the_order_and_survive_a_reopen() {
-    let (pool, t) = new_tree();
-    let mut m = Model::new();
-    // Reverse and interleaved order, keys of 11 to 411 bytes: many splits, several classes.
-    for n in (0..600u32)
-        .rev()
-        .filter(|n| n % 2 == 0)
-        .chain((0..600).filter(|n| n % 2 == 1))
-    {
-        let k = key(n, (n as usize * 7) % 400);
-        let v = n.to_le_bytes().repeat(1 + n as usize % 5);
-        t.put(&k, &v).unwrap();
-        m.insert(k, v);
+    for layout in LAYOUTS {
+        let (pool, t) = new_tree(layout);
+        let mut m = Model::new();
+        // Reverse and interleaved order, keys of 11 to 411 bytes: many splits, several
+        // classes (Inline: keys of at most 23 bytes in the slot, the others as objects).
+        for n in (0..600u32)
+            .rev()
+            .filter(|n| n % 2 == 0)
+            .chain((0..600).filter(|n| n % 2 == 1))
+        {
+            let k = key(n, (n as usize * 7) % 400);
+            let v = pay(layout, &n.to_le_bytes().repeat(1 + n as usize % 5));
+            t.put(&k, &v).unwrap();
+            m.insert(k, v);
+        }
+        assert!(t.stats().leaves >= 600 / layout.slots() as u64);
+        assert_eq!(all(&t), model_entries(&m));
+        let mut it = t.iter();
+        it.seek(&key(300, 0)).unwrap();
+        assert_eq!(it.current().unwrap().0, key(300, (300 * 7) % 400));
+        let (_p2, t2) = reopen(&pool, CrashImage::Strict, layout).unwrap();
+        assert_eq!(all(&t2), model_entries(&m));
+        assert_eq!(t2.verify().unwrap(), 600);
+        assert_eq!(
+            t2.stats().pm_bytes,
+            expected_pm_bytes(layout, &m, t2.stats().leaves)
+        );
+        // Deleting everything unlinks every leaf but the head and frees every object.
+        for k in m.keys() {
+            assert!(t2.delete(k).unwrap().is_some());
+        }
+        let s = t2.stats();
+        assert_eq!(
+            (s.keys, s.leaves, s.pm_bytes),
+            (0, 1, LEAF_BYTES),
+            "{layout:?}"
+        );
+        assert!(all(&t2).is_empty());
     }
-    assert!(t.stats().leaves >= 600 / LEAF_SLOTS as u64);
-    assert_eq!(all(&t), model_entries(&m));
-    let mut it = t.iter();
-    it.seek(&key(300, 0)).unwrap();
-    assert_eq!(it.current().unwrap().0, key(300, (300 * 7) % 400));
-    let (_p2, t2) = reopen(&pool, CrashImage::Strict).unwrap();
-    assert_eq!(all(&t2), model_entries(&m));
-    assert_eq!(t2.verify().unwrap(), 600);
-    assert_eq!(
-        t2.stats().pm_bytes,
-        expected_pm_bytes(&m, t2.stats().leaves)
-    );
-    // Deleting everything unlinks every leaf but the head and frees every object.
-    for k in m.keys() {
-        assert!(t2.delete(k).unwrap().is_some());
-    }
-    let s = t2.stats();
-    assert_eq!((s.keys, s.leaves, s.pm_bytes), (0, 1, LEAF_BYTES));
-    assert!(all(&t2).is_empty());
 }
 
 #[test]
 fn upsert_decides_on_the_current_payload() {
-    let (_pool, t) = new_tree();
-    t.put(b"k", b"file-7").unwrap();
-    // Replace only if it still names file 7, as a compaction does.
-    t.upsert(b"k", |p| match p {
-        Some(b"file-7") => Upsert::Put(b"file-9".to_vec()),
-        _ => Upsert::Keep,
-    })
-    .unwrap();
-    t.upsert(b"k", |p| match p {
-        Some(b"file-7") => Upsert::Put(b"file-10".to_vec()),
-        _ => Upsert::Keep,
-    })
-    .unwrap();
-    assert_eq!(t.get(b"k").unwrap(), Some(b"file-9".to_vec()));
+    for layout in LAYOUTS {
+        let p = |b: &[u8]| pay(layout, b);
+        let (_pool, t) = new_tree(layout);
+        t.put(b"k", &p(b"file-7")).unwrap();
+        // Replace only if it still names file 7, as a compaction does.
+        for new in [b"file-9".as_slice(), b"file-10"] {
+            t.upsert(b"k", |old| {
+                if old == Some(p(b"file-7").as_slice()) {
+                    Upsert::Put(p(new))
+                } else {
+                    Upsert::Keep
+                }
+            })
+            .unwrap();
+        }
+        assert_eq!(t.get(b"k").unwrap(), Some(p(b"file-9")), "{layout:?}");
+    }
 }
 
 #[test]
 fn an_object_too_large_for_a_chunk_is_refused_and_changes_nothing() {
-    let (_pool, t) = new_tree();
-    let big = vec![7u8; 64 << 10];
-    let e = t.put(&big, b"v").unwrap_err();
-    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-    assert_eq!(t.len(), 0);
-    assert_eq!(t.stats().pm_bytes, LEAF_BYTES);
-    // The largest that fits does.
-    let k = vec![7u8; (64 << 10) - OBJECT_HEADER - 1];
-    t.put(&k, b"v").unwrap();
-    assert_eq!(t.get(&k).unwrap(), Some(b"v".to_vec()));
+    for layout in LAYOUTS {
+        let (_pool, t) = new_tree(layout);
+        let v = pay(layout, b"v");
+        let big = vec![7u8; 64 << 10];
+        let e = t.put(&big, &v).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert_eq!(t.len(), 0);
+        assert_eq!(t.stats().pm_bytes, LEAF_BYTES);
+        // The largest that fits does (Inline: a long key's object holds the key alone).
+        let payload_in_object = match layout {
+            Layout::Objects => v.len(),
+            Layout::Inline => 0,
+        };
+        let k = vec![7u8; (64 << 10) - OBJECT_HEADER - payload_in_object];
+        t.put(&k, &v).unwrap();
+        assert_eq!(t.get(&k).unwrap(), Some(v), "{layout:?}");
+    }
 }
 
 #[test]
 fn a_read_only_tree_refuses_updates() {
-    let (pool, t) = new_tree();
-    t.put(b"a", b"1").unwrap();
-    let img = pool.crash_image(CrashImage::Strict).unwrap();
+    for layout in LAYOUTS {
+        let (pool, t) = new_tree(layout);
+        t.put(b"a", &pay(layout, b"1")).unwrap();
+        let img = pool.crash_image(CrashImage::Strict).unwrap();
+        let p2 = PmPool::open_crash_image(img, &options()).unwrap();
+        let ro = open_on(&p2, PmFsOpen::Existing(ID), false, layout).unwrap();
+        assert_eq!(ro.get(b"a").unwrap(), Some(pay(layout, b"1")));
+        assert!(matches!(
+            ro.put(b"b", &pay(layout, b"2")),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}
+
+/// Opens the image of `pool` with `byte` XORed by 0x10 at `at`; it must fail as corruption
+/// naming the tree.
+fn assert_damage_found(pool: &PmPool, layout: Layout, what: &str, at: u64) {
+    let mut img = pool.crash_image(CrashImage::Strict).unwrap();
+    img[at as usize] ^= 0x10;
     let p2 = PmPool::open_crash_image(img, &options()).unwrap();
-    let ro = open_on(&p2, PmFsOpen::Existing(ID), false).unwrap();
-    assert_eq!(ro.get(b"a").unwrap(), Some(b"1".to_vec()));
-    assert!(matches!(ro.put(b"b", b"2"), Err(Error::InvalidArgument(_))));
+    match open_on(&p2, PmFsOpen::Existing(ID), true, layout) {
+        Err(Error::Corruption { location, .. }) => {
+            assert!(location.contains("PM tree index"), "{what}: {location}")
+        }
+        Err(e) => panic!("{layout:?} {what}: {e}"),
+        Ok(_) => panic!("{layout:?} {what}: damage not found"),
+    }
 }
 
 /// Damage to a leaf word, a slot pointer or an object is reported as corruption naming the
 /// tree, never returned as data.
 #[test]
 fn damage_is_reported_as_corruption() {
-    let (pool, t) = new_tree();
+    let (pool, t) = new_tree(Layout::Objects);
     for n in 0..100 {
         t.put(&key(n, 0), b"value").unwrap();
     }
     let head = t.state.read().leaves[&Vec::new()];
     let leaf = t.pm.read_leaf(head).unwrap();
     let slot = leaf.valid().next().unwrap();
-    let obj = leaf.slots[slot].1;
+    let obj = leaf.slots[slot].object().unwrap();
     let cases: Vec<(&str, u64)> = vec![
         ("bitmap", head),
         ("next link", head + 8),
         ("magic", head + 16),
-        ("slot pointer", slot_at(head, slot) + 8),
+        ("slot pointer", Layout::Objects.slot_at(head, slot) + 8),
         ("object key", obj + OBJECT_HEADER as u64),
         ("object length", obj),
     ];
     for (what, at) in cases {
-        let mut img = pool.crash_image(CrashImage::Strict).unwrap();
-        img[at as usize] ^= 0x10;
-        let p2 = PmPool::open_crash_image(img, &options()).unwrap();
-        match open_on(&p2, PmFsOpen::Existing(ID), true) {
-            Err(Error::Corruption { location, .. }) => {
-                assert!(location.contains("PM tree index"), "{what}: {location}")
-            }
-            Err(e) => panic!("{what}: {e}"),
-            Ok(_) => panic!("{what}: damage not found"),
-        }
+        assert_damage_found(&pool, Layout::Objects, what, at);
     }
+}
+
+/// The inline layout's checked parts: the leaf words, the tag, the padding after an inline
+/// key, a long key's slot fields and its object. (An inline key byte and the payload word
+/// carry no check of their own: module docs.)
+#[test]
+fn inline_damage_is_reported_as_corruption() {
+    let layout = Layout::Inline;
+    let (pool, t) = new_tree(layout);
+    for n in 0..40 {
+        t.put(
+            &key(n, if n % 2 == 0 { 0 } else { 30 }),
+            &7u64.to_le_bytes(),
+        )
+        .unwrap();
+    }
+    let head = t.state.read().leaves[&Vec::new()];
+    let leaf = t.pm.read_leaf(head).unwrap();
+    let short = leaf
+        .valid()
+        .find(|&i| matches!(leaf.slots[i], Slot::Short { .. }))
+        .unwrap();
+    let long = leaf
+        .valid()
+        .find(|&i| matches!(leaf.slots[i], Slot::Long { .. }))
+        .unwrap();
+    let obj = leaf.slots[long].object().unwrap();
+    let (s, l) = (layout.slot_at(head, short), layout.slot_at(head, long));
+    let cases: Vec<(&str, u64)> = vec![
+        ("bitmap", head),
+        ("next link", head + 8),
+        ("magic", head + 16),
+        ("short tag", s + 8),
+        ("padding after an inline key", s + 31),
+        ("long tag", l + 8),
+        ("long key crc", l + 12),
+        ("long key length", l + 16),
+        ("long key object pointer", l + 24),
+        ("object key", obj + OBJECT_HEADER as u64),
+        ("object length", obj),
+    ];
+    for (what, at) in cases {
+        assert_damage_found(&pool, layout, what, at);
+    }
+    // A tree opened with the other layout fails the leaf magic.
+    assert_damage_found(&pool, Layout::Objects, "other layout's magic", head + 40);
+}
+
+/// `upsert_word` and `get_word`: any 64-bit word, the old word returned, Keep and Delete, an
+/// update in place (one persisted line, no new PM), refused on the objects layout, and
+/// payloads of another length refused on the inline layout.
+#[test]
+fn words_update_in_place() {
+    let (pool, t) = new_tree(Layout::Inline);
+    let long = key(1, 40);
+    for (k, w) in [(b"short".to_vec(), 0u64), (long.clone(), u64::MAX)] {
+        assert_eq!(
+            t.upsert_word(&k, |old| {
+                assert_eq!(old, None);
+                WordOp::Put(w)
+            })
+            .unwrap(),
+            None
+        );
+        assert_eq!(t.get_word(&k).unwrap(), Some(w));
+    }
+    let pm_before = t.stats().pm_bytes;
+    t.take_persisted_bytes();
+    for k in [b"short".to_vec(), long.clone()] {
+        let old = t.get_word(&k).unwrap().unwrap();
+        let new = old ^ 0x8000_0000_0000_0001;
+        assert_eq!(t.upsert_word(&k, |_| WordOp::Put(new)).unwrap(), Some(old));
+        assert_eq!(t.take_persisted_bytes(), 64, "one 8-byte store, persisted");
+        assert_eq!(t.get_word(&k).unwrap(), Some(new));
+        assert_eq!(t.upsert_word(&k, |_| WordOp::Keep).unwrap(), Some(new));
+        assert_eq!(t.take_persisted_bytes(), 0, "Keep writes nothing");
+    }
+    assert_eq!(t.stats().pm_bytes, pm_before, "no new object for an update");
+    let (_p2, t2) = reopen(&pool, CrashImage::Strict, Layout::Inline).unwrap();
+    assert_eq!(t2.get_word(b"short").unwrap(), Some(0x8000_0000_0000_0001));
+    assert_eq!(t2.get_word(&long).unwrap(), Some(0x7fff_ffff_ffff_fffe));
+    assert_eq!(
+        t.upsert_word(&long, |_| WordOp::Delete).unwrap(),
+        Some(0x7fff_ffff_ffff_fffe)
+    );
+    assert_eq!(t.get_word(&long).unwrap(), None);
+    assert_eq!(
+        t.stats().pm_bytes,
+        LEAF_BYTES,
+        "the long key's object is freed"
+    );
+    assert_eq!(t.upsert_word(b"absent", |_| WordOp::Delete).unwrap(), None);
+    assert!(matches!(
+        t.put(b"x", b"seven b"),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert_eq!(t.get(b"x").unwrap(), None);
+    assert_eq!(t.len(), 1);
+    let (_p, objects) = new_tree(Layout::Objects);
+    assert!(matches!(
+        objects.upsert_word(b"k", |_| WordOp::Put(1)),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        objects.get_word(b"k"),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[derive(Clone, Debug)]
@@ -217,7 +376,8 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Keys of one number come in three lengths (sharing a prefix).
+/// Keys of one number come in three lengths (sharing a prefix; Inline: one in the slot, two
+/// as objects).
 fn op_key(k: u32, x: usize) -> Vec<u8> {
     key(k, x % 3 * 50)
 }
@@ -225,7 +385,7 @@ fn op_key(k: u32, x: usize) -> Vec<u8> {
 fn apply(t: &PbTree, m: &mut Model<Vec<u8>, Vec<u8>>, op: &Op) {
     match *op {
         Op::Put(k, x, v) => {
-            let val = vec![v; 1 + x];
+            let val = pay(t.layout(), &vec![v; 1 + x]);
             assert_eq!(
                 t.put(&op_key(k, x), &val).unwrap(),
                 m.insert(op_key(k, x), val)
@@ -240,46 +400,66 @@ fn apply(t: &PbTree, m: &mut Model<Vec<u8>, Vec<u8>>, op: &Op) {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Any sequence of puts and deletes: the tree matches a model map on gets, iteration and
-    /// seeks, before and after a reopen, and holds exactly the PM bytes its content needs.
+    /// Any sequence of puts and deletes, in either layout: the tree matches a model map on
+    /// gets, iteration and seeks, before and after a reopen, and holds exactly the PM bytes its
+    /// content needs.
     #[test]
     fn matches_a_model(ops in prop::collection::vec(op(), 1..400), probe in 0..300u32) {
-        let (pool, t) = new_tree();
-        let mut m = Model::new();
-        for o in &ops {
-            apply(&t, &mut m, o);
-        }
-        prop_assert_eq!(all(&t), model_entries(&m));
-        let mut it = t.iter();
-        it.seek(&key(probe, 0)).unwrap();
-        let want = m.range(key(probe, 0)..).next().map(|(k, v)| (k.clone(), v.clone()));
-        prop_assert_eq!(it.current().cloned(), want);
-        for n in [probe, probe / 2] {
-            for x in 0..3 {
-                let k = op_key(n, x);
-                prop_assert_eq!(t.get(&k).unwrap(), m.get(&k).cloned());
+        for layout in LAYOUTS {
+            let (pool, t) = new_tree(layout);
+            let mut m = Model::new();
+            for o in &ops {
+                apply(&t, &mut m, o);
             }
+            prop_assert_eq!(all(&t), model_entries(&m));
+            let mut it = t.iter();
+            it.seek(&key(probe, 0)).unwrap();
+            let want = m.range(key(probe, 0)..).next().map(|(k, v)| (k.clone(), v.clone()));
+            prop_assert_eq!(it.current().cloned(), want);
+            for n in [probe, probe / 2] {
+                for x in 0..3 {
+                    let k = op_key(n, x);
+                    prop_assert_eq!(t.get(&k).unwrap(), m.get(&k).cloned());
+                }
+            }
+            prop_assert_eq!(t.stats().pm_bytes, expected_pm_bytes(layout, &m, t.stats().leaves));
+            let (_p2, t2) = reopen(&pool, CrashImage::Strict, layout).unwrap();
+            prop_assert_eq!(all(&t2), model_entries(&m));
+            prop_assert_eq!(t2.verify().unwrap(), m.len() as u64);
+            prop_assert_eq!(
+                t2.stats().pm_bytes,
+                expected_pm_bytes(layout, &m, t2.stats().leaves)
+            );
         }
-        prop_assert_eq!(t.stats().pm_bytes, expected_pm_bytes(&m, t.stats().leaves));
-        let (_p2, t2) = reopen(&pool, CrashImage::Strict).unwrap();
-        prop_assert_eq!(all(&t2), model_entries(&m));
-        prop_assert_eq!(t2.verify().unwrap(), m.len() as u64);
-        prop_assert_eq!(t2.stats().pm_bytes, expected_pm_bytes(&m, t2.stats().leaves));
     }
 }
 
-/// A crash at every fence of inserts, updates, deletes, splits and unlinks, in the strict, the
-/// all-pending and torn images: the reopened tree is the content before or after the
-/// operation in flight (never a mix, never a lost acknowledged key), checks clean, holds no
-/// leaked PM slot, and takes further updates.
-#[test]
-fn a_crash_at_any_fence_leaves_the_tree_before_or_after_the_operation() {
-    let (pool, t) = new_tree();
+/// What a step of a fence walk does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Kind {
+    Insert,
+    Split,
+    Update,
+    Delete,
+    Unlink,
+}
+
+/// Crashes at every fence of inserts, a split, updates, deletes and an unlink in `layout`
+/// (keys from `key_of`), in the strict, the all-pending and torn images: the reopened tree is
+/// the content before or after the operation in flight (never a mix, never a lost
+/// acknowledged key), checks clean, holds no leaked PM slot, and takes further updates. Every
+/// kind of step must have been seen both before and after in some image (so each kind's
+/// publishing store was walked). Returns the images checked.
+fn fence_walk(layout: Layout, key_of: fn(u32) -> Vec<u8>, torn: u64, torn_lines: u64) -> u64 {
+    let (pool, t) = new_tree(layout);
     let before: Arc<Mutex<Model<Vec<u8>, Vec<u8>>>> = Arc::default();
     let after: Arc<Mutex<Model<Vec<u8>, Vec<u8>>>> = Arc::default();
+    let kind_now = Arc::new(Mutex::new(Kind::Insert));
+    let seen: Arc<Mutex<Model<(Kind, bool), u64>>> = Arc::default();
     let checked = Arc::new(AtomicU64::new(0));
     {
         let (before, after, checked) = (before.clone(), after.clone(), checked.clone());
+        let (kind_now, seen) = (kind_now.clone(), seen.clone());
         let weak = Arc::downgrade(&pool);
         pool.set_fence_hook(Some(Box::new(move |fence| {
             let Some(p) = weak.upgrade() else { return };
@@ -287,70 +467,123 @@ fn a_crash_at_any_fence_leaves_the_tree_before_or_after_the_operation() {
                 before.lock().unwrap().clone(),
                 after.lock().unwrap().clone(),
             );
-            let kinds = CrashImage::at_fence(fence, 3, 2);
-            for kind in kinds {
-                let (_p2, t2) =
-                    reopen(&p, kind).unwrap_or_else(|e| panic!("fence {fence} {kind:?}: {e}"));
+            let kind = *kind_now.lock().unwrap();
+            for image in CrashImage::at_fence(fence, torn, torn_lines) {
+                let (_p2, t2) = reopen(&p, image, layout)
+                    .unwrap_or_else(|e| panic!("{layout:?} fence {fence} {image:?}: {e}"));
                 let got = all(&t2);
-                let which = if got == model_entries(&b) {
-                    &b
+                let (which, is_after) = if got == model_entries(&b) {
+                    (&b, false)
                 } else if got == model_entries(&a) {
-                    &a
+                    (&a, true)
                 } else {
-                    panic!("fence {fence} {kind:?}: neither before nor after");
+                    panic!("{layout:?} fence {fence} {image:?}: neither before nor after");
                 };
+                *seen.lock().unwrap().entry((kind, is_after)).or_default() += 1;
                 assert_eq!(t2.verify().unwrap(), which.len() as u64);
                 assert_eq!(
                     t2.stats().pm_bytes,
-                    expected_pm_bytes(which, t2.stats().leaves),
-                    "fence {fence} {kind:?}: leaked PM"
+                    expected_pm_bytes(layout, which, t2.stats().leaves),
+                    "{layout:?} fence {fence} {image:?}: leaked PM"
                 );
-                t2.put(b"after the crash", b"1").unwrap();
+                t2.put(b"after the crash", &pay(layout, b"1")).unwrap();
                 checked.fetch_add(1, Ordering::SeqCst);
             }
         })));
     }
     let mut m = Model::new();
-    let mut step = |t: &PbTree, op: Op| {
+    let mut step = |t: &PbTree, kind: Kind, k: Vec<u8>, v: Option<u8>| {
+        // Inline: a word using its top and bottom bytes; Objects: three bytes.
+        let payload = v.map(|v| match layout {
+            Layout::Inline => (u64::from(v) << 56 | u64::from(v)).to_le_bytes().to_vec(),
+            Layout::Objects => vec![v; 3],
+        });
         let mut next = m.clone();
+        match &payload {
+            Some(p) => next.insert(k.clone(), p.clone()),
+            None => next.remove(&k),
+        };
         *before.lock().unwrap() = m.clone();
-        // Compute the content after the op on a copy of the model first.
-        match &op {
-            Op::Put(k, x, v) => {
-                next.insert(key(*k, *x), vec![*v; 3]);
-            }
-            Op::Delete(k, x) => {
-                next.remove(&key(*k, *x));
-            }
-        }
         *after.lock().unwrap() = next.clone();
-        match op {
-            Op::Put(k, x, v) => {
-                t.put(&key(k, x), &[v; 3]).unwrap();
-            }
-            Op::Delete(k, x) => {
-                t.delete(&key(k, x)).unwrap();
-            }
-        }
+        *kind_now.lock().unwrap() = kind;
+        let old = match (layout, payload) {
+            // The inline layout through its word interface.
+            (Layout::Inline, p) => t
+                .upsert_word(&k, |_| {
+                    p.map_or(WordOp::Delete, |p| WordOp::Put(word_of(&p)))
+                })
+                .unwrap()
+                .map(|w| w.to_le_bytes().to_vec()),
+            (Layout::Objects, Some(p)) => t.put(&k, &p).unwrap(),
+            (Layout::Objects, None) => t.delete(&k).unwrap(),
+        };
+        assert_eq!(old.as_ref(), m.get(&k));
         m = next;
     };
-    // Fill one leaf and split it (the 49th insert), update, delete down to an unlink.
-    for n in 0..LEAF_SLOTS as u32 + 1 {
-        step(&t, Op::Put(n, 0, 1));
+    // Fill one leaf and split it (the slots+1-th insert), update in both halves, delete the
+    // upper half down to an unlink.
+    let slots = layout.slots() as u32;
+    for n in 0..slots + 1 {
+        let kind = if n == slots {
+            Kind::Split
+        } else {
+            Kind::Insert
+        };
+        step(&t, kind, key_of(n), Some(1));
     }
     assert_eq!(t.stats().leaves, 2);
-    step(&t, Op::Put(40, 0, 2));
-    step(&t, Op::Put(5, 0, 3));
-    let upper: Vec<u32> = (0..LEAF_SLOTS as u32 + 1)
-        .filter(|n| !t.state.read().leaf_for(&key(*n, 0)).0.is_empty())
+    for n in [slots - 2, slots - 1, 5, 6] {
+        step(&t, Kind::Update, key_of(n), Some(2 + n as u8));
+    }
+    let upper: Vec<u32> = (0..slots + 1)
+        .filter(|n| !t.state.read().leaf_for(&key_of(*n)).0.is_empty())
         .collect();
-    for n in upper {
-        step(&t, Op::Delete(n, 0));
+    for (i, &n) in upper.iter().enumerate() {
+        let kind = if i + 1 == upper.len() {
+            Kind::Unlink
+        } else {
+            Kind::Delete
+        };
+        step(&t, kind, key_of(n), None);
     }
     assert_eq!(t.stats().leaves, 1, "the split-off leaf was unlinked");
     pool.set_fence_hook(None);
-    assert!(
-        checked.load(Ordering::SeqCst) >= 7 * 100,
-        "too few fences walked"
+    let seen = seen.lock().unwrap().clone();
+    for kind in [
+        Kind::Insert,
+        Kind::Split,
+        Kind::Update,
+        Kind::Delete,
+        Kind::Unlink,
+    ] {
+        for is_after in [false, true] {
+            assert!(
+                seen.get(&(kind, is_after)).copied().unwrap_or(0) > 0,
+                "{layout:?}: no image {} a {kind:?}: {seen:?}",
+                if is_after { "after" } else { "before" }
+            );
+        }
+    }
+    checked.load(Ordering::SeqCst)
+}
+
+/// The objects layout's fence walk (SLM-DB's global index).
+#[test]
+fn a_crash_at_any_fence_leaves_the_tree_before_or_after_the_operation() {
+    let checked = fence_walk(Layout::Objects, |n| key(n, 0), 3, 2);
+    assert!(checked >= 7 * 100, "too few fences walked: {checked}");
+}
+
+/// The inline layout's fence walk: keys of 11, 23 (the longest in a slot) and 24 bytes (an
+/// object), so inserts, the split (slots re-encoded, long keys' objects shared), in-place word
+/// updates of both kinds of slot and deletes are all walked, with torn 8-byte words.
+#[test]
+fn inline_a_crash_at_any_fence_leaves_the_tree_before_or_after_the_operation() {
+    let checked = fence_walk(
+        Layout::Inline,
+        |n| key(n, [0, INLINE_KEY - 11, INLINE_KEY - 10][n as usize % 3]),
+        3,
+        2,
     );
+    assert!(checked >= 7 * 60, "too few fences walked: {checked}");
 }
