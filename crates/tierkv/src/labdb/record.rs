@@ -412,6 +412,90 @@ mod tests {
         }
     }
 
+    fn arb_op(inline: bool) -> impl proptest::strategy::Strategy<Value = LabOp> {
+        use proptest::prelude::*;
+        (
+            0u8..3,
+            prop::collection::vec(any::<u8>(), 0..40),
+            prop::collection::vec(any::<u8>(), 0..200),
+            any::<u64>(),
+        )
+            .prop_map(move |(kind, key, value, slot)| match kind {
+                0 => LabOp {
+                    vtype: ValueType::Value,
+                    key,
+                    value: OpValue::Array {
+                        len: value.len() as u32,
+                        bytes: inline.then_some(value),
+                    },
+                },
+                1 => LabOp {
+                    vtype: ValueType::Deletion,
+                    key,
+                    value: OpValue::Array {
+                        len: 0,
+                        bytes: None,
+                    },
+                },
+                _ => LabOp {
+                    vtype: if slot % 2 == 0 {
+                        ValueType::Value
+                    } else {
+                        ValueType::Deletion
+                    },
+                    key,
+                    value: OpValue::Hot { slot },
+                },
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+        /// Any group round-trips, its value records tile the array from `value_base` without a
+        /// gap, and any prefix of it is corruption.
+        #[test]
+        fn any_group_round_trips(
+            inline in proptest::prelude::any::<bool>(),
+            ops in proptest::collection::vec(arb_op(false), 1..20),
+            first_seq in 1u64..(1 << 50),
+            memtable in proptest::prelude::any::<u64>(),
+            value_base in 32u32..(1 << 20),
+            synced in proptest::prelude::any::<bool>(),
+        ) {
+            // Give puts their bytes when the record carries them.
+            let ops: Vec<LabOp> = ops
+                .into_iter()
+                .map(|mut op| {
+                    if let OpValue::Array { len, bytes } = &mut op.value {
+                        if inline && op.vtype == ValueType::Value {
+                            *bytes = Some(vec![0xa5; *len as usize]);
+                        }
+                    }
+                    op
+                })
+                .collect();
+            let r = LabRecord { first_seq, synced, values_inline: inline, memtable, value_base, ops };
+            let b = r.encode().unwrap();
+            proptest::prop_assert_eq!(&LabRecord::decode(&b, "k").unwrap(), &r);
+            let mut at = u64::from(value_base);
+            for (op, off) in r.ops.iter().zip(r.value_offsets()) {
+                match (&op.value, off) {
+                    (OpValue::Array { len, .. }, Some(o)) => {
+                        proptest::prop_assert_eq!(o, at);
+                        at += value_record_len(*len as usize);
+                    }
+                    (OpValue::Hot { .. }, None) => {}
+                    _ => proptest::prop_assert!(false, "offset for the wrong kind of op"),
+                }
+            }
+            proptest::prop_assert_eq!(r.value_end().unwrap(), at);
+            for cut in 0..b.len() {
+                proptest::prop_assert!(LabRecord::decode(&b[..cut], "k").unwrap_err().is_corruption());
+            }
+        }
+    }
+
     #[test]
     fn wbuf_header_round_trip_and_damage() {
         let h = encode_wbuf_header(17);

@@ -664,6 +664,13 @@ mod tests {
             }
         }
         // Another key, a neighbouring offset or file: corruption, never another key's value.
+        // So is every single-bit flip of every address (the record checks its own address).
+        for (word, key, ..) in &written {
+            for bit in 0..64 {
+                let e = files.read(word ^ (1 << bit), key).unwrap_err();
+                assert!(e.is_corruption(), "{word:#x} bit {bit}: {e}");
+            }
+        }
         let (word, ..) = &written[1];
         assert!(files.read(*word, b"key5-0").unwrap_err().is_corruption());
         assert!(files.read(word + 1, b"key5-1").unwrap_err().is_corruption());
@@ -725,6 +732,41 @@ mod tests {
         files.delete(7).unwrap();
         assert_eq!(files.numbers(), Vec::<u64>::new());
         assert_eq!(files.stats(), ValueFilesStats::default());
+    }
+
+    /// Readers on several threads share one cached reader slot (cap 1, two files): every read
+    /// returns its own record.
+    #[test]
+    fn concurrent_reads_through_a_small_cache() {
+        let fs = Arc::new(MemFs::new());
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let files = ValueFiles::new(Path::new("/db"), fs, None, ID, 1);
+        let mut all = Vec::new();
+        for n in [1, 2] {
+            let mut w = files.create(n, Tier::Ssd).unwrap();
+            for i in 0..50u64 {
+                let key = format!("{n}/{i}").into_bytes();
+                let value = key.repeat(i as usize % 7);
+                let v = w.append(&key, i + 1, ValueType::Value, &value).unwrap();
+                all.push((v.encode(), key, value));
+            }
+            w.sync().unwrap();
+        }
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (files, all) = (&files, &all);
+                s.spawn(move || {
+                    for round in 0..20 {
+                        for (j, (word, key, value)) in all.iter().enumerate() {
+                            if (j + t + round) % 3 == 0 {
+                                assert_eq!(&files.read(*word, key).unwrap().value, value);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(files.open_readers(), 1);
     }
 
     #[test]
