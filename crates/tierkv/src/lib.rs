@@ -35,6 +35,7 @@ pub(crate) mod front_ends;
 pub mod fs;
 pub(crate) mod gindex;
 pub(crate) mod iterator;
+pub(crate) mod labdb;
 pub(crate) mod log;
 pub(crate) mod memtable;
 pub(crate) mod options;

@@ -130,7 +130,9 @@ impl DbInner {
                     FileKind::Manifest => Some(n) != manifest,
                     FileKind::Temp => true,
                     FileKind::CompactionLog => Some(n) != clog,
-                    FileKind::Log => self
+                    // The front end owns its logs; LAB-DB's value arrays and WAL-buffer halves
+                    // are kept unless their owner says otherwise.
+                    FileKind::Log | FileKind::ValueArray | FileKind::WalBuffer => self
                         .front
                         .is_obsolete(kind, n, &state.versions)
                         .unwrap_or(false),

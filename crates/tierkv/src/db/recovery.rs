@@ -353,7 +353,11 @@ fn delete_unreferenced(
             }
             // The compaction log's replay removes the logs it read.
             FileKind::CompactionLog => accounted.is_none(),
-            FileKind::Log => front.is_obsolete(kind, n, versions).unwrap_or(false),
+            // LAB-DB's value arrays and WAL-buffer halves are kept unless their owner says
+            // otherwise, as logs are.
+            FileKind::Log | FileKind::ValueArray | FileKind::WalBuffer => {
+                front.is_obsolete(kind, n, versions).unwrap_or(false)
+            }
             FileKind::Temp => true,
             FileKind::Manifest => versions.recovered_manifest().is_some_and(|m| m != n),
         };

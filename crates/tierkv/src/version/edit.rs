@@ -8,7 +8,7 @@
 
 use crate::tier::Tier;
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
-use crate::version::{FileMetaData, KeyRange, RowInfo, RunKind};
+use crate::version::{FileMetaData, KeyRange, RowInfo, RunKind, TreeRoles};
 use crate::{Error, Result};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -36,6 +36,10 @@ const STAGE_ADDED_SET_RUN: u32 = 5;
 /// A row added to a row container: the fields of `STAGE_ADDED_RUN`, then the row's
 /// `RowInfo` (hints, dead ranges, size sketch).
 const STAGE_ADDED_ROW: u32 = 6;
+/// The roles of the stage's L0 trees (LAB-DB): varint64 mutable, varint64 immutable tree
+/// numbers, 0 for none. Optional: a stage without trees never writes it, so manifests of other
+/// designs, and those written before it existed, read unchanged.
+const STAGE_TREES: u32 = 7;
 
 /// The tier's code in the manifest.
 pub(crate) fn tier_code(tier: Tier) -> u32 {
@@ -66,6 +70,9 @@ pub struct StageEdit {
     pub added: Vec<(usize, FileMetaData)>,
     /// Where the next size-triggered compaction of a group starts (round-robin): (group, key).
     pub pointers: Vec<(usize, Vec<u8>)>,
+    /// The new roles of the stage's L0 trees (LAB-DB: a switch, or the immutable tree retired
+    /// by its last chunk compaction); in a snapshot record, the current roles.
+    pub trees: Option<TreeRoles>,
 }
 
 impl StageEdit {
@@ -74,6 +81,7 @@ impl StageEdit {
             && self.deleted.is_empty()
             && self.added.is_empty()
             && self.pointers.is_empty()
+            && self.trees.is_none()
     }
 }
 
@@ -248,6 +256,11 @@ fn encode_stage(s: &StageEdit) -> Vec<u8> {
         put_varint32(&mut b, *group as u32);
         put_length_prefixed(&mut b, key);
     }
+    if let Some(t) = s.trees {
+        put_varint32(&mut b, STAGE_TREES);
+        put_varint64(&mut b, t.mutable);
+        put_varint64(&mut b, t.immutable);
+    }
     for (group, number) in &s.deleted {
         put_varint32(&mut b, STAGE_DELETED_RUN);
         put_varint32(&mut b, *group as u32);
@@ -339,6 +352,17 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                 let key = d.length_prefixed().ok_or("compaction pointer")?;
                 s.pointers.push((g, key.to_vec()));
             }
+            STAGE_TREES => {
+                if s.trees.is_some() {
+                    return Err("tree roles (named twice)");
+                }
+                let mutable = d.varint64().ok_or("tree roles")?;
+                let immutable = d.varint64().ok_or("tree roles")?;
+                if immutable != 0 && (mutable == immutable || mutable == 0) {
+                    return Err("tree roles (an immutable tree without a distinct mutable one)");
+                }
+                s.trees = Some(TreeRoles { mutable, immutable });
+            }
             STAGE_DELETED_RUN => {
                 let g = group(&mut d)?;
                 s.deleted.push((g, d.varint64().ok_or("deleted run")?));
@@ -413,6 +437,10 @@ mod tests {
             .push((2, make_internal_key(b"m", 5, ValueType::Value)));
         s0.deleted.extend([(1, 4), (2, 9)]);
         s0.added.push((3, run(11, Tier::Ssd)));
+        s0.trees = Some(TreeRoles {
+            mutable: 300,
+            immutable: 1 << 40,
+        });
         e.stage_mut(2).added.push((0, run(12, Tier::Pm)));
         e.stage_mut(2).added.push((
             1,
@@ -477,5 +505,100 @@ mod tests {
         assert!(VersionEdit::decode(&twice, "m")
             .unwrap_err()
             .is_corruption());
+    }
+
+    /// The tree roles (stage sub-tag 7) round-trip, alone or with other changes, and a stage
+    /// block without them (every manifest written before they existed) reads as before.
+    #[test]
+    fn tree_roles_round_trip_and_old_records_read_unchanged() {
+        for roles in [
+            TreeRoles::default(),
+            TreeRoles {
+                mutable: 5,
+                immutable: 0,
+            },
+            TreeRoles {
+                mutable: 9,
+                immutable: 5,
+            },
+        ] {
+            let mut e = VersionEdit {
+                log_number: Some(4),
+                ..VersionEdit::default()
+            };
+            e.stage_mut(0).trees = Some(roles);
+            let enc = e.encode();
+            let d = VersionEdit::decode(&enc, "m").unwrap();
+            assert_eq!(d, e);
+            assert_eq!(d.stages[0].trees, Some(roles));
+        }
+        // An old snapshot record, written field by field as builds before the sub-tag did:
+        // log number 3, stage 0 with 7 groups and one SST added to group 1.
+        let f = run(8, Tier::Ssd);
+        let mut block = Vec::new();
+        put_varint32(&mut block, 1);
+        put_varint32(&mut block, 7);
+        put_varint32(&mut block, 3);
+        put_varint32(&mut block, 1);
+        block.push(1);
+        put_varint32(&mut block, 0);
+        put_varint64(&mut block, f.number);
+        put_varint64(&mut block, f.file_size);
+        put_varint64(&mut block, f.num_entries);
+        put_length_prefixed(&mut block, &f.smallest);
+        put_length_prefixed(&mut block, &f.largest);
+        let mut old = Vec::new();
+        put_varint32(&mut old, 2);
+        put_varint64(&mut old, 3);
+        put_varint32(&mut old, 30);
+        put_varint32(&mut old, 0);
+        put_length_prefixed(&mut old, &block);
+        let d = VersionEdit::decode(&old, "m").unwrap();
+        let mut expected = VersionEdit {
+            log_number: Some(3),
+            ..VersionEdit::default()
+        };
+        expected.stage_mut(0).group_count = Some(7);
+        expected.stage_mut(0).added.push((1, f));
+        assert_eq!(d, expected);
+        assert_eq!(d.stages[0].trees, None);
+        // And an edit without roles encodes exactly as before (no sub-tag 7 anywhere).
+        assert_eq!(expected.encode(), old);
+
+        // Damage: roles named twice, a truncated pair, an immutable tree without a distinct
+        // mutable one.
+        let stage_block = |body: &dyn Fn(&mut Vec<u8>)| {
+            let mut block = Vec::new();
+            body(&mut block);
+            let mut b = Vec::new();
+            put_varint32(&mut b, TAG_STAGE);
+            put_varint32(&mut b, 0);
+            put_length_prefixed(&mut b, &block);
+            VersionEdit::decode(&b, "MANIFEST-000002")
+        };
+        let roles = |b: &mut Vec<u8>, m: u64, i: u64| {
+            put_varint32(b, STAGE_TREES);
+            put_varint64(b, m);
+            put_varint64(b, i);
+        };
+        assert!(stage_block(&|b| roles(b, 9, 5)).is_ok());
+        for bad in [
+            stage_block(&|b| {
+                roles(b, 9, 5);
+                roles(b, 9, 5);
+            }),
+            stage_block(&|b| {
+                put_varint32(b, STAGE_TREES);
+                put_varint64(b, 9);
+            }),
+            stage_block(&|b| roles(b, 5, 5)),
+            stage_block(&|b| roles(b, 0, 5)),
+        ] {
+            let e = bad.unwrap_err();
+            assert!(
+                e.is_corruption() && e.to_string().contains("tree roles"),
+                "{e}"
+            );
+        }
     }
 }

@@ -21,7 +21,8 @@ mod set;
 pub use edit::VersionEdit;
 pub use set::{
     current_file_name, log_file_name, new_identity, parse_file_name, read_creation_fields,
-    read_manifest_creation_fields, run_file_name, CreationFields, FileKind, VersionSet,
+    read_manifest_creation_fields, run_file_name, value_array_file_name, CreationFields, FileKind,
+    VersionSet,
 };
 pub(crate) use set::{pool_path_to_record, set_current};
 
@@ -331,6 +332,18 @@ pub struct StageLayout {
     pub groups: Vec<GroupOrder>,
 }
 
+/// The roles of LAB-DB's two L0 trees: the numbers of the mutable tree (flushes insert into
+/// it) and of the immutable one (being compacted into L1), 0 for none. The trees live in the PM
+/// pool, not in the stage's groups; the version records only which tree plays which role, so a
+/// switch (mutable becomes immutable, a new tree becomes mutable) commits in one manifest record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TreeRoles {
+    /// The tree flushes insert into (0: none yet).
+    pub mutable: u64,
+    /// The tree being compacted into L1 (0: none).
+    pub immutable: u64,
+}
+
 /// One stage's runs, per group.
 #[derive(Clone, Debug, Default)]
 pub struct StageVersion {
@@ -340,6 +353,9 @@ pub struct StageVersion {
     /// Per group, its sets sorted by key range ([`GroupOrder::Sets`] groups; empty for others),
     /// derived from `groups` whenever the version changes.
     pub sets: Vec<Arc<[Arc<RunSet>]>>,
+    /// The roles of the stage's L0 trees (LAB-DB's stage; `None` for every other stage and
+    /// until the first edit that sets them).
+    pub trees: Option<TreeRoles>,
 }
 
 impl StageVersion {
@@ -348,6 +364,7 @@ impl StageVersion {
         StageVersion {
             groups: (0..groups).map(|_| Arc::new(Vec::new())).collect(),
             sets: vec![Arc::from(Vec::new()); groups],
+            trees: None,
         }
     }
 
@@ -462,6 +479,9 @@ impl Version {
                 )
             })?;
             let state = &mut v.stages[e.stage];
+            if let Some(roles) = e.trees {
+                state.trees = Some(roles);
+            }
             // Only the groups the edit touches are rebuilt (one pass per group for its
             // deletions, one sort): the cost of an edit does not grow with the runs of groups
             // it leaves alone.

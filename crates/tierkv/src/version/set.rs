@@ -39,6 +39,11 @@ pub enum FileKind {
     Temp,
     /// `NNNNNN.clog`: a compaction log (on PM, for designs that keep one).
     CompactionLog,
+    /// `NNNNNN.vla`: a LAB-DB value array (the values of one memtable, which LAB-DB's L0 trees
+    /// point into); numbered as the memtable's key array (`NNNNNN.log`).
+    ValueArray,
+    /// `NNNNNN.wbuf`: one half of LAB-DB's WAL buffer (a record log in the pool's `PmFs`).
+    WalBuffer,
 }
 
 /// Path of WAL file `n`.
@@ -48,6 +53,10 @@ pub fn log_file_name(dir: &Path, n: u64) -> PathBuf {
 /// Path of run file `n` of `kind` (`NNNNNN.sst`, `NNNNNN.arr`).
 pub fn run_file_name(dir: &Path, n: u64, kind: RunKind) -> PathBuf {
     dir.join(format!("{n:06}.{}", kind.extension()))
+}
+/// Path of value array `n` (`NNNNNN.vla`).
+pub fn value_array_file_name(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.vla"))
 }
 /// Path of manifest `n`.
 pub fn manifest_file_name(dir: &Path, n: u64) -> PathBuf {
@@ -70,6 +79,8 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
         "sst" | "arr" => RunKind::from_extension(ext).map(|k| (FileKind::Run(k), n)),
         "dbtmp" => Some((FileKind::Temp, n)),
         "clog" => Some((FileKind::CompactionLog, n)),
+        "vla" => Some((FileKind::ValueArray, n)),
+        "wbuf" => Some((FileKind::WalBuffer, n)),
         _ => None,
     }
 }
@@ -312,6 +323,7 @@ impl VersionSet {
         for (stage, state) in version.stages.iter().enumerate() {
             let s = snapshot.stage_mut(stage);
             s.group_count = Some(state.groups.len());
+            s.trees = state.trees;
             for (group, runs) in state.groups.iter().enumerate() {
                 s.added.extend(runs.iter().map(|f| (group, (**f).clone())));
             }
@@ -608,6 +620,10 @@ mod tests {
             ),
             (d.join("000012.arr"), FileKind::Run(RunKind::PmArray), 12),
             (manifest_file_name(d, 3), FileKind::Manifest, 3),
+            (value_array_file_name(d, 44), FileKind::ValueArray, 44),
+            (d.join("1234567.wbuf"), FileKind::WalBuffer, 1234567),
+            (d.join("000009.clog"), FileKind::CompactionLog, 9),
+            (d.join("000010.dbtmp"), FileKind::Temp, 10),
         ] {
             let name = p.file_name().unwrap().to_str().unwrap();
             assert_eq!(parse_file_name(name), Some((k, n)));
@@ -615,6 +631,8 @@ mod tests {
         assert_eq!(parse_file_name("CURRENT"), None);
         assert_eq!(parse_file_name("LOCK"), None);
         assert_eq!(parse_file_name("x.sst"), None);
+        assert_eq!(parse_file_name("000001.vlog"), None);
+        assert_eq!(parse_file_name("000001.wbu"), None);
     }
 
     #[test]
@@ -663,6 +681,50 @@ mod tests {
             .err()
             .unwrap();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    }
+
+    /// The L0 tree roles survive recovery and every fresh manifest snapshot; a later edit
+    /// replaces them, an edit without them keeps them, and a database that never set them
+    /// reads `None`.
+    #[test]
+    fn tree_roles_survive_recovery_and_snapshots() {
+        use super::super::TreeRoles;
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options::default();
+        let counters = Arc::new(Counters::default());
+        let mut vs = VersionSet::create(dir.path(), &opts, 7, counters.clone()).unwrap();
+        assert_eq!(vs.current().stage(0).trees, None);
+        vs.log_and_apply(VersionEdit::default()).unwrap();
+        drop(vs);
+        let mut vs = VersionSet::recover(dir.path(), &opts, counters.clone()).unwrap();
+        assert_eq!(vs.current().stage(0).trees, None);
+        let first = TreeRoles {
+            mutable: 21,
+            immutable: 0,
+        };
+        let mut e = VersionEdit::default();
+        e.stage_mut(0).trees = Some(first);
+        vs.log_and_apply(e).unwrap();
+        assert_eq!(vs.current().stage(0).trees, Some(first));
+        // A switch: the mutable tree becomes immutable, a new one mutable.
+        let switched = TreeRoles {
+            mutable: 30,
+            immutable: 21,
+        };
+        let mut e = VersionEdit::default();
+        e.stage_mut(0).trees = Some(switched);
+        vs.log_and_apply(e).unwrap();
+        vs.log_and_apply(VersionEdit::default()).unwrap();
+        assert_eq!(vs.current().stage(0).trees, Some(switched));
+        drop(vs);
+        // Read back from the delta records, then from the next manifest's snapshot.
+        for _ in 0..2 {
+            let mut vs = VersionSet::recover(dir.path(), &opts, counters.clone()).unwrap();
+            assert_eq!(vs.current().stage(0).trees, Some(switched));
+            let first_manifest = vs.recovered_manifest();
+            vs.log_and_apply(VersionEdit::default()).unwrap();
+            assert_ne!(vs.manifest_number(), first_manifest);
+        }
     }
 
     /// A pool path other than the default is recorded (absolute) in every manifest snapshot
