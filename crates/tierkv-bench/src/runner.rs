@@ -454,22 +454,13 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
     sh.barrier.wait();
     let mut t = OpTimer::start(slot, &plan);
     match sh.bench {
-        Benchmark::Fillseq => {
-            let n = plan.count(plan.num);
-            bytes = write_loop(
-                engine,
-                &plan,
-                &mut t,
-                &mut values,
-                &mut key,
-                n,
-                false,
-                |i| i,
-            )?;
-        }
-        Benchmark::Fillrandom | Benchmark::Overwrite | Benchmark::Deleterandom => {
+        Benchmark::Fillseq
+        | Benchmark::Fillrandom
+        | Benchmark::Overwrite
+        | Benchmark::Deleterandom => {
             let n = plan.count(plan.num);
             let delete = sh.bench == Benchmark::Deleterandom;
+            let sequential = sh.bench == Benchmark::Fillseq;
             bytes = write_loop(
                 engine,
                 &plan,
@@ -478,7 +469,7 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
                 &mut key,
                 n,
                 delete,
-                |_| keys.next_key(),
+                |i| if sequential { i } else { keys.next_key() },
             )?;
         }
         Benchmark::Readrandom | Benchmark::Readwhilewriting => {

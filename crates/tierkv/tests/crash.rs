@@ -37,19 +37,7 @@ const DB: &str = "/db";
 
 /// Tiny options for `env`'s design and store.
 fn options(env: &Env) -> Options {
-    let mut o = Options {
-        write_buffer_size: 4096,
-        max_open_files: 16,
-        block_cache_bytes: 64 << 10,
-        ..Options::default()
-    };
-    o.table.block_size = 1024;
-    o.compaction.level0_compaction_trigger = 2;
-    o.compaction.target_file_size = 4096;
-    o.compaction.max_bytes_for_level_base = 8 << 10;
-    o.compaction.level_size_multiplier = 4;
-    o.compaction.num_levels = 4;
-    env.options(o)
+    support::tiny_options(env)
 }
 
 /// One step of the workload.

@@ -203,3 +203,23 @@ pub fn designs() -> Vec<Design> {
         Err(_) => all.collect(),
     }
 }
+
+/// The tiny options the crash walks use (4 KiB memtables and tables, 1 KiB blocks, an L0
+/// trigger of 2, four levels 8 KiB x 4), so a few hundred writes flush, compact and reach the
+/// last level; for `env`'s design and store.
+#[allow(dead_code)]
+pub fn tiny_options(env: &Env) -> Options {
+    let mut o = Options {
+        write_buffer_size: 4096,
+        max_open_files: 16,
+        block_cache_bytes: 64 << 10,
+        ..Options::default()
+    };
+    o.table.block_size = 1024;
+    o.compaction.level0_compaction_trigger = 2;
+    o.compaction.target_file_size = 4096;
+    o.compaction.max_bytes_for_level_base = 8 << 10;
+    o.compaction.level_size_multiplier = 4;
+    o.compaction.num_levels = 4;
+    env.options(o)
+}
