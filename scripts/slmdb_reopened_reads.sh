@@ -17,12 +17,12 @@ COMMON=(--num=400000 --value_size=1024 --key_size=20 --write_buffer_size=8388608
 for design in leveled slmdb; do
   db="$DIR/$design"
   pool=/dev/shm/tierkv-reopened-$design.pool
-  rm -rf "$db" "$pool"
+  rm -rf "$db" "$pool" "$pool.lock"
   "$BIN" bench "${COMMON[@]}" --design="$design" --db="$db" --pm_path="$pool" \
     --benchmarks=ycsb-load,waitforcompaction | grep -E '^(ycsb|wait)'
   "$BIN" bench "${COMMON[@]}" --design="$design" --db="$db" --pm_path="$pool" \
     --use_existing_db --reads=60000 --benchmarks=ycsb-c,levelstats |
     grep -E '^ycsb|engine:'
-  rm -rf "$db" "$pool"
+  rm -rf "$db" "$pool" "$pool.lock"
 done
 [ -n "${2:-}" ] || rmdir "$DIR"
