@@ -948,9 +948,32 @@ pub fn format_stats(s: &StatsSummary) -> String {
     if d.global_index_bytes > 0 {
         let _ = writeln!(o, "  global index:         {}", b(d.global_index_bytes));
     }
+    if d.l0_tree_bytes > 0 {
+        let _ = writeln!(o, "  L0 tree inner nodes:  {}", b(d.l0_tree_bytes));
+    }
     let _ = writeln!(o, "  Bloom filters:        {}", b(d.filter_bytes));
     let _ = writeln!(o, "  index blocks:         {}", b(d.index_bytes));
     let _ = writeln!(o, "  block cache:          {}", b(d.block_cache_bytes));
+    if let Some(l) = &st.labdb {
+        let _ = writeln!(
+            o,
+            "LAB-DB L0: trees {} (mutable, {} keys) and {} (immutable, {} keys), {} PM; \
+             {} inserts, {} in-place updates, {} switches, {} chunks compacted; \
+             {} value arrays, {} ({} live)",
+            l.mutable_tree,
+            l.mutable_keys,
+            l.immutable_tree,
+            l.immutable_keys,
+            b(l.pm_bytes),
+            l.inserts,
+            l.in_place_updates,
+            l.switches,
+            l.chunks,
+            l.value_files,
+            b(l.value_bytes),
+            b(l.value_live_bytes)
+        );
+    }
     o
 }
 
@@ -1661,6 +1684,7 @@ mod tests {
                 index_bytes: 20,
                 block_cache_bytes: 30,
                 global_index_bytes: 0,
+                l0_tree_bytes: 0,
             },
             ..DbStats::default()
         }

@@ -282,6 +282,7 @@ impl KvEngine for RocksEngine {
                 filter_bytes: 0,
                 memtable_kept_bytes: 0,
                 global_index_bytes: 0,
+                l0_tree_bytes: 0,
             },
             ..tierkv::DbStats::default()
         })

@@ -7,6 +7,7 @@
 //! [`Design::ALL`] (plus its constant below), nothing else: see `docs/ARCHITECTURE.md`, "Adding
 //! a design".
 
+mod labdb;
 mod leveled;
 mod leveled_pm;
 mod leveled_pmtable;
@@ -87,6 +88,11 @@ impl Design {
     /// SSTables on SSD found through a persistent B+ tree in PM, selective compaction.
     pub const SLMDB: Design = Design(&slmdb::SPEC);
 
+    /// LAB-DB: an L0 of two persistent B+ trees (leaves in PM, inner nodes in DRAM) holding
+    /// value addresses into value arrays on SSD, updated in place, compacted chunk by chunk
+    /// into leveled SSTables on SSD.
+    pub const LABDB: Design = Design(&labdb::SPEC);
+
     /// Every design this build knows, in CLI order.
     pub const ALL: &'static [Design] = &[
         Design::LEVELED,
@@ -98,6 +104,7 @@ impl Design {
         Design::TRIANGLEKV,
         Design::MATRIXKV,
         Design::SLMDB,
+        Design::LABDB,
     ];
 
     /// The design's name in the CLI, the manifest and the reports.

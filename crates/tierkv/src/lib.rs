@@ -59,8 +59,8 @@ pub use compaction::simulate::{
 pub use db::{CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
-    CompactionOptions, Design, FilterScope, NvlsmOptions, Options, PmOptions, ReadOptions,
-    RowOptions, SlmOptions, SsdModelOptions, TableOptions, WriteOptions,
+    CompactionOptions, Design, FilterScope, LabOptions, NvlsmOptions, Options, PmOptions,
+    ReadOptions, RowOptions, SlmOptions, SsdModelOptions, TableOptions, WriteOptions,
 };
 pub use stats::{DbStats, LiveTable};
 pub use tier::Tier;

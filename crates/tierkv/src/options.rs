@@ -262,6 +262,32 @@ impl Default for SlmOptions {
     }
 }
 
+/// LAB-DB's options (`labdb`): its L0 of two persistent B+ trees (Kim et al., "LAB-DB", ACM
+/// TOS 2024, sections 3.2-3.4; the defaults are the paper's, scaled: `docs/designs/labdb.md`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LabOptions {
+    /// PM bytes of the leaves of both L0 trees. Writes stop when the trees fill it. Default
+    /// 256 MiB (the paper's region).
+    pub leaf_region_bytes: u64,
+    /// The mutable tree becomes immutable when its leaves reach this fraction of the region
+    /// (and there is no immutable tree). Default 0.75.
+    pub immutable_at: f64,
+    /// Value bytes of one chunk of the immutable tree compacted into L1 at a time. Default
+    /// 64 MiB (the paper's).
+    pub chunk_bytes: u64,
+}
+
+impl Default for LabOptions {
+    fn default() -> Self {
+        LabOptions {
+            leaf_region_bytes: 256 << 20,
+            immutable_at: 0.75,
+            chunk_bytes: 64 << 20,
+        }
+    }
+}
+
 /// Options of a database, given at open.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Options {
@@ -305,6 +331,9 @@ pub struct Options {
     /// SLM-DB's selective compaction (`slmdb` only).
     #[serde(default)]
     pub slmdb: SlmOptions,
+    /// LAB-DB's L0 trees (`labdb` only).
+    #[serde(default)]
+    pub labdb: LabOptions,
     /// The file system; [`PosixFs`] unless a test substitutes another one.
     #[serde(skip, default = "default_fs")]
     pub fs: Arc<dyn FileSystem>,
@@ -333,6 +362,7 @@ impl Default for Options {
             nvlsm: NvlsmOptions::default(),
             rows: RowOptions::default(),
             slmdb: SlmOptions::default(),
+            labdb: LabOptions::default(),
             fs: default_fs(),
         }
     }
@@ -357,6 +387,7 @@ impl std::fmt::Debug for Options {
             .field("nvlsm", &self.nvlsm)
             .field("rows", &self.rows)
             .field("slmdb", &self.slmdb)
+            .field("labdb", &self.labdb)
             .finish_non_exhaustive()
     }
 }
@@ -398,6 +429,18 @@ impl Options {
         }
         if t.bloom_bits_per_key > 64 {
             return bad("table.bloom_bits_per_key must be <= 64".into());
+        }
+        let lab = &self.labdb;
+        if !(lab.immutable_at > 0.0 && lab.immutable_at <= 1.0) {
+            return Err(Error::InvalidArgument(format!(
+                "labdb.immutable_at {} not in (0, 1]",
+                lab.immutable_at
+            )));
+        }
+        if lab.leaf_region_bytes < 4 << 10 || lab.chunk_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "labdb.leaf_region_bytes must be at least 4 KiB and chunk_bytes above 0".into(),
+            ));
         }
         let slm = &self.slmdb;
         if !(slm.live_key_ratio > 0.0 && slm.live_key_ratio <= 1.0) {

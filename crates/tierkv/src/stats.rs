@@ -651,6 +651,9 @@ pub struct DramFootprint {
     /// A global index's inner nodes (SLM-DB: one separator per PM leaf).
     #[serde(default)]
     pub global_index_bytes: u64,
+    /// LAB-DB's L0 trees' inner nodes (one separator per PM leaf).
+    #[serde(default)]
+    pub l0_tree_bytes: u64,
 }
 
 impl DramFootprint {
@@ -662,7 +665,41 @@ impl DramFootprint {
             + self.index_bytes
             + self.block_cache_bytes
             + self.global_index_bytes
+            + self.l0_tree_bytes
     }
+}
+
+/// Figures of LAB-DB's L0: its two persistent B+ trees and the value arrays they point into.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabStats {
+    /// The mutable tree's number.
+    pub mutable_tree: u64,
+    /// The immutable tree's number (0: none).
+    pub immutable_tree: u64,
+    /// Keys in the mutable tree.
+    pub mutable_keys: u64,
+    /// Keys in the immutable tree.
+    pub immutable_keys: u64,
+    /// PM bytes of both trees (leaves and long-key objects).
+    pub pm_bytes: u64,
+    /// DRAM bytes of both trees' inner nodes.
+    pub dram_bytes: u64,
+    /// Versions held in DRAM for live snapshots.
+    pub held_versions: u64,
+    /// Flushed keys already in the mutable tree, updated in place (one 8-byte persist).
+    pub in_place_updates: u64,
+    /// Flushed keys inserted into the mutable tree.
+    pub inserts: u64,
+    /// Times the mutable tree became the immutable one.
+    pub switches: u64,
+    /// Chunks of an immutable tree compacted into L1.
+    pub chunks: u64,
+    /// Value arrays tracked.
+    pub value_files: u64,
+    /// Their bytes.
+    pub value_bytes: u64,
+    /// The estimated bytes of their records still referenced.
+    pub value_live_bytes: u64,
 }
 
 /// Figures of a global index (SLM-DB's B+ tree over its single level).
@@ -783,6 +820,9 @@ pub struct DbStats {
     /// The global index (`slmdb`): its tree and the versions held for snapshots.
     #[serde(default)]
     pub global_index: Option<GlobalIndexStats>,
+    /// LAB-DB's L0 trees and value arrays (`labdb`).
+    #[serde(default)]
+    pub labdb: Option<LabStats>,
     /// Whether background work is pending: an unflushed immutable buffer, a running
     /// compaction, or a stage whose policy would start one now (never while automatic
     /// compactions are disabled).

@@ -44,6 +44,9 @@ fn small_options(rng: &mut SmallRng) -> Options {
     o.compaction.max_bytes_for_level_base = 16 << 10;
     o.compaction.level_size_multiplier = 4;
     o.compaction.num_levels = 5;
+    // LAB-DB's L0 trees: a few leaves, so sequences switch trees and compact chunks.
+    o.labdb.leaf_region_bytes = [6 << 10, 16 << 10][rng.gen_range(0..2)];
+    o.labdb.chunk_bytes = [1 << 10, 4 << 10][rng.gen_range(0..2)];
     o
 }
 
@@ -450,10 +453,12 @@ fn ops_for(seed: u64) -> usize {
 }
 
 #[test]
-#[ignore = "debug helper: TIERKV_MODEL_SEED=N TIERKV_MODEL_TRACE=1"]
+#[ignore = "debug helper: TIERKV_MODEL_SEED=N [TIERKV_MODEL_DESIGN=D] TIERKV_MODEL_TRACE=1"]
 fn model_one_seed_from_env() {
     let seed = std::env::var("TIERKV_MODEL_SEED").unwrap().parse().unwrap();
-    run_sequence(seed, ops_for(seed), Backend::mem(Design::LEVELED), true);
+    let design =
+        std::env::var("TIERKV_MODEL_DESIGN").map_or(Design::LEVELED, |d| d.parse().unwrap());
+    run_sequence(seed, ops_for(seed), Backend::mem(design), true);
 }
 
 fn seed_count() -> u64 {

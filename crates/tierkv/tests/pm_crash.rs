@@ -88,6 +88,11 @@ fn options(design: Design, fs: &MemFs, pool: Arc<PmPool>) -> Options {
     o.compaction.max_bytes_for_level_base = 4 << 10;
     o.compaction.level_size_multiplier = 2;
     o.compaction.num_levels = 4;
+    // LAB-DB: a tree of one leaf (16 keys) becomes immutable, so flushes switch trees and
+    // compactions move chunks into L1.
+    o.labdb.leaf_region_bytes = 4 << 10;
+    o.labdb.immutable_at = 0.2;
+    o.labdb.chunk_bytes = 1 << 10;
     o
 }
 

@@ -176,6 +176,7 @@ impl AccumulativePolicy {
             trivial_move: false,
             plan,
             range: None,
+            lab_chunk: None,
         }
     }
 }

@@ -88,6 +88,7 @@ impl LeveledPolicy {
             trivial_move,
             plan: OutputPlan::by_size(),
             range: None,
+            lab_chunk: None,
         }
     }
 }

@@ -9,12 +9,14 @@
 //! amplification in milliseconds.
 
 mod accumulative;
+mod lab;
 mod leveled;
 mod rows;
 pub(crate) mod selective;
 pub mod simulate;
 
 pub(crate) use accumulative::AccumulativePolicy;
+pub(crate) use lab::LabPolicy;
 pub use leveled::max_bytes_for_level;
 pub(crate) use leveled::LeveledPolicy;
 pub(crate) use rows::RowPolicy;
@@ -39,6 +41,8 @@ pub enum Reason {
     Rows,
     /// SLM-DB's selective compaction: tables of the single level its candidate rules listed.
     Selective,
+    /// LAB-DB: a chunk of the immutable L0 tree moves into L1.
+    TreeChunk,
 }
 
 /// What a policy sees of one stage.
@@ -173,6 +177,9 @@ pub struct CompactionTask {
     /// their live entries in it are read. The other inputs are read whole. `None`: every input
     /// is read whole.
     pub range: Option<crate::version::KeyRange>,
+    /// For LAB-DB's stage: the chunk of the immutable L0 tree merged into the output group
+    /// with the inputs (read before them: its versions are newer).
+    pub lab_chunk: Option<crate::labdb::l0::LabChunk>,
 }
 
 impl CompactionTask {

@@ -217,6 +217,7 @@ impl RowPolicy {
             trivial_move: false,
             plan: OutputPlan::by_size(),
             range: Some(range),
+            lab_chunk: None,
         }
     }
 }

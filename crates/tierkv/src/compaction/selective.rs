@@ -186,6 +186,7 @@ impl SelectivePolicy {
             trivial_move: false,
             plan: OutputPlan::by_size(),
             range: None,
+            lab_chunk: None,
         }
     }
 }

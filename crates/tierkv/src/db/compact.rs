@@ -237,6 +237,11 @@ impl DbInner {
                 .collect();
             state.superseded_runs.extend(superseded);
         }
+        // LAB-DB: the chunk's entries leave the tree once no reader of an older version is
+        // left (they are in L1 for every newer one).
+        if let (Some(chunk), Some(l0)) = (&task.lab_chunk, stage.lab()) {
+            l0.chunk_done(chunk, state.live_versions.clone());
+        }
         state.install_super_version(&*self.front);
         self.clog_finish(&mut state, job, true)?;
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -288,11 +293,19 @@ impl DbInner {
         let part = Part::Stage(task.stage);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         // Per child (one per input run, in `input_runs` order): read from the output group.
-        let from_output_group: Vec<bool> = task
+        let mut from_output_group: Vec<bool> = task
             .inputs
             .iter()
             .flat_map(|(g, runs)| runs.iter().map(move |_| *g == task.output_group))
             .collect();
+        // LAB-DB: the immutable tree's chunk, the newest input, first.
+        if let Some(chunk) = &task.lab_chunk {
+            let l0 = self.stages[task.stage].lab().ok_or_else(|| {
+                Error::InvalidArgument("a tree chunk task for a stage without L0 trees".into())
+            })?;
+            children.push(l0.chunk_iter(chunk)?);
+            from_output_group.insert(0, false);
+        }
         for f in task.input_runs() {
             // A row gives up only its live entries in the task's range.
             if let (Some(range), Some(row)) = (&task.range, &f.row) {
@@ -343,7 +356,12 @@ impl DbInner {
                 current_key = Some(p.user_key.to_vec());
                 last_seq_for_key = u64::MAX;
             }
-            let drop = if let Some(index) = index {
+            // The same version twice: a tree chunk whose entries a crash left in the tree
+            // after they were compacted into L1 (`crate::labdb::l0`).
+            let duplicate = !new_user_key && last_seq_for_key == p.sequence;
+            let drop = if duplicate {
+                true
+            } else if let Some(index) = index {
                 let child = input.current_child().unwrap_or(0);
                 !index.is_live(input_numbers[child], p.user_key, p.sequence)?
             } else if last_seq_for_key <= smallest_snapshot {

@@ -33,6 +33,21 @@ impl DbInner {
             let source = match self.front.next_flush() {
                 Some(s) if state.bg_error.is_none() => s,
                 _ => {
+                    if self.stages[0].lab().is_some() && state.bg_error.is_none() {
+                        // LAB-DB's tree switch and deferred work run on this thread (the only
+                        // one that inserts into the mutable tree). The upkeep drops the lock,
+                        // so a wake-up may have come meanwhile: look again before waiting,
+                        // and wait with a timeout (what is deferred waits for readers, who do
+                        // not signal).
+                        state = self.lab_maintenance(state);
+                        if state.shutting_down || self.front.next_flush().is_some() {
+                            continue;
+                        }
+                        let deferred = self.stages[0].lab().is_some_and(|l| l.has_deferred());
+                        let wait = if deferred { 20 } else { 200 };
+                        self.bg_cv.wait_for(&mut state, Duration::from_millis(wait));
+                        continue;
+                    }
                     self.bg_cv.wait(&mut state);
                     continue;
                 }
@@ -87,6 +102,9 @@ impl DbInner {
                     if let Err(e) = scanned {
                         state.poison("global index leaf scan failed", e);
                     }
+                    if self.stages[0].lab().is_some() {
+                        state = self.lab_maintenance(state);
+                    }
                     // Writers waiting for PM space freed by the deleted log (and compactions
                     // the leaf scan listed tables for).
                     self.bg_cv.notify_all();
@@ -97,6 +115,61 @@ impl DbInner {
                 }
             }
         }
+    }
+
+    /// LAB-DB's upkeep, on the flush thread (`state` held on entry and handed back): held
+    /// versions no snapshot needs are forgotten, value arrays with no reference are handed to
+    /// the deferred deletions, what is deferred and due runs, and a mutable tree that reached
+    /// its share of the leaf region becomes the immutable one (one manifest record naming the
+    /// new roles). A failure poisons the database.
+    pub(crate) fn lab_maintenance<'a>(
+        &'a self,
+        mut state: parking_lot::MutexGuard<'a, super::State>,
+    ) -> parking_lot::MutexGuard<'a, super::State> {
+        let Some(l0) = self.stages[0].lab() else {
+            return state;
+        };
+        if state.bg_error.is_some() {
+            return state;
+        }
+        drop(state);
+        let forgot = l0.forget_held(self.smallest_snapshot());
+        state = self.state.lock();
+        // Deletions wait for every version live now: a reader that found an address into a
+        // released array before its last reference went holds one of them.
+        state.live_versions.retain(|w| w.strong_count() > 0);
+        l0.release_values(&state.live_versions);
+        drop(state);
+        let upkeep = forgot.and_then(|()| l0.run_deferred());
+        state = self.state.lock();
+        if let Err(e) = upkeep {
+            state.poison("LAB-DB L0 upkeep failed", e);
+            self.bg_cv.notify_all();
+            return state;
+        }
+        let roles = crate::labdb::l0::roles_of(state.versions.current().stage(0).trees);
+        if !l0.wants_switch(roles) {
+            return state;
+        }
+        state.live_versions.retain(|w| w.strong_count() > 0);
+        let waits = state.live_versions.clone();
+        let switched = l0.switch(roles, &waits).and_then(|new_roles| {
+            let mut edit = VersionEdit::default();
+            edit.stage_mut(0).trees = Some(new_roles);
+            state.versions.last_sequence = self.last_sequence.load(Acquire);
+            state.versions.log_and_apply(edit)
+        });
+        match switched {
+            Ok(_) => {
+                state.install_super_version(&*self.front);
+                self.bg_cv.notify_all();
+            }
+            Err(e) => {
+                state.poison("LAB-DB tree switch failed", e);
+                self.bg_cv.notify_all();
+            }
+        }
+        state
     }
 
     /// SLM-DB's rule R2 after a flush or a compaction: the next leaf-scan window of each
@@ -137,6 +210,9 @@ pub(crate) struct FlushPlan {
     pub target: RunTarget,
     pub over: Option<Arc<FileMetaData>>,
     pub holds_group: bool,
+    /// LAB-DB: the L0 tree roles of the version the flush starts from (its mutable tree takes
+    /// the flush; only the flush thread changes the roles).
+    pub lab_roles: crate::version::TreeRoles,
 }
 
 impl FlushPlan {
@@ -147,6 +223,7 @@ impl FlushPlan {
             target,
             over: newest_row(current, target),
             holds_group: false,
+            lab_roles: crate::labdb::l0::roles_of(current.stage(0).trees),
         }
     }
 }
@@ -206,6 +283,7 @@ impl DbInner {
             target,
             over: newest_row(&current, target),
             holds_group: target.group != ingest.group,
+            lab_roles: crate::labdb::l0::roles_of(current.stage(0).trees),
         };
         (plan, state)
     }
@@ -222,6 +300,10 @@ pub(crate) fn write_flush_run(
     plan: &FlushPlan,
 ) -> Result<Option<(usize, FileMetaData)>> {
     if source.is_empty() {
+        return Ok(None);
+    }
+    if let Some(l0) = db.stages[0].lab() {
+        lab_flush(db, l0, source, number, plan.lab_roles)?;
         return Ok(None);
     }
     let started = std::time::Instant::now();
@@ -317,6 +399,42 @@ fn build_run(
     };
     fs.sync_dir(&db.dir)?;
     Ok((run_meta(number, summary, target, row), 0))
+}
+
+/// LAB-DB's flush: the kept versions of `source` go to value array `number` and the mutable
+/// L0 tree (`crate::labdb::l0`); no run is written. Counted as stage 0's flush writes: the
+/// value array on SSD, the tree's persisted lines on PM.
+fn lab_flush(
+    db: &DbInner,
+    l0: &crate::labdb::l0::LabL0,
+    source: &dyn FlushSource,
+    number: u64,
+    roles: crate::version::TreeRoles,
+) -> Result<()> {
+    let started = std::time::Instant::now();
+    let mut entries = Vec::new();
+    count_dropped(
+        db,
+        add_all(source, db.smallest_snapshot(), |k, v| {
+            entries.push((k.to_vec(), v.to_vec()));
+            Ok(())
+        })?,
+    );
+    let fs = db.fs_for(Tier::Ssd);
+    let (ssd_bytes, pm_bytes) = l0.flush(roles, &entries, number, &db.snapshots.live(), || {
+        fs.sync_dir(&db.dir)
+    })?;
+    db.counters
+        .add_written(Tier::Ssd, Part::Stage(0), IoPurpose::Flush, ssd_bytes);
+    db.counters
+        .add_written(Tier::Pm, Part::Stage(0), IoPurpose::Flush, pm_bytes);
+    db.counters.add_flush(
+        0,
+        Tier::Pm,
+        ssd_bytes + pm_bytes,
+        u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+    );
+    Ok(())
 }
 
 /// The metadata of run `number` written as `target` says.

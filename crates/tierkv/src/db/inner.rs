@@ -116,6 +116,10 @@ pub(crate) struct PmTier {
     pub wal_chunk_cap: u64,
     /// The global index's tree, for a design that keeps one (SLM-DB).
     pub index: Option<Arc<crate::pbtree::PbTree>>,
+    /// LAB-DB's two L0 trees as opened, until the stage attaches them at open.
+    pub lab_trees: parking_lot::Mutex<Option<[crate::pbtree::PbTree; 2]>>,
+    /// How errors name the pool (its path, or "PM pool (given)").
+    pub location: String,
     /// Lock on the pool file, when the pool was opened from a path.
     pub _lock: Option<Box<dyn FileLock>>,
 }
@@ -276,6 +280,11 @@ impl DbInner {
             .iter()
             .find_map(|st| st.index())
             .map(|ix| ix.stats());
+        s.labdb = self
+            .stages
+            .iter()
+            .find_map(|st| st.lab())
+            .map(|l0| l0.stats(crate::labdb::l0::roles_of(sv.version.stage(0).trees)));
         let (filter_bytes, index_bytes) = self.table_cache.resident_bytes();
         let (memtable_bytes, stale) = sv.front.dram_bytes();
         s.dram = DramFootprint {
@@ -285,6 +294,7 @@ impl DbInner {
             index_bytes,
             block_cache_bytes: self.table_cache.block_cache().usage_bytes(),
             global_index_bytes: s.global_index.as_ref().map_or(0, |g| g.dram_bytes),
+            l0_tree_bytes: s.labdb.as_ref().map_or(0, |l| l.dram_bytes),
         };
         s.wal_bytes = log_bytes(&*self.fs, &self.dir);
         s

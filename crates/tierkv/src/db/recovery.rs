@@ -110,6 +110,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             index.attach(tree)?;
             crate::gindex::recovery::recover(dir, &mut versions, &*fs, &counters, index)?;
         }
+        if let Some(l0) = stage.lab() {
+            attach_lab(dir, &options, &fs, pm.as_ref(), &versions, l0, true)?;
+        }
     }
     let clog = recover_compaction_log(
         dir,
@@ -420,15 +423,17 @@ pub(crate) fn open_pm(
             (pool, path.display().to_string(), pool_lock)
         }
     };
-    let has_index = options
-        .design
-        .stages(options)
-        .iter()
-        .any(|s| s.index().is_some());
-    let structures =
-        crate::fs::open_pm_structures(&pool, &location, how, has_index.then_some(lock))?;
+    let stages = options.design.stages(options);
+    let has_index = stages.iter().any(|s| s.index().is_some());
+    let has_lab = stages.iter().any(|s| s.lab().is_some());
+    let kinds = crate::fs::PmKinds {
+        index: has_index.then_some(lock),
+        lab: has_lab.then_some(lock),
+    };
+    let structures = crate::fs::open_pm_structures(&pool, &location, how, kinds)?;
     let pmfs = structures.pmfs;
     let index = structures.index.map(Arc::new);
+    let lab_trees = parking_lot::Mutex::new(structures.lab_trees);
     if creating && !pmfs.file_names().is_empty() {
         return Err(Error::InvalidArgument(format!(
             "{location} holds files of another database; remove it or choose another pm path"
@@ -442,6 +447,8 @@ pub(crate) fn open_pm(
         pmfs,
         wal_chunk_cap,
         index,
+        lab_trees,
+        location,
         _lock: pool_lock,
     }))
 }
@@ -613,4 +620,39 @@ pub struct RepairReport {
     pub changed: bool,
     /// Newer manifests that were passed over, with the reason.
     pub rejected: Vec<(String, String)>,
+}
+
+/// Attaches LAB-DB's L0 to the trees the pool open found, with the roles the version records
+/// (`crate::labdb::l0`); `writable`: reset unnamed tree roots.
+pub(crate) fn attach_lab(
+    dir: &Path,
+    options: &Options,
+    fs: &Arc<dyn FileSystem>,
+    pm: Option<&PmTier>,
+    versions: &VersionSet,
+    l0: &crate::labdb::l0::LabL0,
+    writable: bool,
+) -> Result<()> {
+    let pm = pm.ok_or_else(|| Error::InvalidArgument("LAB-DB needs its PM pool".into()))?;
+    let trees = pm
+        .lab_trees
+        .lock()
+        .take()
+        .ok_or_else(|| Error::InvalidArgument("LAB-DB's L0 trees were not opened".into()))?;
+    let values = crate::labdb::vlog::ValueFiles::new(
+        dir,
+        Arc::clone(fs),
+        Some(Arc::clone(&pm.fs)),
+        versions.identity(),
+        options.max_open_files.clamp(16, 256),
+    );
+    let roles = crate::labdb::l0::roles_of(versions.current().stage(0).trees);
+    l0.attach(
+        Arc::clone(&pm.pool),
+        &pm.location,
+        trees,
+        values,
+        roles,
+        writable,
+    )
 }

@@ -31,7 +31,7 @@ pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
 pub(crate) use pm::PmWords;
 pub use pm::{PmFs, PmFsOwner, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_NAME};
 pub use pm_open::{
-    open_pm_owners, open_pm_structures, PmFsOpen, PmOpenReport, PmOwner, PmStructures,
+    open_pm_owners, open_pm_structures, PmFsOpen, PmKinds, PmOpenReport, PmOwner, PmStructures,
 };
 pub use posix::PosixFs;
 pub(crate) use ssd_model::with_ssd_model;

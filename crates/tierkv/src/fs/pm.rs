@@ -309,7 +309,7 @@ impl PmFs {
     /// pool ([`super::open_pm_structures`]), which rebuilds the pool's allocator, and returns
     /// the file system. `location` names the pool in errors.
     pub fn open(pool: Arc<PmPool>, location: impl Into<String>, how: PmFsOpen) -> Result<PmFs> {
-        Ok(open_pm_structures(&pool, &location.into(), how, None)?.pmfs)
+        Ok(open_pm_structures(&pool, &location.into(), how, Default::default())?.pmfs)
     }
 
     /// A file system not opened yet (no directory), for [`PmFsOwner`].

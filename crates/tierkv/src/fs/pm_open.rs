@@ -301,35 +301,62 @@ pub struct PmStructures {
     pub pmfs: PmFs,
     /// SLM-DB's global index (root `slmdb-index`), when the design keeps one.
     pub(crate) index: Option<crate::pbtree::PbTree>,
+    /// LAB-DB's two L0 tree roots (`labdb-tree-0`, `labdb-tree-1`), when the design has them.
+    pub(crate) lab_trees: Option<[crate::pbtree::PbTree; 2]>,
     /// What the open found and did.
     pub report: PmOpenReport,
 }
 
-/// Opens every structure the engine keeps in `pool` (the file system, and the global index
-/// when `index` is `Some(writable)`) with the protocol of [`open_pm_owners`], for the database
-/// `how` names. The engine's one entry point to a pool: a structure added to the engine is
-/// added here, so that the allocator is always rebuilt from all of them.
+/// Which structures besides the file system a design keeps in its pool, each with whether
+/// it is opened writable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PmKinds {
+    /// SLM-DB's global index.
+    pub index: Option<bool>,
+    /// LAB-DB's L0 trees.
+    pub lab: Option<bool>,
+}
+
+/// Opens every structure the engine keeps in `pool` (the file system, and what `kinds`
+/// names) with the protocol of [`open_pm_owners`], for the database `how` names. The engine's
+/// one entry point to a pool: a structure added to the engine is added here, so that the
+/// allocator is always rebuilt from all of them.
 pub fn open_pm_structures(
     pool: &Arc<PmPool>,
     location: &str,
     how: PmFsOpen,
-    index: Option<bool>,
+    kinds: PmKinds,
 ) -> Result<PmStructures> {
+    use crate::pbtree::{Layout, PbTreeOwner};
     let mut pmfs = PmFsOwner::new(Arc::clone(pool), location, how.identity())?;
-    let Some(writable) = index else {
-        let report = open_pm_owners(pool, location, how, &mut [&mut pmfs])?;
-        return Ok(PmStructures {
-            pmfs: pmfs.into_fs(),
-            index: None,
-            report,
-        });
+    let mut index = kinds
+        .index
+        .map(|_| PbTreeOwner::new(Arc::clone(pool), location, crate::gindex::ROOT_NAME));
+    let mut lab = kinds.lab.map(|_| {
+        crate::labdb::l0::TREE_ROOTS
+            .map(|name| PbTreeOwner::with_layout(Arc::clone(pool), location, name, Layout::Inline))
+    });
+    let mut owners: Vec<&mut dyn PmOwner> = vec![&mut pmfs];
+    if let Some(t) = index.as_mut() {
+        owners.push(t);
+    }
+    if let Some([a, b]) = lab.as_mut() {
+        owners.push(a);
+        owners.push(b);
+    }
+    let report = open_pm_owners(pool, location, how, &mut owners)?;
+    let index = match (index, kinds.index) {
+        (Some(t), Some(writable)) => Some(t.into_tree(writable)?),
+        _ => None,
     };
-    let mut tree =
-        crate::pbtree::PbTreeOwner::new(Arc::clone(pool), location, crate::gindex::ROOT_NAME);
-    let report = open_pm_owners(pool, location, how, &mut [&mut pmfs, &mut tree])?;
+    let lab_trees = match (lab, kinds.lab) {
+        (Some([a, b]), Some(writable)) => Some([a.into_tree(writable)?, b.into_tree(writable)?]),
+        _ => None,
+    };
     Ok(PmStructures {
         pmfs: pmfs.into_fs(),
-        index: Some(tree.into_tree(writable)?),
+        index,
+        lab_trees,
         report,
     })
 }

@@ -295,7 +295,9 @@ impl ValueFiles {
         };
         let location = self.location(file);
         let info = self.inner.lock().files.get(&file).copied();
-        let Some(info) = info.filter(|i| !i.retiring) else {
+        // A retiring file is still read until it is deleted: a reader that found its address
+        // before the last reference went holds a version the deletion waits for.
+        let Some(info) = info else {
             return Err(Error::corruption(
                 location,
                 format!("value address {word:#018x} names a value array that is not live"),
@@ -434,6 +436,31 @@ impl ValueFiles {
         inner.files.remove(&number);
         inner.readers.remove(&number);
         Ok(())
+    }
+
+    /// Removes every value array in the directory (on either tier) that is not tracked: at
+    /// open, after the arrays the trees reference were registered, what is left is a flush's
+    /// array that never got a reference (a crash before its tree inserts) or one whose
+    /// deletion a crash interrupted. Returns how many were removed.
+    pub(crate) fn remove_untracked(&self) -> Result<u64> {
+        let mut removed = 0;
+        for fs in std::iter::once(&self.ssd).chain(self.pm.as_ref()) {
+            let Ok(names) = fs.list(&self.dir) else {
+                continue;
+            };
+            for name in names {
+                let Some((crate::version::FileKind::ValueArray, n)) =
+                    crate::version::parse_file_name(&name)
+                else {
+                    continue;
+                };
+                if !self.inner.lock().files.contains_key(&n) {
+                    fs.remove(&self.dir.join(&name))?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
     }
 
     /// What is known about value array `number`.
@@ -711,13 +738,14 @@ mod tests {
         assert_eq!(files.take_unreferenced(6), vec![5]);
         assert_eq!(files.take_unreferenced(u64::MAX), vec![6]);
         assert_eq!(files.take_unreferenced(u64::MAX), Vec::<u64>::new());
-        // A retiring file takes no reference and is not read.
+        // A retiring file takes no reference, but is read until it is deleted.
         assert!(files.add_ref(5).unwrap_err().is_corruption());
+        assert!(files.read(written[0].0, &written[0].1).is_ok());
+        files.delete(5).unwrap();
         assert!(files
             .read(written[0].0, &written[0].1)
             .unwrap_err()
             .is_corruption());
-        files.delete(5).unwrap();
         files.delete(6).unwrap();
         assert!(!ssd.exists(&dir.join("000005.vla")) && !pm.exists(&dir.join("000006.vla")));
         assert!(matches!(files.delete(7), Err(Error::InvalidArgument(_))));

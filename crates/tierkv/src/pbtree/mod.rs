@@ -566,6 +566,17 @@ pub(crate) struct PbTree {
     pm: Pm,
     state: RwLock<State>,
     read_only: bool,
+    /// Set by [`PbTree::retire`]: the tree is no longer published under its root, so its
+    /// chunks go back to the pool when it is dropped.
+    retired: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for PbTree {
+    fn drop(&mut self) {
+        if self.retired.load(std::sync::atomic::Ordering::Acquire) && !self.read_only {
+            self.state.get_mut().slab.release_all();
+        }
+    }
 }
 
 /// An entry as open found it: key, payload, slot index, slot.
@@ -741,6 +752,7 @@ impl PbTreeOwner {
                 keys,
             }),
             read_only: !writable,
+            retired: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }
@@ -787,6 +799,34 @@ impl PmOwner for PbTreeOwner {
 }
 
 impl PbTree {
+    /// Creates a new, empty tree of `layout` in `pool` (whose allocator is already rebuilt)
+    /// and publishes it under `root_name`, replacing whatever the root named (one failure-atomic
+    /// root-directory update: after a crash the root names the old structure or the new empty
+    /// tree; the other's chunks are free at the next open). The caller retires the tree the
+    /// root named before ([`PbTree::retire`]).
+    pub(crate) fn create_empty(
+        pool: Arc<PmPool>,
+        location: &str,
+        root_name: &str,
+        layout: Layout,
+    ) -> Result<PbTree> {
+        let mut owner = PbTreeOwner::with_layout(Arc::clone(&pool), location, root_name, layout);
+        let head = owner.create()?;
+        if let Err(e) = pool.set_named_root(root_name, head) {
+            owner.slab.free(head);
+            return Err(e.into());
+        }
+        owner.into_tree(true)
+    }
+
+    /// Marks the tree as no longer published (its root now names another structure, durably):
+    /// its chunks go back to the pool when the last handle to it is dropped, so a reader still
+    /// holding it reads it intact until then.
+    pub(crate) fn retire(&self) {
+        self.retired
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
     fn writable(&self) -> Result<()> {
         if self.read_only {
             return Err(Error::InvalidArgument(format!(

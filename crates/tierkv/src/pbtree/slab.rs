@@ -210,6 +210,18 @@ impl Slab {
         }
     }
 
+    /// Gives every chunk back to the pool: the tree that held them is no longer reachable
+    /// from the root directory, durably, and nothing reads it any more.
+    pub(crate) fn release_all(&mut self) {
+        for (chunk, _) in self.chunks.drain() {
+            self.pool.free_chunk(chunk);
+        }
+        for p in &mut self.partial {
+            p.clear();
+        }
+        self.bytes_used = 0;
+    }
+
     /// Bytes of the slots in use.
     pub(crate) fn bytes_used(&self) -> u64 {
         self.bytes_used

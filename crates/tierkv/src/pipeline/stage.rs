@@ -117,4 +117,11 @@ pub(crate) trait Stage: Send + Sync {
     fn index(&self) -> Option<&Arc<crate::gindex::GlobalIndex>> {
         None
     }
+
+    /// LAB-DB's L0 trees, for the stage that has them: flushes insert into its mutable tree
+    /// instead of writing a run, and its immutable tree is compacted chunk by chunk into the
+    /// stage's L1 (`crate::labdb::l0`).
+    fn lab(&self) -> Option<&Arc<crate::labdb::l0::LabL0>> {
+        None
+    }
 }

@@ -9,14 +9,18 @@
 //!   MatrixKV's matrix) over leveled SSTables on SSD.
 //! * [`SingleLevelStage`] (`single.rs`): SLM-DB's single level of overlapping SSTables found
 //!   through a global index in PM.
+//! * [`LabStage`] (`lab.rs`): LAB-DB's L0 of two persistent B+ trees in PM over leveled
+//!   SSTables on SSD.
 //! * `concat.rs`: the concatenating iterator over a group's disjoint runs or sets.
 
 mod concat;
+mod lab;
 mod levels;
 pub(crate) mod rows;
 mod sets;
 mod single;
 
+pub(crate) use lab::LabStage;
 pub(crate) use levels::LeveledStage;
 pub(crate) use rows::RowStage;
 pub(crate) use sets::SetStage;

@@ -221,5 +221,9 @@ pub fn tiny_options(env: &Env) -> Options {
     o.compaction.max_bytes_for_level_base = 8 << 10;
     o.compaction.level_size_multiplier = 4;
     o.compaction.num_levels = 4;
+    // LAB-DB's L0 trees: a region of 8 leaves, so a few hundred writes switch trees and
+    // compact chunks (other designs ignore these).
+    o.labdb.leaf_region_bytes = 8 << 10;
+    o.labdb.chunk_bytes = 2 << 10;
     env.options(o)
 }

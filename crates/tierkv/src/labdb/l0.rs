@@ -1,0 +1,1068 @@
+//! LAB-DB's L0 (Kim et al., "LAB-DB", ACM TOS 2024, sections 3.2-3.4): two persistent B+ trees
+//! ([`crate::pbtree`], [`Layout::Inline`]: leaves in PM, inner nodes in DRAM) that map each user
+//! key to the 8-byte address of its newest version's value record in a value array on SSD
+//! ([`super::vlog`]). One tree is **mutable** (flushes insert into it, and a key already there
+//! has its address overwritten in place: one persisted 8-byte store); the other, when there is
+//! one, is **immutable** and is compacted chunk by chunk into L1.
+//!
+//! # Where the trees are, and which is which
+//!
+//! Tree `n` lives under the named root `labdb-tree-{n & 1}` of the pool ([`TREE_ROOTS`]); the
+//! version records the numbers of the mutable and immutable trees ([`TreeRoles`], no record yet
+//! = mutable 1, no immutable). Consecutive trees use different roots, so the mutable and the
+//! immutable tree never share one. A root no role names holds a tree that is wholly compacted
+//! (or never used): it is **reset** (a new empty tree published under the root by one
+//! failure-atomic root-directory update, the old one's chunks freed once no reader holds it)
+//! before the root is named again, at open or at the next switch.
+//!
+//! # Persist points and the invariant at each
+//!
+//! * **Flush** (`flush`): the memtable's kept versions are appended to a new value array, which
+//!   is synced (and its directory) first; then each user key's newest version is written into
+//!   the mutable tree (insert, or one 8-byte in-place store: the tree's own protocol). Until the
+//!   manifest record that retires the flushed log, a crash replays the log and flushes the same
+//!   versions again: every tree entry then points at the new value array (entries come only
+//!   from memtables at most as new as the replayed one, so overwriting is always right), and
+//!   the first array, no longer referenced, is deleted.
+//! * **Switch** (`switch`): when the mutable tree's leaves reach `immutable_at` of the leaf
+//!   region and there is no immutable tree, the root of tree `m + 1` (which held tree `m - 1`,
+//!   wholly compacted, named by no role) is reset to a new empty tree, then ONE manifest record
+//!   names `m + 1` mutable and `m` immutable. A crash before the record leaves the roles as they
+//!   were (the reset root is unnamed and empty).
+//! * **Chunk compaction** (`chunk_iter`, `chunk_done`): the immutable tree's next key range is
+//!   read (values from the value arrays), merged with the overlapping L1 tables and written to
+//!   L1; the outputs are synced before the manifest record that installs them, and the chunk's
+//!   entries leave the tree only after that record (and after every reader of an older
+//!   version is gone). A crash in between leaves entries in the tree that L1 also holds: the
+//!   same versions, so reads are unchanged, and a later compaction of them drops the exact
+//!   duplicate. The record of the last chunk also clears the immutable role.
+//!
+//! # Snapshots (a tree holds only the newest version of a key)
+//!
+//! A version a flush replaces in place (or an older version of the same flush) that a live
+//! snapshot may still see is kept in a DRAM map of **held versions** (key -> tree, address,
+//! the sequence of the version that replaced it), inserted before the tree changes. A pinned
+//! read whose tree version is newer than its snapshot walks the held versions of the key; an
+//! iterator yields the tree's version and the key's held versions, and the merge above hides
+//! the ones it must not see. A held version is forgotten once no snapshot older than its
+//! replacement is left. Snapshots do not survive a crash, so the map is volatile.
+//!
+//! # What readers may still reach
+//!
+//! Readers read the trees' current state under the version they pinned. Everything that
+//! would take a place away from such a reader (a chunk's entries leaving the tree, a value
+//! array being deleted) is **deferred** until every version that was live when it became due
+//! is released ([`LabL0::run_deferred`]). A tree whose root is reset at a switch is not
+//! rewritten: it is **retired**, still found by its number by readers of older versions, and
+//! its PM chunks go back to the pool when the last of them lets go. So a long-lived iterator
+//! never holds up a switch (and so never stops writes); it only keeps its tree's PM alive.
+//!
+//! Value arrays hold one reference per tree entry and held version pointing into them (counted
+//! again from the trees at open); an array whose references are gone is deleted (deferred).
+
+use crate::format::{make_internal_key, parse_internal_key, ValueType};
+use crate::iterator::InternalIterator;
+use crate::labdb::vaddr::Vaddr;
+use crate::labdb::vlog::ValueFiles;
+use crate::options::LabOptions;
+use crate::pbtree::{Layout, PbTree, WordOp};
+use crate::stats::LabStats;
+use crate::tier::Tier;
+use crate::version::{TreeRoles, Version};
+use crate::{Error, Result};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::{Arc, OnceLock, Weak};
+use tierkv_pm::PmPool;
+
+/// The named roots of the two tree slots: tree `n` is under `TREE_ROOTS[n & 1]`.
+pub(crate) const TREE_ROOTS: [&str; 2] = ["labdb-tree-0", "labdb-tree-1"];
+
+/// The roles before any record set them: tree 1 mutable, no immutable tree.
+pub(crate) const INITIAL_ROLES: TreeRoles = TreeRoles {
+    mutable: 1,
+    immutable: 0,
+};
+
+/// The roles a stage's state records (the initial ones when none are recorded).
+pub(crate) fn roles_of(trees: Option<TreeRoles>) -> TreeRoles {
+    trees.unwrap_or(INITIAL_ROLES)
+}
+
+/// A version a tree no longer holds that a snapshot may still see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Held {
+    /// The tree it was replaced in.
+    tree: u64,
+    /// Its value address.
+    word: u64,
+    /// The sequence number of the version that replaced it.
+    replaced_at: u64,
+}
+
+/// A key range of the immutable tree to compact into L1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabChunk {
+    /// The immutable tree's number.
+    pub tree: u64,
+    /// The first user key of the chunk.
+    pub lo: Vec<u8>,
+    /// The last user key of the chunk.
+    pub hi: Vec<u8>,
+    /// No entry of the tree is above `hi`: after this chunk the tree is wholly compacted.
+    pub last: bool,
+    /// Entries of the tree in the chunk.
+    pub entries: u64,
+}
+
+/// Something deferred until no reader of an older version is left.
+enum Deferred {
+    /// Remove the entries of `tree` in `[lo, hi]` (a compacted chunk), unless the tree was
+    /// retired meanwhile.
+    RemoveRange { tree: u64, lo: Vec<u8>, hi: Vec<u8> },
+    /// Delete value array `number` (no reference left).
+    DeleteValues { number: u64 },
+    /// Forget retired tree `tree` (no version names it any more).
+    ForgetRetired { tree: u64 },
+}
+
+struct Pending {
+    waits: Vec<Weak<Version>>,
+    what: Deferred,
+}
+
+/// The trees and value arrays, once the pool is open.
+struct Attached {
+    pool: Arc<PmPool>,
+    location: String,
+    /// Per root slot: the tree's number (the last one reset into it or recovered from the
+    /// roles; 0 for an empty tree no role names yet) and the tree.
+    slots: RwLock<[(u64, Arc<PbTree>); 2]>,
+    /// Trees replaced at a switch that readers of older versions may still read, by number.
+    retired: RwLock<Vec<(u64, Arc<PbTree>)>>,
+    values: Arc<ValueFiles>,
+    writable: bool,
+}
+
+/// LAB-DB's L0 (module docs). Created with the stage; attached to the pool at open.
+pub(crate) struct LabL0 {
+    options: LabOptions,
+    att: OnceLock<Attached>,
+    held: Mutex<BTreeMap<Vec<u8>, Vec<Held>>>,
+    /// Per immutable tree: the last key a committed chunk covered (chunks go left to right).
+    cursor: Mutex<Option<(u64, Vec<u8>)>>,
+    pending: Mutex<Vec<Pending>>,
+    counts: Mutex<LabStats>,
+}
+
+impl LabL0 {
+    /// An L0 with `options`, not attached to a pool yet.
+    pub(crate) fn new(options: &LabOptions) -> Self {
+        LabL0 {
+            options: options.clone(),
+            att: OnceLock::new(),
+            held: Mutex::new(BTreeMap::new()),
+            cursor: Mutex::new(None),
+            pending: Mutex::new(Vec::new()),
+            counts: Mutex::new(LabStats::default()),
+        }
+    }
+
+    /// The options.
+    pub(crate) fn options(&self) -> &LabOptions {
+        &self.options
+    }
+
+    fn att(&self) -> Result<&Attached> {
+        self.att.get().ok_or_else(|| {
+            Error::InvalidArgument("LAB-DB's L0 trees are not attached to a PM pool".into())
+        })
+    }
+
+    /// The value arrays (once attached).
+    pub(crate) fn values(&self) -> Option<&Arc<ValueFiles>> {
+        self.att.get().map(|a| &a.values)
+    }
+
+    /// Attaches the trees opened from the pool (`trees[i]` under `TREE_ROOTS[i]`) at open,
+    /// with the roles the version records: a root no role names is reset (when `writable`;
+    /// read-only, it is only treated as empty), the value arrays every entry points into are
+    /// registered (a missing one is corruption) and their references counted.
+    pub(crate) fn attach(
+        &self,
+        pool: Arc<PmPool>,
+        location: &str,
+        trees: [PbTree; 2],
+        values: Arc<ValueFiles>,
+        roles: TreeRoles,
+        writable: bool,
+    ) -> Result<()> {
+        let [t0, t1] = trees;
+        let mut slots = [(0u64, Arc::new(t0)), (0u64, Arc::new(t1))];
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let named = [roles.mutable, roles.immutable]
+                .into_iter()
+                .find(|&n| n != 0 && (n & 1) as usize == i);
+            match named {
+                Some(n) => slot.0 = n,
+                None if slot.1.len() > 0 || writable => {
+                    if writable {
+                        let fresh = PbTree::create_empty(
+                            Arc::clone(&pool),
+                            location,
+                            TREE_ROOTS[i],
+                            Layout::Inline,
+                        )?;
+                        slot.1.retire();
+                        slot.1 = Arc::new(fresh);
+                    }
+                    slot.0 = 0;
+                }
+                None => slot.0 = 0,
+            }
+        }
+        // References: every entry of a named tree.
+        let mut refs: HashMap<u64, u64> = HashMap::new();
+        for (n, tree) in &slots {
+            if *n == 0 {
+                continue;
+            }
+            let mut it = tree.iter();
+            it.seek_to_first()?;
+            while let Some((key, payload)) = it.current() {
+                let word = u64::from_le_bytes(payload.as_slice().try_into().map_err(|_| {
+                    Error::corruption(location, "LAB-DB tree payload is not one word")
+                })?);
+                match Vaddr::decode(word, location)? {
+                    Vaddr::Value { file, .. } => *refs.entry(file).or_default() += 1,
+                    Vaddr::Hot { .. } => {
+                        return Err(Error::corruption(
+                            location,
+                            format!(
+                                "LAB-DB tree {n} entry {} names a hot slot",
+                                crate::util::escape(key)
+                            ),
+                        ))
+                    }
+                }
+                it.next()?;
+            }
+        }
+        let mut files: Vec<u64> = refs.keys().copied().collect();
+        files.sort_unstable();
+        for f in files {
+            values.open_existing(f, Tier::Ssd)?;
+            for _ in 0..refs[&f] {
+                values.add_ref(f)?;
+            }
+        }
+        if writable {
+            values.remove_untracked()?;
+        }
+        self.att
+            .set(Attached {
+                pool,
+                location: location.to_string(),
+                slots: RwLock::new(slots),
+                retired: RwLock::new(Vec::new()),
+                values,
+                writable,
+            })
+            .map_err(|_| Error::InvalidArgument("LAB-DB's L0 attached twice".into()))
+    }
+
+    /// The tree numbered `n` (0: none), if its root holds it.
+    fn tree(&self, n: u64) -> Result<Option<Arc<PbTree>>> {
+        if n == 0 {
+            return Ok(None);
+        }
+        let a = self.att()?;
+        let slots = a.slots.read();
+        let (num, tree) = &slots[(n & 1) as usize];
+        if *num == n {
+            return Ok(Some(Arc::clone(tree)));
+        }
+        if let Some((_, t)) = a.retired.read().iter().find(|(r, _)| *r == n) {
+            return Ok(Some(Arc::clone(t)));
+        }
+        Err(Error::corruption(
+            a.location.clone(),
+            format!("LAB-DB tree {n} is not under its root (it holds tree {num})"),
+        ))
+    }
+
+    /// The trees of `roles`, newest first.
+    fn trees_of(&self, roles: TreeRoles) -> Result<Vec<(u64, Arc<PbTree>)>> {
+        let mut out = Vec::with_capacity(2);
+        for n in [roles.mutable, roles.immutable] {
+            if let Some(t) = self.tree(n)? {
+                out.push((n, t));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The version of `key` visible at `sequence` in the trees of `roles` (newest tree first):
+    /// its type, value and the bytes read. With `pinned`, a tree version newer than the
+    /// snapshot is passed over for the held versions; without, it is answered (written after
+    /// the read began).
+    pub(crate) fn get(
+        &self,
+        roles: TreeRoles,
+        key: &[u8],
+        sequence: u64,
+        pinned: bool,
+    ) -> Result<Option<(ValueType, Vec<u8>, u64)>> {
+        let values = &self.att()?.values;
+        for (n, tree) in self.trees_of(roles)? {
+            let Some(word) = tree.get_word(key)? else {
+                continue;
+            };
+            let rec = values.read(word, key)?;
+            let read = crate::labdb::vaddr::value_record_len(rec.value.len());
+            if rec.seq <= sequence || !pinned {
+                return Ok(Some((rec.vtype, rec.value, read)));
+            }
+            let held: Vec<Held> = self
+                .held
+                .lock()
+                .get(key)
+                .map(|v| v.iter().filter(|h| h.tree == n).copied().collect())
+                .unwrap_or_default();
+            let mut best: Option<crate::labdb::vaddr::ValueRecord> = None;
+            for h in held {
+                let r = values.read(h.word, key)?;
+                if r.seq <= sequence && best.as_ref().is_none_or(|b| b.seq < r.seq) {
+                    best = Some(r);
+                }
+            }
+            if let Some(r) = best {
+                let read = crate::labdb::vaddr::value_record_len(r.value.len());
+                return Ok(Some((r.vtype, r.value, read)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Iterators over the trees of `roles` (each yields every key's tree version and held
+    /// versions, in internal-key order).
+    pub(crate) fn iterators(
+        self: &Arc<Self>,
+        roles: TreeRoles,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    ) -> Result<()> {
+        for (n, tree) in self.trees_of(roles)? {
+            out.push(Box::new(TreeIter::new(Arc::clone(self), n, tree, None)));
+        }
+        Ok(())
+    }
+
+    /// Flushes the kept versions of a memtable (`entries`: internal keys and values, in
+    /// internal-key order, already stripped of versions no snapshot needs) into the mutable
+    /// tree of `roles`: their values go to the new value array `number` (synced with its
+    /// directory through `sync_dir`), then each key's newest version goes into the tree.
+    /// `snapshots` are the live snapshots. Returns the value array's bytes and the tree's PM
+    /// bytes written.
+    pub(crate) fn flush(
+        &self,
+        roles: TreeRoles,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        number: u64,
+        snapshots: &[u64],
+        sync_dir: impl FnOnce() -> Result<()>,
+    ) -> Result<(u64, u64)> {
+        let a = self.att()?;
+        let tree = self
+            .tree(roles.mutable)?
+            .ok_or_else(|| Error::InvalidArgument("LAB-DB flush with no mutable tree".into()))?;
+        let mut writer = a.values.create(number, Tier::Ssd)?;
+        let mut words = Vec::with_capacity(entries.len());
+        for (ikey, value) in entries {
+            let p = parse_internal_key(ikey)
+                .ok_or_else(|| Error::corruption("flush input", "malformed internal key"))?;
+            let v: &[u8] = if p.value_type == ValueType::Deletion {
+                &[]
+            } else {
+                value
+            };
+            words.push(
+                writer
+                    .append(p.user_key, p.sequence, p.value_type, v)?
+                    .encode(),
+            );
+        }
+        writer.sync()?;
+        sync_dir()?;
+        let bytes = writer.size();
+        let mut inserts = 0;
+        let mut updates = 0;
+        let mut i = 0;
+        while i < entries.len() {
+            let p = parse_internal_key(&entries[i].0).expect("parsed above");
+            let key = p.user_key.to_vec();
+            let newest_seq = p.sequence;
+            // Older versions of this key in the same memtable, kept for snapshots.
+            let mut j = i + 1;
+            let mut newer_seq = newest_seq;
+            while j < entries.len() {
+                let q = parse_internal_key(&entries[j].0).expect("parsed above");
+                if q.user_key != key.as_slice() {
+                    break;
+                }
+                self.hold(&a.values, &key, roles.mutable, words[j], newer_seq)?;
+                newer_seq = q.sequence;
+                j += 1;
+            }
+            a.values.add_ref(number)?;
+            let keep_old = snapshots.iter().any(|&s| s < newest_seq);
+            let mut held_err = Ok(());
+            let old = tree.upsert_word(&key, |old| {
+                if let (Some(w), true) = (old, keep_old) {
+                    // Held before the tree changes: a reader that sees the new word sees it.
+                    held_err = self.hold(&a.values, &key, roles.mutable, w, newest_seq);
+                }
+                WordOp::Put(words[i])
+            })?;
+            held_err?;
+            match old {
+                Some(w) => {
+                    updates += 1;
+                    drop_word(&a.values, w)?;
+                }
+                None => inserts += 1,
+            }
+            i = j;
+        }
+        drop(writer);
+        let mut c = self.counts.lock();
+        c.inserts += inserts;
+        c.in_place_updates += updates;
+        Ok((bytes, tree.take_persisted_bytes()))
+    }
+
+    /// Keeps `word` (of `key`, in tree `tree`) for snapshots, replaced at `replaced_at`.
+    fn hold(
+        &self,
+        values: &ValueFiles,
+        key: &[u8],
+        tree: u64,
+        word: u64,
+        replaced_at: u64,
+    ) -> Result<()> {
+        if let Vaddr::Value { file, .. } = Vaddr::decode(word, "LAB-DB held version")? {
+            values.add_ref(file)?;
+        }
+        self.held
+            .lock()
+            .entry(key.to_vec())
+            .or_default()
+            .push(Held {
+                tree,
+                word,
+                replaced_at,
+            });
+        Ok(())
+    }
+
+    /// Forgets the held versions no live snapshot can see any more: those replaced at or
+    /// before the oldest snapshot (`smallest`: the oldest live snapshot, or the last sequence).
+    pub(crate) fn forget_held(&self, smallest: u64) -> Result<()> {
+        let Some(a) = self.att.get() else {
+            return Ok(());
+        };
+        let mut dropped = Vec::new();
+        {
+            let mut held = self.held.lock();
+            held.retain(|_, v| {
+                v.retain(|h| {
+                    let keep = h.replaced_at > smallest;
+                    if !keep {
+                        dropped.push(h.word);
+                    }
+                    keep
+                });
+                !v.is_empty()
+            });
+        }
+        for w in dropped {
+            drop_word(&a.values, w)?;
+        }
+        Ok(())
+    }
+
+    /// PM bytes of the trees numbered in `roles`: (mutable, immutable).
+    pub(crate) fn usage(&self, roles: TreeRoles) -> (u64, u64) {
+        let bytes = |n: u64| {
+            self.tree(n)
+                .ok()
+                .flatten()
+                .map_or(0, |t| t.stats().pm_bytes)
+        };
+        (bytes(roles.mutable), bytes(roles.immutable))
+    }
+
+    /// True if the mutable tree reached `immutable_at` of the leaf region and there is no
+    /// immutable tree: it can become the immutable one now.
+    pub(crate) fn wants_switch(&self, roles: TreeRoles) -> bool {
+        if roles.immutable != 0 || self.att.get().is_none() {
+            return false;
+        }
+        let (m, _) = self.usage(roles);
+        let limit = (self.options.leaf_region_bytes as f64 * self.options.immutable_at) as u64;
+        // An empty tree (its head leaf alone) never switches, however small the region.
+        m >= limit.max(1)
+            && self
+                .tree(roles.mutable)
+                .ok()
+                .flatten()
+                .is_some_and(|t| t.len() > 0)
+    }
+
+    /// Resets the root of tree `roles.mutable + 1` to a new empty tree and returns the roles
+    /// the switch record must name (module docs: switch). The tree the root held (wholly
+    /// compacted, or empty) is retired: its references and held versions are released, and
+    /// readers of versions live now (`waits`) still find it until they are gone.
+    pub(crate) fn switch(&self, roles: TreeRoles, waits: &[Weak<Version>]) -> Result<TreeRoles> {
+        let a = self.att()?;
+        let next = roles.mutable + 1;
+        let i = (next & 1) as usize;
+        let fresh = PbTree::create_empty(
+            Arc::clone(&a.pool),
+            &a.location,
+            TREE_ROOTS[i],
+            Layout::Inline,
+        )?;
+        let (old_number, old) = {
+            let mut slots = a.slots.write();
+            std::mem::replace(&mut slots[i], (next, Arc::new(fresh)))
+        };
+        old.retire();
+        self.release_tree(a, old_number, &old)?;
+        if old_number != 0 {
+            a.retired.write().push((old_number, old));
+            self.defer(waits.to_vec(), Deferred::ForgetRetired { tree: old_number });
+        }
+        let mut cursor = self.cursor.lock();
+        if cursor.as_ref().is_some_and(|(t, _)| *t == old_number) {
+            *cursor = None;
+        }
+        drop(cursor);
+        self.counts.lock().switches += 1;
+        Ok(TreeRoles {
+            mutable: next,
+            immutable: roles.mutable,
+        })
+    }
+
+    /// Drops the value-array references of every entry left in tree `number` and of its held
+    /// versions (the tree is retired).
+    fn release_tree(&self, a: &Attached, number: u64, tree: &Arc<PbTree>) -> Result<()> {
+        let mut it = tree.iter();
+        it.seek_to_first()?;
+        while let Some((_, p)) = it.current() {
+            drop_word(&a.values, word_of(p)?)?;
+            it.next()?;
+        }
+        if number == 0 {
+            return Ok(());
+        }
+        let mut dropped = Vec::new();
+        self.held.lock().retain(|_, v| {
+            v.retain(|h| {
+                let keep = h.tree != number;
+                if !keep {
+                    dropped.push(h.word);
+                }
+                keep
+            });
+            !v.is_empty()
+        });
+        for w in dropped {
+            drop_word(&a.values, w)?;
+        }
+        Ok(())
+    }
+
+    /// The next chunk of the immutable tree of `roles`: the keys after the last committed
+    /// chunk whose values add up to about `chunk_bytes` (estimated from the value arrays'
+    /// average record), whole leaves at a time. `None` without an immutable tree.
+    pub(crate) fn next_chunk(&self, roles: TreeRoles) -> Result<Option<LabChunk>> {
+        let Some(tree) = self.tree(roles.immutable)? else {
+            return Ok(None);
+        };
+        let a = self.att()?;
+        let from = match &*self.cursor.lock() {
+            Some((t, k)) if *t == roles.immutable => Some(k.clone()),
+            _ => None,
+        };
+        let stats = a.values.stats();
+        let avg = stats
+            .bytes
+            .checked_div(stats.entries)
+            .map_or(1024, |a| a.max(1));
+        let want = (self.options.chunk_bytes / avg).max(1);
+        let mut lo: Option<Vec<u8>> = None;
+        let mut hi: Vec<u8> = Vec::new();
+        let mut entries = 0u64;
+        let mut bound: Option<Vec<u8>> = from;
+        loop {
+            let leaf = match &bound {
+                Some(k) => tree.entries_after(Bound::Excluded(k))?,
+                None => tree.entries_after(Bound::Unbounded)?,
+            };
+            let Some(last) = leaf.last() else {
+                break;
+            };
+            if lo.is_none() {
+                lo = Some(leaf[0].0.clone());
+            }
+            hi = last.0.clone();
+            entries += leaf.len() as u64;
+            bound = Some(hi.clone());
+            if entries >= want {
+                break;
+            }
+        }
+        let Some(lo) = lo else {
+            // Nothing left after the cursor: an empty chunk that only ends the tree.
+            return Ok(Some(LabChunk {
+                tree: roles.immutable,
+                lo: Vec::new(),
+                hi: Vec::new(),
+                last: true,
+                entries: 0,
+            }));
+        };
+        let last = tree.entries_after(Bound::Excluded(&hi))?.is_empty();
+        Ok(Some(LabChunk {
+            tree: roles.immutable,
+            lo,
+            hi,
+            last,
+            entries,
+        }))
+    }
+
+    /// An iterator over the chunk's entries (tree versions and held versions).
+    pub(crate) fn chunk_iter(
+        self: &Arc<Self>,
+        chunk: &LabChunk,
+    ) -> Result<Box<dyn InternalIterator>> {
+        let tree = self
+            .tree(chunk.tree)?
+            .ok_or_else(|| Error::InvalidArgument(format!("LAB-DB tree {} is gone", chunk.tree)))?;
+        let range = (chunk.entries > 0).then(|| (chunk.lo.clone(), chunk.hi.clone()));
+        Ok(Box::new(TreeIter::new(
+            Arc::clone(self),
+            chunk.tree,
+            tree,
+            range,
+        )))
+    }
+
+    /// After the manifest record that installed the chunk's outputs (`waits`: the versions
+    /// live before it): the cursor moves past the chunk, and its entries' removal is deferred
+    /// until those versions are released. (After the last chunk the tree is left as it is
+    /// until the next switch retires it.)
+    pub(crate) fn chunk_done(&self, chunk: &LabChunk, waits: Vec<Weak<Version>>) {
+        *self.cursor.lock() = Some((chunk.tree, chunk.hi.clone()));
+        self.counts.lock().chunks += 1;
+        if chunk.entries > 0 {
+            self.defer(
+                waits,
+                Deferred::RemoveRange {
+                    tree: chunk.tree,
+                    lo: chunk.lo.clone(),
+                    hi: chunk.hi.clone(),
+                },
+            );
+        }
+    }
+
+    fn defer(&self, waits: Vec<Weak<Version>>, what: Deferred) {
+        self.pending.lock().push(Pending { waits, what });
+    }
+
+    /// True while something is deferred.
+    pub(crate) fn has_deferred(&self) -> bool {
+        !self.pending.lock().is_empty()
+    }
+
+    /// Hands every value array with no reference left to the deferred deletions (`waits`: the
+    /// versions live now).
+    pub(crate) fn release_values(&self, waits: &[Weak<Version>]) {
+        let Some(a) = self.att.get() else {
+            return;
+        };
+        for number in a.values.take_unreferenced(u64::MAX) {
+            self.defer(waits.to_vec(), Deferred::DeleteValues { number });
+        }
+    }
+
+    /// Runs what is deferred and due (no version it waits for is alive), in order.
+    pub(crate) fn run_deferred(&self) -> Result<()> {
+        let Some(a) = self.att.get() else {
+            return Ok(());
+        };
+        if !a.writable {
+            return Ok(());
+        }
+        let due: Vec<Deferred> = {
+            let mut pending = self.pending.lock();
+            let mut due = Vec::new();
+            let mut keep = Vec::new();
+            for p in pending.drain(..) {
+                if p.waits.iter().all(|w| w.strong_count() == 0) {
+                    due.push(p.what);
+                } else {
+                    keep.push(p);
+                }
+            }
+            *pending = keep;
+            due
+        };
+        for what in due {
+            match what {
+                Deferred::RemoveRange { tree, lo, hi } => {
+                    // Only a tree still under its root: a retired one is read as it is by the
+                    // readers that still hold it, and its references are released already.
+                    let t = {
+                        let slots = a.slots.read();
+                        let (num, t) = &slots[(tree & 1) as usize];
+                        if *num != tree {
+                            continue;
+                        }
+                        Arc::clone(t)
+                    };
+                    let mut bound = Bound::Included(lo.clone());
+                    loop {
+                        let leaf = match &bound {
+                            Bound::Included(k) => t.entries_after(Bound::Included(k))?,
+                            Bound::Excluded(k) => t.entries_after(Bound::Excluded(k))?,
+                            Bound::Unbounded => t.entries_after(Bound::Unbounded)?,
+                        };
+                        let mut more = !leaf.is_empty();
+                        for (k, _) in &leaf {
+                            if k.as_slice() > hi.as_slice() {
+                                more = false;
+                                break;
+                            }
+                            let old = t.upsert_word(k, |w| {
+                                if w.is_some() {
+                                    WordOp::Delete
+                                } else {
+                                    WordOp::Keep
+                                }
+                            })?;
+                            if let Some(w) = old {
+                                drop_word(&a.values, w)?;
+                            }
+                        }
+                        if !more {
+                            break;
+                        }
+                        bound = Bound::Excluded(leaf.last().expect("non-empty").0.clone());
+                    }
+                    // Held versions of the removed keys in that tree are in L1 now.
+                    let mut dropped = Vec::new();
+                    {
+                        let mut held = self.held.lock();
+                        let keys: Vec<Vec<u8>> = held
+                            .range::<[u8], _>((
+                                Bound::Included(lo.as_slice()),
+                                Bound::Included(hi.as_slice()),
+                            ))
+                            .map(|(k, _)| k.clone())
+                            .collect();
+                        for k in keys {
+                            let v = held.get_mut(&k).expect("listed");
+                            v.retain(|h| {
+                                let keep = h.tree != tree;
+                                if !keep {
+                                    dropped.push(h.word);
+                                }
+                                keep
+                            });
+                            if v.is_empty() {
+                                held.remove(&k);
+                            }
+                        }
+                    }
+                    for w in dropped {
+                        drop_word(&a.values, w)?;
+                    }
+                }
+                Deferred::ForgetRetired { tree } => {
+                    a.retired.write().retain(|(n, _)| *n != tree);
+                }
+                Deferred::DeleteValues { number } => a.values.delete(number)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// True if value array `number` is tracked (live): the obsolete-file scan keeps it.
+    pub(crate) fn tracks_values(&self, number: u64) -> bool {
+        self.values().is_some_and(|v| v.info(number).is_some())
+    }
+
+    /// Figures.
+    pub(crate) fn stats(&self, roles: TreeRoles) -> LabStats {
+        let mut s = *self.counts.lock();
+        s.mutable_tree = roles.mutable;
+        s.immutable_tree = roles.immutable;
+        s.held_versions = self.held.lock().values().map(|v| v.len() as u64).sum();
+        if let Ok(trees) = self.trees_of(roles) {
+            for (n, t) in trees {
+                let ts = t.stats();
+                s.pm_bytes += ts.pm_bytes;
+                s.dram_bytes += ts.dram_bytes;
+                if n == roles.immutable {
+                    s.immutable_keys = ts.keys;
+                } else {
+                    s.mutable_keys = ts.keys;
+                }
+            }
+        }
+        if let Some(v) = self.values() {
+            let vs = v.stats();
+            s.value_files = vs.files;
+            s.value_bytes = vs.bytes;
+            s.value_live_bytes = vs.live_bytes;
+        }
+        s
+    }
+
+    /// Checks every leaf of the named trees and every value record they point at; returns
+    /// the trees and the entries checked.
+    pub(crate) fn verify(&self, roles: TreeRoles) -> Result<(usize, u64)> {
+        let values = &self.att()?.values;
+        let mut n = 0;
+        let mut trees = 0;
+        for (_, t) in self.trees_of(roles)? {
+            t.verify()?;
+            trees += 1;
+            let mut it = t.iter();
+            it.seek_to_first()?;
+            while let Some((k, p)) = it.current() {
+                values.read(word_of(p)?, k)?;
+                n += 1;
+                it.next()?;
+            }
+        }
+        Ok((trees, n))
+    }
+}
+
+fn word_of(p: &[u8]) -> Result<u64> {
+    Ok(u64::from_le_bytes(p.try_into().map_err(|_| {
+        Error::corruption("LAB-DB tree", "payload is not one word")
+    })?))
+}
+
+/// Drops the value-array reference `word` held.
+fn drop_word(values: &ValueFiles, word: u64) -> Result<()> {
+    if let Vaddr::Value { file, .. } = Vaddr::decode(word, "LAB-DB tree")? {
+        values.drop_ref(file)?;
+    }
+    Ok(())
+}
+
+/// An iterator over one tree (optionally a key range of it): per key, the tree's version and
+/// its held versions, each read from its value array, in internal-key order. One leaf is read
+/// at a time, continuing after the last key returned.
+struct TreeIter {
+    l0: Arc<LabL0>,
+    number: u64,
+    tree: Arc<PbTree>,
+    range: Option<(Vec<u8>, Vec<u8>)>,
+    /// The current leaf's versions: internal key, value.
+    buf: Vec<(Vec<u8>, Vec<u8>)>,
+    pos: usize,
+    /// The last user key of the leaf in `buf` (the next fill continues after it).
+    last: Option<Vec<u8>>,
+    done: bool,
+    err: Option<Error>,
+}
+
+impl TreeIter {
+    fn new(
+        l0: Arc<LabL0>,
+        number: u64,
+        tree: Arc<PbTree>,
+        range: Option<(Vec<u8>, Vec<u8>)>,
+    ) -> Self {
+        TreeIter {
+            l0,
+            number,
+            tree,
+            range,
+            buf: Vec::new(),
+            pos: 0,
+            last: None,
+            done: true,
+            err: None,
+        }
+    }
+
+    /// Fills `buf` from the first leaf with keys after `from` (within the range).
+    fn fill(&mut self, from: Bound<Vec<u8>>) {
+        self.buf.clear();
+        self.pos = 0;
+        self.done = true;
+        if let Err(e) = self.try_fill(from) {
+            self.err.get_or_insert(e);
+            self.buf.clear();
+            self.done = true;
+        }
+    }
+
+    fn try_fill(&mut self, mut from: Bound<Vec<u8>>) -> Result<()> {
+        if let (Some((lo, _)), Bound::Unbounded) = (&self.range, &from) {
+            from = Bound::Included(lo.clone());
+        }
+        if let (Some((lo, _)), Bound::Included(k) | Bound::Excluded(k)) = (&self.range, &from) {
+            if k < lo {
+                from = Bound::Included(lo.clone());
+            }
+        }
+        let values = Arc::clone(&self.l0.att()?.values);
+        loop {
+            let leaf = match &from {
+                Bound::Included(k) => self.tree.entries_after(Bound::Included(k))?,
+                Bound::Excluded(k) => self.tree.entries_after(Bound::Excluded(k))?,
+                Bound::Unbounded => self.tree.entries_after(Bound::Unbounded)?,
+            };
+            if leaf.is_empty() {
+                return Ok(());
+            }
+            self.last = Some(leaf.last().expect("non-empty").0.clone());
+            let held =
+                self.l0
+                    .held
+                    .lock()
+                    .clone_range(&leaf[0].0, &leaf[leaf.len() - 1].0, self.number);
+            for (key, payload) in &leaf {
+                if let Some((_, hi)) = &self.range {
+                    if key > hi {
+                        break;
+                    }
+                }
+                let mut versions = Vec::with_capacity(1);
+                let r = values.read(word_of(payload)?, key)?;
+                versions.push(r);
+                if let Some(hs) = held.get(key) {
+                    for &w in hs {
+                        versions.push(values.read(w, key)?);
+                    }
+                }
+                versions.sort_by_key(|v| std::cmp::Reverse(v.seq));
+                versions.dedup_by(|a, b| a.seq == b.seq);
+                for v in versions {
+                    self.buf
+                        .push((make_internal_key(key, v.seq, v.vtype), v.value));
+                }
+            }
+            if !self.buf.is_empty() {
+                self.done = false;
+                return Ok(());
+            }
+            if let Some((_, hi)) = &self.range {
+                if self.last.as_ref().is_some_and(|l| l > hi) {
+                    return Ok(());
+                }
+            }
+            from = Bound::Excluded(self.last.clone().expect("set above"));
+        }
+    }
+}
+
+trait HeldRange {
+    fn clone_range(&self, lo: &[u8], hi: &[u8], tree: u64) -> HashMap<Vec<u8>, Vec<u64>>;
+}
+
+impl HeldRange for BTreeMap<Vec<u8>, Vec<Held>> {
+    /// The held versions of `tree` for the keys in `[lo, hi]`.
+    fn clone_range(&self, lo: &[u8], hi: &[u8], tree: u64) -> HashMap<Vec<u8>, Vec<u64>> {
+        self.range::<[u8], _>((Bound::Included(lo), Bound::Included(hi)))
+            .filter_map(|(k, v)| {
+                let words: Vec<u64> = v
+                    .iter()
+                    .filter(|h| h.tree == tree)
+                    .map(|h| h.word)
+                    .collect();
+                (!words.is_empty()).then(|| (k.clone(), words))
+            })
+            .collect()
+    }
+}
+
+impl InternalIterator for TreeIter {
+    fn valid(&self) -> bool {
+        !self.done && self.pos < self.buf.len()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.fill(Bound::Unbounded);
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        let Some(p) = parse_internal_key(target) else {
+            self.err.get_or_insert(Error::corruption(
+                "LAB-DB tree iterator",
+                "malformed seek key",
+            ));
+            self.done = true;
+            return;
+        };
+        self.fill(Bound::Included(p.user_key.to_vec()));
+        while self.valid() && crate::format::compare_internal(&self.buf[self.pos].0, target).is_lt()
+        {
+            self.pos += 1;
+        }
+        if !self.done && self.pos == self.buf.len() {
+            self.advance_leaf();
+        }
+    }
+
+    fn next(&mut self) {
+        self.pos += 1;
+        if self.pos >= self.buf.len() {
+            self.advance_leaf();
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.buf[self.pos].0
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.buf[self.pos].1
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl TreeIter {
+    fn advance_leaf(&mut self) {
+        match self.last.clone() {
+            Some(last) => {
+                if let Some((_, hi)) = &self.range {
+                    if &last >= hi {
+                        self.buf.clear();
+                        self.done = true;
+                        return;
+                    }
+                }
+                self.fill(Bound::Excluded(last));
+            }
+            None => self.done = true,
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! LAB-DB's stage (Kim et al., "LAB-DB", ACM TOS 2024): L0 is two persistent B+ trees in PM
+//! ([`crate::labdb::l0`]) whose entries point at values in value arrays on SSD; L1 and deeper
+//! are leveled SSTables on SSD (values inline). The stage's group 0 has no runs (it exists so
+//! that the levels keep their numbers); the tree roles are in the stage's version state.
+//!
+//! A get reads the mutable tree, the immutable tree, then at most one table per level. Writes
+//! slow down when the trees' leaves pass 90% of `labdb.leaf_region_bytes` while an immutable
+//! tree is being compacted, and stop at 100%.
+
+use super::levels::level_iterator;
+use crate::compaction::{CompactionPolicy, LabPolicy};
+use crate::format::parse_internal_key;
+use crate::iterator::InternalIterator;
+use crate::labdb::l0::{roles_of, LabL0};
+use crate::options::Options;
+use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+use crate::tier::Tier;
+use crate::version::{GroupOrder, RunKind, StageLayout, StageVersion};
+use crate::{Error, Result};
+use std::sync::Arc;
+
+/// LAB-DB's L0 trees over leveled SSTables.
+pub(crate) struct LabStage {
+    levels: usize,
+    l0: Arc<LabL0>,
+    policy: LabPolicy,
+}
+
+impl LabStage {
+    pub(crate) fn new(options: &Options) -> Self {
+        let l0 = Arc::new(LabL0::new(&options.labdb));
+        LabStage {
+            levels: options.compaction.num_levels,
+            policy: LabPolicy::new(Arc::clone(&l0), &options.compaction),
+            l0,
+        }
+    }
+}
+
+impl Stage for LabStage {
+    fn layout(&self) -> StageLayout {
+        let mut groups = vec![GroupOrder::Disjoint; self.levels];
+        groups[0] = GroupOrder::Overlapping;
+        StageLayout {
+            name: "L0 trees + levels",
+            groups,
+        }
+    }
+
+    /// Flushes go into the mutable tree; this target is where a run would go if one were
+    /// ever written to group 0 (never, for this stage).
+    fn ingest_target(&self) -> RunTarget {
+        RunTarget {
+            group: 0,
+            tier: Tier::Ssd,
+            kind: RunKind::Sst,
+            row: false,
+        }
+    }
+
+    fn get(
+        &self,
+        cx: &ReadContext<'_>,
+        state: &StageVersion,
+        user_key: &[u8],
+        lookup: &[u8],
+    ) -> Result<Option<Entry>> {
+        let roles = roles_of(state.trees);
+        if let Some((vtype, value, read)) = self.l0.get(roles, user_key, cx.sequence, cx.pinned)? {
+            cx.tables
+                .counters()
+                .add_read(Tier::Ssd, cx.part, cx.purpose, read);
+            return Ok(Some((vtype, value)));
+        }
+        for f in (1..state.groups.len()).filter_map(|l| state.run_for_key(l, user_key)) {
+            let table = cx.tables.open(f, cx.part)?;
+            if let Some((ikey, value)) = table.get(lookup, cx.purpose, cx.fill_cache)? {
+                let p = parse_internal_key(&ikey).ok_or_else(|| {
+                    Error::corruption(table.path().display().to_string(), "malformed internal key")
+                })?;
+                return Ok(Some((p.value_type, value)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn iterators(
+        &self,
+        cx: &ReadContext<'_>,
+        state: &StageVersion,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+    ) -> Result<()> {
+        self.l0.iterators(roles_of(state.trees), out)?;
+        for runs in state.groups.iter().skip(1) {
+            if !runs.is_empty() {
+                out.push(Box::new(level_iterator(cx, Arc::clone(runs))));
+            }
+        }
+        Ok(())
+    }
+
+    fn may_hold_from(&self, state: &StageVersion, group: usize, user_key: &[u8]) -> bool {
+        super::may_hold_from(state, group, user_key, |g| {
+            state.run_for_key(g, user_key).is_some()
+        })
+    }
+
+    fn write_pressure(&self, state: &StageVersion) -> WritePressure {
+        let roles = roles_of(state.trees);
+        let (m, i) = self.l0.usage(roles);
+        let region = self.l0.options().leaf_region_bytes;
+        if m + i >= region {
+            WritePressure::Stop
+        } else if roles.immutable != 0 && (m + i) * 10 >= region * 9 {
+            WritePressure::Slowdown
+        } else {
+            WritePressure::None
+        }
+    }
+
+    fn policy(&self) -> &dyn CompactionPolicy {
+        &self.policy
+    }
+
+    fn lab(&self) -> Option<&Arc<LabL0>> {
+        Some(&self.l0)
+    }
+}

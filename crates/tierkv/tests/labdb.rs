@@ -1,0 +1,282 @@
+//! LAB-DB (`labdb`): what its L0 trees must do beyond the model and crash tests that every
+//! design runs: updates in place, tree switches and chunked compaction, versions held for
+//! snapshots across an in-place update, value arrays freed, a damaged value record reported,
+//! and `check`.
+
+mod support;
+
+use std::collections::BTreeMap;
+use tierkv::fs::{FileSystem, MemFs};
+use tierkv::{Db, Design, Options, ReadOptions};
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:05}", i).into_bytes()
+}
+
+fn open(env: &support::Env) -> Db {
+    Db::open("/db", support::tiny_options(env)).unwrap()
+}
+
+fn scan(db: &Db, read: &ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter(read).unwrap();
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
+
+/// Rounds of updates over a small key space: flushes update keys in place, the mutable tree
+/// fills its share of the leaf region and becomes immutable, chunks move into L1, old value
+/// arrays go; every read agrees with a model, before and after reopening.
+#[test]
+fn updates_in_place_switch_trees_and_compact_chunks() {
+    let env = support::Env::new(Design::LABDB);
+    let mut model = BTreeMap::new();
+    let mut db = open(&env);
+    for round in 0..12u64 {
+        for i in 0..150u64 {
+            let k = key((i * 7 + round) % 300);
+            let v = format!("v{round}-{i}-{}", "x".repeat((i % 40) as usize)).into_bytes();
+            if i % 17 == 5 {
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            } else {
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+        }
+        db.flush().unwrap();
+        if round == 6 {
+            db.close().unwrap();
+            db = open(&env);
+        }
+    }
+    db.wait_for_background_work().unwrap();
+    let stats = db.stats();
+    let lab = stats.labdb.expect("labdb figures");
+    assert!(lab.in_place_updates > 0, "{lab:?}");
+    assert!(lab.inserts > 0, "{lab:?}");
+    assert!(lab.switches > 0, "{lab:?}");
+    assert!(lab.chunks > 0, "{lab:?}");
+    assert!(lab.pm_bytes > 0 && lab.dram_bytes > 0, "{lab:?}");
+    assert!(
+        stats.levels[1].files > 0,
+        "nothing reached L1: {:?}",
+        stats.levels
+    );
+    let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(scan(&db, &ReadOptions::default()), want);
+    for i in 0..300 {
+        let k = key(i);
+        assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned());
+    }
+    // Value arrays whose every entry was replaced or compacted are deleted: far fewer remain
+    // than the flushes that wrote one.
+    let vla = env
+        .ssd
+        .list(std::path::Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".vla"))
+        .count();
+    assert!(
+        (vla as u64) < stats.flushes,
+        "{vla} value arrays after {} flushes",
+        stats.flushes
+    );
+    db.close().unwrap();
+    let db = open(&env);
+    assert_eq!(scan(&db, &ReadOptions::default()), want);
+    let report = Db::check("/db", support::tiny_options(&env)).err();
+    assert!(
+        report.is_some_and(|e| e.to_string().contains("in use")),
+        "check must refuse an open database"
+    );
+    db.close().unwrap();
+    let report = Db::check("/db", support::tiny_options(&env)).unwrap();
+    assert!(report.entries_checked > 0);
+}
+
+/// A snapshot taken before a flush replaces a key in place still reads the old version, by
+/// get and by iterator; the held version is forgotten once the snapshot goes.
+#[test]
+fn snapshot_sees_the_version_an_in_place_update_replaced() {
+    let env = support::Env::new(Design::LABDB);
+    let db = open(&env);
+    db.put(b"a", b"old-a").unwrap();
+    db.put(b"b", b"old-b").unwrap();
+    db.flush().unwrap();
+    let snap = db.snapshot();
+    db.put(b"a", b"new-a").unwrap();
+    db.delete(b"b").unwrap();
+    db.put(b"c", b"new-c").unwrap();
+    db.flush().unwrap();
+    let lab = db.stats().labdb.unwrap();
+    assert!(lab.in_place_updates >= 2, "{lab:?}");
+    assert!(lab.held_versions >= 2, "{lab:?}");
+    let at = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        db.get_with(&at, b"a").unwrap().as_deref(),
+        Some(&b"old-a"[..])
+    );
+    assert_eq!(
+        db.get_with(&at, b"b").unwrap().as_deref(),
+        Some(&b"old-b"[..])
+    );
+    assert_eq!(db.get_with(&at, b"c").unwrap(), None);
+    assert_eq!(
+        scan(&db, &at),
+        vec![
+            (b"a".to_vec(), b"old-a".to_vec()),
+            (b"b".to_vec(), b"old-b".to_vec())
+        ]
+    );
+    let now = ReadOptions::default();
+    assert_eq!(
+        db.get_with(&now, b"a").unwrap().as_deref(),
+        Some(&b"new-a"[..])
+    );
+    assert_eq!(db.get_with(&now, b"b").unwrap(), None);
+    drop(snap);
+    drop(at);
+    // The next flush's upkeep forgets what no snapshot needs.
+    db.put(b"d", b"d").unwrap();
+    db.flush().unwrap();
+    let mut held = db.stats().labdb.unwrap().held_versions;
+    for _ in 0..100 {
+        if held == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        held = db.stats().labdb.unwrap().held_versions;
+    }
+    assert_eq!(held, 0);
+    assert_eq!(
+        scan(&db, &now),
+        vec![
+            (b"a".to_vec(), b"new-a".to_vec()),
+            (b"c".to_vec(), b"new-c".to_vec()),
+            (b"d".to_vec(), b"d".to_vec())
+        ]
+    );
+}
+
+/// An iterator opened before the immutable tree is compacted away reads its own state to the
+/// end, while writes switch trees and compact chunks under it.
+#[test]
+fn iterator_outlives_chunk_compactions_and_tree_resets() {
+    let env = support::Env::new(Design::LABDB);
+    let db = open(&env);
+    let mut want = Vec::new();
+    for i in 0..200u64 {
+        let v = format!("first-{i}").into_bytes();
+        db.put(&key(i), &v).unwrap();
+        want.push((key(i), v));
+    }
+    db.flush().unwrap();
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    for round in 0..8u64 {
+        for i in 0..200u64 {
+            db.put(&key(i), format!("r{round}-{i}").as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.wait_for_background_work().unwrap();
+    assert!(db.stats().labdb.unwrap().chunks > 0);
+    let mut got = Vec::new();
+    while it.valid() {
+        got.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(got, want);
+}
+
+/// A damaged value record is reported as corruption naming its value array, never returned.
+#[test]
+fn damaged_value_record_is_corruption() {
+    let env = support::Env::new(Design::LABDB);
+    let db = open(&env);
+    db.put(b"k", b"the value").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let dir = std::path::Path::new("/db");
+    let vla = env
+        .ssd
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .find(|n| n.ends_with(".vla"))
+        .expect("a value array");
+    let path = dir.join(&vla);
+    let mut bytes = read_all(&env.ssd, &path);
+    let last = bytes.len() - 2;
+    bytes[last] ^= 0x40;
+    write_all(&env.ssd, &path, &bytes);
+    let db = open(&env);
+    let err = db.get(b"k").unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains(&vla), "{err}");
+}
+
+fn read_all(fs: &MemFs, path: &std::path::Path) -> Vec<u8> {
+    let f = fs.open_readable(path).unwrap();
+    let mut b = vec![0u8; f.size() as usize];
+    f.read_exact_at(0, &mut b).unwrap();
+    b
+}
+
+fn write_all(fs: &MemFs, path: &std::path::Path, bytes: &[u8]) {
+    fs.remove(path).unwrap();
+    let mut f = fs.create(path).unwrap();
+    f.append(bytes).unwrap();
+    f.sync().unwrap();
+}
+
+/// The design refuses to run with automatic compactions off (its trees would fill for good).
+#[test]
+fn needs_automatic_compactions() {
+    let env = support::Env::new(Design::LABDB);
+    let mut o: Options = support::tiny_options(&env);
+    o.compaction.disable_auto_compactions = true;
+    assert!(Db::open("/db", o).is_err());
+}
+
+/// Switch after switch, the trees' PM goes back to the pool: retired trees are freed once no
+/// reader holds them, so a small pool never fills.
+#[test]
+fn retired_trees_give_their_pm_back() {
+    let env = support::Env::new(Design::LABDB);
+    let mut o = support::tiny_options(&env);
+    o.labdb.leaf_region_bytes = 4 << 10;
+    o.labdb.immutable_at = 0.2;
+    o.labdb.chunk_bytes = 1 << 10;
+    o.pm.wal_on_pm = true;
+    let db = Db::open("/db", o).unwrap();
+    let mut peak = 0;
+    for round in 0..200u64 {
+        for i in 0..16u64 {
+            db.put(&key(i), format!("r{round}").as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+        if round % 10 == 0 {
+            db.compact_range(None, None).unwrap();
+        }
+        let s = db.stats();
+        peak = peak.max(s.pm.as_ref().unwrap().bytes_allocated);
+    }
+    db.wait_for_background_work().unwrap();
+    let s = db.stats();
+    let lab = s.labdb.unwrap();
+    assert!(lab.switches > 20, "{lab:?}");
+    let chunk = 64 << 10;
+    assert!(peak <= 8 * chunk, "peak PM allocation {peak} bytes");
+}
