@@ -516,7 +516,8 @@ fn designs_that_need_compaction_refuse_to_open_without_it() {
             "nvlsm-leveled",
             "nvlsm-fragmented",
             "trianglekv",
-            "matrixkv"
+            "matrixkv",
+            "labdb"
         ]
     );
 }

@@ -329,6 +329,8 @@ impl DbInner {
         let mut output: Option<Output> = None;
         let mut current_key: Option<Vec<u8>> = None;
         let mut last_seq_for_key = u64::MAX;
+        // The sequence of the last entry written out for the current user key.
+        let mut last_kept_seq: Option<u64> = None;
         let cut = self.stages[task.stage].policy().target_run_bytes();
         let (sets, cascade, breaks) = match &task.plan {
             OutputPlan::BySize { breaks } => (&[][..], false, breaks.as_slice()),
@@ -355,10 +357,13 @@ impl DbInner {
             if new_user_key {
                 current_key = Some(p.user_key.to_vec());
                 last_seq_for_key = u64::MAX;
+                last_kept_seq = None;
             }
-            // The same version twice: a tree chunk whose entries a crash left in the tree
-            // after they were compacted into L1 (`crate::labdb::l0`).
-            let duplicate = !new_user_key && last_seq_for_key == p.sequence;
+            // The same version twice, and the first copy was written out: a tree chunk whose
+            // entries a crash left in the tree after they were compacted into L1
+            // (`crate::labdb::l0`). (When the first copy was dropped, the second is judged on
+            // its own: SLM-DB's index may point at either of two tables holding one version.)
+            let duplicate = !new_user_key && last_kept_seq == Some(p.sequence);
             let drop = if duplicate {
                 true
             } else if let Some(index) = index {
@@ -376,6 +381,7 @@ impl DbInner {
                 tally.dropped += 1;
             }
             if !drop {
+                last_kept_seq = Some(p.sequence);
                 if new_user_key {
                     // Cut: at a set boundary (a plan into sets), or by size between user keys
                     // and at the plan's breaks.

@@ -493,12 +493,7 @@ impl LabL0 {
 
     /// PM bytes of the trees numbered in `roles`: (mutable, immutable).
     pub(crate) fn usage(&self, roles: TreeRoles) -> (u64, u64) {
-        let bytes = |n: u64| {
-            self.tree(n)
-                .ok()
-                .flatten()
-                .map_or(0, |t| t.stats().pm_bytes)
-        };
+        let bytes = |n: u64| self.tree(n).ok().flatten().map_or(0, |t| t.pm_bytes());
         (bytes(roles.mutable), bytes(roles.immutable))
     }
 

@@ -1171,6 +1171,12 @@ impl PbTree {
         self.state.read().keys
     }
 
+    /// PM bytes of the slab slots in use (leaves and objects): [`PbTreeStats::pm_bytes`]
+    /// without walking the inner nodes.
+    pub(crate) fn pm_bytes(&self) -> u64 {
+        self.state.read().slab.bytes_used()
+    }
+
     /// Figures of the tree.
     pub(crate) fn stats(&self) -> PbTreeStats {
         let st = self.state.read();
