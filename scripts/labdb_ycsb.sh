@@ -12,7 +12,8 @@
 #
 # BIN: the tierkv binary (default target/release/tierkv).
 # Environment: NUM (default 400000), OPS (default 50000), DISK_DIR (default /tmp; must be on
-#      a disk), LOG_DIR (default a new temporary directory), DESIGNS (default the three).
+#      a disk), LOG_DIR (default a new temporary directory), DESIGNS (default the three),
+#      BENCHES (default the load, then A, B, C, F, D, E).
 #
 # Scaling (docs/designs/labdb.md): memtables 4 MiB (paper 64 MB), L1 16 MiB (256 MB), tables
 # 4 MiB; LAB-DB's leaf region 4 MiB (the paper's 256 MB holds about 18% of its keys; 4 MiB of
@@ -25,6 +26,7 @@ OPS=${OPS:-50000}
 DISK_DIR=${DISK_DIR:-/tmp}
 LOG_DIR=${LOG_DIR:-$(mktemp -d)}
 DESIGNS=${DESIGNS:-leveled,l0-8=leveled-pm+compaction.level0_compaction_trigger=8,labdb}
+BENCHES=${BENCHES:-ycsb-load,waitforcompaction,ycsb-a,ycsb-b,ycsb-c,ycsb-f,ycsb-d,ycsb-e}
 mkdir -p "$LOG_DIR"
 WORK=$(mktemp -d "$DISK_DIR/tkv-lab-XXXXXX")
 POOL=/dev/shm/tierkv-lab.pool
@@ -32,7 +34,7 @@ trap 'rm -rf "$WORK"; rm -f "$POOL"*' EXIT
 
 echo "logs: $LOG_DIR"
 "$BIN" bench --design "$DESIGNS" \
-    --benchmarks=ycsb-load,waitforcompaction,ycsb-a,ycsb-b,ycsb-c,ycsb-f,ycsb-d,ycsb-e \
+    --benchmarks="$BENCHES" \
     --num="$NUM" --reads="$OPS" --key_size=8 --value_size=1024 --threads=2 --histogram \
     --write_buffer_size=4194304 \
     --set=compaction.max_bytes_for_level_base=16777216 \

@@ -170,7 +170,14 @@ impl RunFigures {
             stats.wal_bytes + stats.pm_wal_bytes,
         )];
         for (i, stage) in stats.stages.iter().enumerate() {
-            let live = stage.groups.iter().map(|g| g.bytes).sum();
+            let mut live: u64 = stage.groups.iter().map(|g| g.bytes).sum();
+            if i == 0 {
+                // LAB-DB's L0 trees and the value arrays they point into are stage 0's.
+                live += stats
+                    .labdb
+                    .as_ref()
+                    .map_or(0, |l| l.pm_bytes + l.value_bytes);
+            }
             parts.push(part(
                 &format!("stage{i}"),
                 Some(stage.name.clone()),

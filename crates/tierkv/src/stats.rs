@@ -994,8 +994,14 @@ impl DbStats {
         ratio(self.pm_read_user, self.user_bytes_read)
     }
 
-    /// Bytes of tables on PM.
+    /// Bytes of tables on PM, and of LAB-DB's L0 trees.
     pub fn pm_live_bytes(&self) -> u64 {
+        self.pm_levels.iter().map(|l| l.bytes).sum::<u64>()
+            + self.labdb.as_ref().map_or(0, |l| l.pm_bytes)
+    }
+
+    /// Bytes of tables on PM (the runs of `pm_levels` only).
+    fn pm_table_bytes(&self) -> u64 {
         self.pm_levels.iter().map(|l| l.bytes).sum()
     }
 
@@ -1013,9 +1019,11 @@ impl DbStats {
         ratio(self.ssd_read_user, self.user_bytes_read)
     }
 
-    /// Bytes of tables and WAL on SSD.
+    /// Bytes of tables and WAL on SSD, and of LAB-DB's value arrays.
     pub fn ssd_live_bytes(&self) -> u64 {
-        self.levels.iter().map(|l| l.bytes).sum::<u64>() - self.pm_live_bytes() + self.wal_bytes
+        self.levels.iter().map(|l| l.bytes).sum::<u64>() - self.pm_table_bytes()
+            + self.wal_bytes
+            + self.labdb.as_ref().map_or(0, |l| l.value_bytes)
     }
 
     /// PM bytes of tables and WAL / `logical_bytes`.

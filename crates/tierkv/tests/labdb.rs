@@ -63,6 +63,9 @@ fn updates_in_place_switch_trees_and_compact_chunks() {
     assert!(lab.switches > 0, "{lab:?}");
     assert!(lab.chunks > 0, "{lab:?}");
     assert!(lab.pm_bytes > 0 && lab.dram_bytes > 0, "{lab:?}");
+    // The trees' PM and the value arrays count as the database's live bytes.
+    assert!(stats.pm_live_bytes() >= lab.pm_bytes, "{lab:?}");
+    assert!(stats.ssd_live_bytes() >= lab.value_bytes, "{lab:?}");
     assert!(
         stats.levels[1].files > 0,
         "nothing reached L1: {:?}",

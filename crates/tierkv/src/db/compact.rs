@@ -303,7 +303,12 @@ impl DbInner {
             let l0 = self.stages[task.stage].lab().ok_or_else(|| {
                 Error::InvalidArgument("a tree chunk task for a stage without L0 trees".into())
             })?;
-            children.push(l0.chunk_iter(chunk)?);
+            let charge = crate::labdb::l0::Charge {
+                counters: Arc::clone(&self.counters),
+                part,
+                purpose: IoPurpose::Compaction,
+            };
+            children.push(l0.chunk_iter(chunk, charge)?);
             from_output_group.insert(0, false);
         }
         for f in task.input_runs() {

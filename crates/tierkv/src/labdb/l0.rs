@@ -347,13 +347,22 @@ impl LabL0 {
 
     /// Iterators over the trees of `roles` (each yields every key's tree version and held
     /// versions, in internal-key order).
+    /// The value records they read are counted in `charge` (SSD bytes, for the purpose it
+    /// names).
     pub(crate) fn iterators(
         self: &Arc<Self>,
         roles: TreeRoles,
+        charge: Charge,
         out: &mut Vec<Box<dyn InternalIterator>>,
     ) -> Result<()> {
         for (n, tree) in self.trees_of(roles)? {
-            out.push(Box::new(TreeIter::new(Arc::clone(self), n, tree, None)));
+            out.push(Box::new(TreeIter::new(
+                Arc::clone(self),
+                n,
+                tree,
+                None,
+                charge.clone(),
+            )));
         }
         Ok(())
     }
@@ -643,6 +652,7 @@ impl LabL0 {
     pub(crate) fn chunk_iter(
         self: &Arc<Self>,
         chunk: &LabChunk,
+        charge: Charge,
     ) -> Result<Box<dyn InternalIterator>> {
         let tree = self
             .tree(chunk.tree)?
@@ -653,6 +663,7 @@ impl LabL0 {
             chunk.tree,
             tree,
             range,
+            charge,
         )))
     }
 
@@ -864,6 +875,18 @@ fn drop_word(values: &ValueFiles, word: u64) -> Result<()> {
     Ok(())
 }
 
+/// Where an iterator's value-record reads are counted: the database's counters, the part and
+/// the purpose (SSD bytes).
+#[derive(Clone)]
+pub(crate) struct Charge {
+    /// The counters.
+    pub counters: Arc<crate::stats::Counters>,
+    /// The stage read.
+    pub part: crate::stats::Part,
+    /// Why.
+    pub purpose: crate::stats::IoPurpose,
+}
+
 /// An iterator over one tree (optionally a key range of it): per key, the tree's version and
 /// its held versions, each read from its value array, in internal-key order. One leaf is read
 /// at a time, continuing after the last key returned.
@@ -879,6 +902,7 @@ struct TreeIter {
     last: Option<Vec<u8>>,
     done: bool,
     err: Option<Error>,
+    charge: Charge,
 }
 
 impl TreeIter {
@@ -887,12 +911,14 @@ impl TreeIter {
         number: u64,
         tree: Arc<PbTree>,
         range: Option<(Vec<u8>, Vec<u8>)>,
+        charge: Charge,
     ) -> Self {
         TreeIter {
             l0,
             number,
             tree,
             range,
+            charge,
             buf: Vec::new(),
             pos: 0,
             last: None,
@@ -952,6 +978,16 @@ impl TreeIter {
                         versions.push(values.read(w, key)?);
                     }
                 }
+                let read: u64 = versions
+                    .iter()
+                    .map(|v| crate::labdb::vaddr::value_record_len(v.value.len()))
+                    .sum();
+                self.charge.counters.add_read(
+                    Tier::Ssd,
+                    self.charge.part,
+                    self.charge.purpose,
+                    read,
+                );
                 versions.sort_by_key(|v| std::cmp::Reverse(v.seq));
                 versions.dedup_by(|a, b| a.seq == b.seq);
                 for v in versions {

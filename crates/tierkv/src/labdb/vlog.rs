@@ -313,11 +313,23 @@ impl ValueFiles {
                 ),
             ));
         }
-        let mut header = [0u8; VALUE_RECORD_HEADER];
-        let reader = self.reader(file, info, offset + VALUE_RECORD_HEADER as u64)?;
-        reader.read_exact_at(offset, &mut header)?;
+        // One read to the end of the record's 4 KiB page (at least the header): a record that
+        // ends there (most, for values up to a few KiB) costs one read, not two.
+        let first_end = ((offset / 4096 + 1) * 4096)
+            .min(info.readable)
+            .max(offset + VALUE_RECORD_HEADER as u64);
+        let mut first = vec![0u8; (first_end - offset) as usize];
+        let reader = self.reader(file, info, first_end)?;
+        reader.read_exact_at(offset, &mut first)?;
+        let header: [u8; VALUE_RECORD_HEADER] = first[..VALUE_RECORD_HEADER]
+            .try_into()
+            .expect("the first read holds the header");
         let len = value_len_in_header(&header);
         let end = offset + value_record_len(len as usize);
+        if end <= first_end {
+            first.truncate((end - offset) as usize);
+            return decode_value_record(&first, file, offset, key, &location);
+        }
         if end > info.readable {
             return Err(Error::corruption(
                 location,
@@ -329,12 +341,10 @@ impl ValueFiles {
             ));
         }
         let mut bytes = vec![0u8; (end - offset) as usize];
-        bytes[..VALUE_RECORD_HEADER].copy_from_slice(&header);
+        let have = first.len();
+        bytes[..have].copy_from_slice(&first);
         let reader = self.reader(file, info, end)?;
-        reader.read_exact_at(
-            offset + VALUE_RECORD_HEADER as u64,
-            &mut bytes[VALUE_RECORD_HEADER..],
-        )?;
+        reader.read_exact_at(offset + have as u64, &mut bytes[have..])?;
         decode_value_record(&bytes, file, offset, key, &location)
     }
 

@@ -4,8 +4,9 @@
 //! that the levels keep their numbers); the tree roles are in the stage's version state.
 //!
 //! A get reads the mutable tree, the immutable tree, then at most one table per level. Writes
-//! slow down when the trees' leaves pass 90% of `labdb.leaf_region_bytes` while an immutable
-//! tree is being compacted, and stop at 100%.
+//! slow down when the trees' leaves pass 95% of `labdb.leaf_region_bytes` while an immutable
+//! tree is being compacted, and stop at 100% (the paper stalls writes only when the region is
+//! full; the short slowdown band before it spreads the wait over the last write groups).
 
 use super::levels::level_iterator;
 use crate::compaction::{CompactionPolicy, LabPolicy};
@@ -90,7 +91,12 @@ impl Stage for LabStage {
         state: &StageVersion,
         out: &mut Vec<Box<dyn InternalIterator>>,
     ) -> Result<()> {
-        self.l0.iterators(roles_of(state.trees), out)?;
+        let charge = crate::labdb::l0::Charge {
+            counters: Arc::clone(cx.tables.counters()),
+            part: cx.part,
+            purpose: cx.purpose,
+        };
+        self.l0.iterators(roles_of(state.trees), charge, out)?;
         for runs in state.groups.iter().skip(1) {
             if !runs.is_empty() {
                 out.push(Box::new(level_iterator(cx, Arc::clone(runs))));
@@ -111,7 +117,7 @@ impl Stage for LabStage {
         let region = self.l0.options().leaf_region_bytes;
         if m + i >= region {
             WritePressure::Stop
-        } else if roles.immutable != 0 && (m + i) * 10 >= region * 9 {
+        } else if roles.immutable != 0 && (m + i) * 20 >= region * 19 {
             WritePressure::Slowdown
         } else {
             WritePressure::None
