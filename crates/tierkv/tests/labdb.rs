@@ -283,3 +283,26 @@ fn retired_trees_give_their_pm_back() {
     let chunk = 64 << 10;
     assert!(peak <= 8 * chunk, "peak PM allocation {peak} bytes");
 }
+
+/// `compact_range` compacts both trees whole into the levels: the immutable tree, then the
+/// mutable one once the flush thread switched it.
+#[test]
+fn compact_range_empties_both_trees() {
+    let env = support::Env::new(Design::LABDB);
+    let db = open(&env);
+    for i in 0..120u64 {
+        db.put(&key(i), format!("v{i}").as_bytes()).unwrap();
+    }
+    db.flush().unwrap();
+    let before = db.stats().labdb.unwrap();
+    assert!(before.mutable_keys > 0, "{before:?}");
+    db.compact_range(None, None).unwrap();
+    let after = db.stats().labdb.unwrap();
+    assert_eq!((after.mutable_keys, after.immutable_tree), (0, 0), "{after:?}");
+    assert!(after.switches > before.switches, "{after:?}");
+    let stats = db.stats();
+    assert!(stats.levels[1..].iter().any(|l| l.files > 0), "{:?}", stats.levels);
+    for i in 0..120u64 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(format!("v{i}").into_bytes()));
+    }
+}

@@ -71,8 +71,8 @@ impl CompactionPolicy for LabPolicy {
         self.leveled.manual_groups(view, begin, end)
     }
 
-    /// From group 0: the immutable tree's next chunk (a manual compaction compacts it whole,
-    /// chunk by chunk). The mutable tree is not moved (it becomes immutable when it fills).
+    /// From group 0: the immutable tree's next chunk (`Db::compact_range` runs these until
+    /// the tree is compacted whole, has the mutable tree switched, and compacts that one too).
     fn manual(
         &self,
         view: &PolicyView<'_>,

@@ -154,6 +154,8 @@ pub(crate) struct LabL0 {
     cursor: Mutex<Option<(u64, Vec<u8>)>>,
     pending: Mutex<Vec<Pending>>,
     counts: Mutex<LabStats>,
+    /// A manual compaction asked for the mutable tree to become immutable whatever its size.
+    switch_requested: std::sync::atomic::AtomicBool,
 }
 
 impl LabL0 {
@@ -166,6 +168,7 @@ impl LabL0 {
             cursor: Mutex::new(None),
             pending: Mutex::new(Vec::new()),
             counts: Mutex::new(LabStats::default()),
+            switch_requested: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -506,21 +509,38 @@ impl LabL0 {
         (bytes(roles.mutable), bytes(roles.immutable))
     }
 
-    /// True if the mutable tree reached `immutable_at` of the leaf region and there is no
-    /// immutable tree: it can become the immutable one now.
+    /// True if the mutable tree reached `immutable_at` of the leaf region (or a manual
+    /// compaction asked for it) and there is no immutable tree: it can become the immutable
+    /// one now.
     pub(crate) fn wants_switch(&self, roles: TreeRoles) -> bool {
-        if roles.immutable != 0 || self.att.get().is_none() {
+        if roles.immutable != 0 || self.att.get().is_none() || self.mutable_is_empty(roles) {
+            // An empty tree (its head leaf alone) never switches, however small the region.
             return false;
+        }
+        if self
+            .switch_requested
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return true;
         }
         let (m, _) = self.usage(roles);
         let limit = (self.options.leaf_region_bytes as f64 * self.options.immutable_at) as u64;
-        // An empty tree (its head leaf alone) never switches, however small the region.
         m >= limit.max(1)
-            && self
-                .tree(roles.mutable)
-                .ok()
-                .flatten()
-                .is_some_and(|t| t.len() > 0)
+    }
+
+    /// True if the mutable tree of `roles` holds no key.
+    pub(crate) fn mutable_is_empty(&self, roles: TreeRoles) -> bool {
+        self.tree(roles.mutable)
+            .ok()
+            .flatten()
+            .is_none_or(|t| t.len() == 0)
+    }
+
+    /// Asks the flush thread to make the mutable tree immutable at its next upkeep, whatever
+    /// its size (a manual compaction).
+    pub(crate) fn request_switch(&self) {
+        self.switch_requested
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Resets the root of tree `roles.mutable + 1` to a new empty tree and returns the roles
@@ -541,6 +561,8 @@ impl LabL0 {
             let mut slots = a.slots.write();
             std::mem::replace(&mut slots[i], (next, Arc::new(fresh)))
         };
+        self.switch_requested
+            .store(false, std::sync::atomic::Ordering::Release);
         old.retire();
         self.release_tree(a, old_number, &old)?;
         if old_number != 0 {
