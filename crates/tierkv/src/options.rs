@@ -35,6 +35,10 @@ pub struct PmOptions {
     pub latency: LatencyModel,
     /// For the `leveled` design: put its WAL on PM, to isolate the log's effect. Default false.
     pub wal_on_pm: bool,
+    /// For the `leveled-pm` design: keep its WAL on SSD (LAB-DB's "RocksDB-NVM" baseline puts
+    /// only L0 in PM). Default false.
+    #[serde(default)]
+    pub wal_on_ssd: bool,
     /// A pool to use instead of opening `path` (crash-simulation tests).
     #[serde(skip)]
     pub pool: Option<Arc<PmPool>>,
@@ -52,6 +56,7 @@ impl Default for PmOptions {
                 write_ns: 0,
             },
             wal_on_pm: false,
+            wal_on_ssd: false,
             pool: None,
         }
     }
@@ -66,6 +71,7 @@ impl std::fmt::Debug for PmOptions {
             .field("mode", &self.mode)
             .field("latency", &self.latency)
             .field("wal_on_pm", &self.wal_on_pm)
+            .field("wal_on_ssd", &self.wal_on_ssd)
             .field("pool", &self.pool.as_ref().map(|_| "<given>"))
             .finish()
     }

@@ -128,3 +128,39 @@ fn a_pool_with_another_databases_files_is_refused() {
         other => panic!("expected InvalidArgument, got {:?}", other.map(|_| ())),
     }
 }
+
+/// `leveled-pm` with `pm.wal_on_ssd` (LAB-DB's "RocksDB-NVM" baseline): the WAL on SSD, the
+/// L0 tables still in the pool; unflushed writes survive a reopen from the SSD WAL.
+#[test]
+fn leveled_pm_with_its_wal_on_ssd() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = small(Design::LEVELED_PM);
+    opts.pm.wal_on_ssd = true;
+    {
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        for i in 0..3000 {
+            db.put(&key(i), &[i as u8; 100]).unwrap();
+        }
+        db.flush().unwrap();
+        for i in 3000..3050 {
+            db.put(&key(i), b"tail").unwrap();
+        }
+        let s = db.stats();
+        assert!(s.ssd_written_wal > 0 && s.pm_written_wal == 0, "{s:?}");
+        assert!(s.pm_written_flush > 0, "{s:?}");
+    }
+    let logs = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".log")
+        })
+        .count();
+    assert!(logs > 0, "the WAL is on SSD");
+    let db = Db::open(dir.path(), opts).unwrap();
+    assert_eq!(db.get(&key(7)).unwrap(), Some(vec![7u8; 100]));
+    assert_eq!(db.get(&key(3049)).unwrap(), Some(b"tail".to_vec()));
+}

@@ -1,6 +1,7 @@
 //! `leveled-pm`: the "RocksDB-L0-NVM" baseline of TriangleKV and LAB-DB.
 //!
-//! Front end: a WAL on a PM log and a DRAM memtable. Stages: one, the leveled SST levels, with
+//! Front end: a WAL on a PM log (on SSD with `pm.wal_on_ssd`: LAB-DB's "RocksDB-NVM"
+//! baseline) and a DRAM memtable. Stages: one, the leveled SST levels, with
 //! L0 tables in the PM pool (read in place; a flush that finds no room in the pool writes its
 //! table to SSD) and L1 and below on SSD. Defaults: those of `leveled`.
 //!
@@ -18,7 +19,7 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
     name: "leveled-pm",
     summary: "PM log + DRAM memtable, L0 SSTables in the PM pool, L1.. on SSD (RocksDB-L0-NVM)",
     front_end: FrontEndKind::WalMemtable,
-    log_tier: |_| Some(Tier::Pm),
+    log_tier: |o| Some(if o.pm.wal_on_ssd { Tier::Ssd } else { Tier::Pm }),
     uses_pm: |_| true,
     data_on_pm: false,
     compaction_log: false,
