@@ -3,8 +3,8 @@
 # Memory", ACM TOS 2024, Fig. 12 and Table 2), scaled to this machine: NUM records of 8-byte
 # keys and 1 KiB values loaded by 2 client threads, then OPS operations of each of YCSB A, B,
 # C, F, D and E (the paper's order, Zipfian 0.99, D "latest") in one database, on `leveled`,
-# `leveled-pm` (its L0 trigger raised so the PM L0 fills, as the notes on the paper's
-# RocksDB-NVM baseline ask) and `labdb`, back to back. Databases on the disk (DISK_DIR), pools
+# `leveled-pm` (its L0 trigger raised so the PM L0 fills) with its WAL on PM (`l0-8`) and on
+# SSD (`nvm`: the paper's RocksDB-NVM baseline), and `labdb`, back to back. Databases on the disk (DISK_DIR), pools
 # on /dev/shm, the SSD model on (380 MB/s writes, 450 MB/s direct reads, so reads do not come
 # from the page cache).
 #
@@ -12,7 +12,7 @@
 #
 # BIN: the tierkv binary (default target/release/tierkv).
 # Environment: NUM (default 400000), OPS (default 50000), DISK_DIR (default /tmp; must be on
-#      a disk), LOG_DIR (default a new temporary directory), DESIGNS (default the three),
+#      a disk), LOG_DIR (default a new temporary directory), DESIGNS (default the four),
 #      BENCHES (default the load, then A, B, C, F, D, E).
 #
 # Scaling (docs/designs/labdb.md): memtables 4 MiB (paper 64 MB), L1 16 MiB (256 MB), tables
@@ -25,7 +25,7 @@ NUM=${NUM:-400000}
 OPS=${OPS:-50000}
 DISK_DIR=${DISK_DIR:-/tmp}
 LOG_DIR=${LOG_DIR:-$(mktemp -d)}
-DESIGNS=${DESIGNS:-leveled,l0-8=leveled-pm+compaction.level0_compaction_trigger=8,labdb}
+DESIGNS=${DESIGNS:-leveled,l0-8=leveled-pm+compaction.level0_compaction_trigger=8,nvm=leveled-pm+pm.wal_on_ssd=true+compaction.level0_compaction_trigger=8,labdb}
 BENCHES=${BENCHES:-ycsb-load,waitforcompaction,ycsb-a,ycsb-b,ycsb-c,ycsb-f,ycsb-d,ycsb-e}
 mkdir -p "$LOG_DIR"
 WORK=$(mktemp -d "$DISK_DIR/tkv-lab-XXXXXX")
