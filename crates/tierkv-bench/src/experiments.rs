@@ -60,6 +60,7 @@
 //! };
 //! ```
 
+mod labdb;
 mod nvlsm;
 mod slmdb;
 mod trianglekv;
@@ -472,6 +473,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
     slmdb::YCSB,
     slmdb::PM_LATENCY,
     slmdb::RULES,
+    labdb::YCSB,
+    labdb::UPDATES,
 ];
 
 /// Experiments for the harness's own tests (`tierkv reproduce --self-test`, hidden): tiny runs

@@ -1,0 +1,195 @@
+//! The experiments of LAB-DB (Kim et al., "An LSM Tree Augmented with B+ Tree on Nonvolatile
+//! Memory", ACM TOS 2024): `labdb` against the paper's RocksDB-NVM baseline (`leveled-pm` with
+//! its WAL on SSD and its L0 trigger raised so that the PM L0 fills) and `leveled`.
+//!
+//! Layout (the paper's and the design brief's): databases in a temporary directory on the disk,
+//! the PM pool on `/dev/shm` (`/dev/shm/tierkv-lab.pool-<label>`). Scaling (the reading notes'):
+//! the paper loads 90M x 1 KB records through 64 MB memtables with a 256 MB leaf region; here
+//! 400k x 1 KiB records, 8-byte keys, 4 MiB memtables, L1 16 MiB and 4 MiB tables, a 4 MiB leaf
+//! region (about the paper's 18% of the keys) and 4 MiB chunks; 2 client threads; the SSD model
+//! at 380 MB/s writes and 450 MB/s direct reads (the paper capped DRAM so that reads reach the
+//! disk). `labdb` is the partial design of `docs/designs/labdb.md` (no PM WAL buffer, no
+//! hot-key buffer), so these checks measure where it stands, not the paper's full design.
+
+use super::{Bench, Check, Compare, Experiment, Metric, Phase};
+use crate::verdict::Band;
+
+const PAPER: &str = "LAB-DB (Kim et al., ACM TOS 2024)";
+
+/// The designs: `leveled`, the paper's baseline, `labdb`.
+const DESIGNS: &[&str] = &[
+    "leveled",
+    "nvm=leveled-pm+pm.wal_on_ssd=true+compaction.level0_compaction_trigger=8",
+    "labdb",
+];
+
+/// The bench flags the `labdb` experiments share, after the benchmarks and counts.
+macro_rules! lab_args {
+    ($($arg:expr),*) => {
+        &[
+            $($arg,)*
+            "--num=400000",
+            "--key_size=8",
+            "--value_size=1024",
+            "--threads=2",
+            "--write_buffer_size=4194304",
+            "--set=compaction.max_bytes_for_level_base=16777216",
+            "--set=compaction.target_file_size=4194304",
+            "--set=labdb.leaf_region_bytes=4194304",
+            "--set=labdb.chunk_bytes=4194304",
+            "--pm_path=/dev/shm/tierkv-lab.pool",
+            "--pm_size=2147483648",
+            "--ssd_write_mbps=380",
+            "--ssd_read_mbps=450",
+            "--use_direct_reads",
+            "--sample_interval_ms=1000",
+        ]
+    };
+}
+
+/// `labdb`'s figure over the baseline's in phase `phase`.
+const fn vs_baseline(
+    claim: &'static str,
+    paper: &'static str,
+    phase: &'static str,
+    metric: Metric,
+    band: Band,
+) -> Check {
+    Check {
+        claim,
+        paper,
+        phase,
+        metric,
+        compare: Compare::Ratio {
+            a: "labdb",
+            b: "nvm",
+            band,
+        },
+    }
+}
+
+/// Operations per second of benchmark `b`.
+const fn ops(b: &'static str) -> Metric {
+    Metric::OpsPerSec(Bench::all(b))
+}
+
+/// YCSB load and A-F (Fig. 12).
+pub const YCSB: Experiment = Experiment {
+    name: "labdb-ycsb",
+    paper: PAPER,
+    figure: "Fig. 12 (YCSB A-F throughput against RocksDB-NVM)",
+    designs: DESIGNS,
+    phases: &[Phase {
+        name: "ycsb",
+        bench_args: lab_args!(
+            "--benchmarks=ycsb-load,waitforcompaction,ycsb-a,ycsb-b,ycsb-c,ycsb-f,ycsb-d,ycsb-e",
+            "--reads=50000"
+        ),
+        designs: &[],
+        from: None,
+    }],
+    scaling: "90M x 1 KB and one hour per workload -> 400k x 1 KiB, then 50k operations of each \
+              of A, B, C, F, D, E in one database (Zipfian 0.99, D latest); the settings of the \
+              module docs.",
+    claim: "LAB-DB is 94% faster than RocksDB-NVM on YCSB-A, 67% on F, 43% (geometric mean) on \
+            B-E, and more than 24% on E.",
+    checks: &[
+        vs_baseline(
+            "YCSB-A: labdb faster than RocksDB-NVM",
+            "1.94x",
+            "ycsb",
+            ops("ycsb-a"),
+            Band::Above(1.0),
+        ),
+        vs_baseline(
+            "YCSB-F: labdb faster than RocksDB-NVM",
+            "1.67x",
+            "ycsb",
+            ops("ycsb-f"),
+            Band::Above(1.0),
+        ),
+        vs_baseline(
+            "YCSB-B: labdb faster than RocksDB-NVM",
+            "B-E 1.43x geomean",
+            "ycsb",
+            ops("ycsb-b"),
+            Band::Above(1.0),
+        ),
+        vs_baseline(
+            "YCSB-C: labdb faster than RocksDB-NVM",
+            "B-E 1.43x geomean",
+            "ycsb",
+            ops("ycsb-c"),
+            Band::Above(1.0),
+        ),
+        vs_baseline(
+            "YCSB-D: labdb faster than RocksDB-NVM",
+            "B-E 1.43x geomean",
+            "ycsb",
+            ops("ycsb-d"),
+            Band::Above(1.0),
+        ),
+        vs_baseline(
+            "YCSB-E: labdb faster than RocksDB-NVM",
+            "more than 1.24x",
+            "ycsb",
+            ops("ycsb-e"),
+            Band::Above(1.0),
+        ),
+    ],
+    rounds: 1,
+};
+
+/// A long YCSB-A: throughput, tail latency (Table 2) and the bytes written (Figs. 13-14).
+pub const UPDATES: Experiment = Experiment {
+    name: "labdb-a",
+    paper: PAPER,
+    figure: "Fig. 12 (YCSB-A), Table 2 (YCSB-A latency), Figs. 13-14 (storage traffic, \
+             flush + compaction time)",
+    designs: DESIGNS,
+    phases: &[Phase {
+        name: "a",
+        bench_args: lab_args!(
+            "--benchmarks=ycsb-load,waitforcompaction,ycsb-a,waitforcompaction",
+            "--reads=400000"
+        ),
+        designs: &[],
+        from: None,
+    }],
+    scaling: "one hour of YCSB-A after a 90M-record load -> 400k operations after a 400k-record \
+              load; the settings of the module docs.",
+    claim: "LAB-DB is 94% faster than RocksDB-NVM on YCSB-A with a p99.9 latency of 9,404 us \
+            against 64,647, and its in-place updates cut storage traffic and flush + compaction \
+            time (-69%).",
+    checks: &[
+        vs_baseline(
+            "YCSB-A: labdb faster than RocksDB-NVM",
+            "1.94x",
+            "a",
+            ops("ycsb-a"),
+            Band::Above(1.0),
+        ),
+        vs_baseline(
+            "YCSB-A p99.9 latency: labdb lower than RocksDB-NVM",
+            "0.15 (9,404 / 64,647 us)",
+            "a",
+            Metric::P999Latency(Bench::all("ycsb-a")),
+            Band::Below(1.0),
+        ),
+        vs_baseline(
+            "bytes written (SSD and PM) over the run: labdb below RocksDB-NVM",
+            "lower (Fig. 13, unquantified)",
+            "a",
+            Metric::BytesWritten,
+            Band::Below(1.0),
+        ),
+        vs_baseline(
+            "bytes read (all tiers, incl. compaction) over the run: labdb below RocksDB-NVM",
+            "lower (Fig. 13, unquantified)",
+            "a",
+            Metric::BytesRead,
+            Band::Below(1.0),
+        ),
+    ],
+    rounds: 1,
+};
