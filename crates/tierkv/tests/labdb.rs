@@ -298,10 +298,18 @@ fn compact_range_empties_both_trees() {
     assert!(before.mutable_keys > 0, "{before:?}");
     db.compact_range(None, None).unwrap();
     let after = db.stats().labdb.unwrap();
-    assert_eq!((after.mutable_keys, after.immutable_tree), (0, 0), "{after:?}");
+    assert_eq!(
+        (after.mutable_keys, after.immutable_tree),
+        (0, 0),
+        "{after:?}"
+    );
     assert!(after.switches > before.switches, "{after:?}");
     let stats = db.stats();
-    assert!(stats.levels[1..].iter().any(|l| l.files > 0), "{:?}", stats.levels);
+    assert!(
+        stats.levels[1..].iter().any(|l| l.files > 0),
+        "{:?}",
+        stats.levels
+    );
     for i in 0..120u64 {
         assert_eq!(db.get(&key(i)).unwrap(), Some(format!("v{i}").into_bytes()));
     }

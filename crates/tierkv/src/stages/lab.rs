@@ -8,16 +8,15 @@
 //! tree is being compacted, and stop at 100% (the paper stalls writes only when the region is
 //! full; the short slowdown band before it spreads the wait over the last write groups).
 
-use super::levels::level_iterator;
+use super::levels::{get_in_runs, push_deeper_level_iterators};
 use crate::compaction::{CompactionPolicy, LabPolicy};
-use crate::format::parse_internal_key;
 use crate::iterator::InternalIterator;
 use crate::labdb::l0::{roles_of, LabL0};
 use crate::options::Options;
 use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
 use crate::tier::Tier;
 use crate::version::{GroupOrder, RunKind, StageLayout, StageVersion};
-use crate::{Error, Result};
+use crate::Result;
 use std::sync::Arc;
 
 /// LAB-DB's L0 trees over leveled SSTables.
@@ -73,16 +72,8 @@ impl Stage for LabStage {
                 .add_read(Tier::Ssd, cx.part, cx.purpose, read);
             return Ok(Some((vtype, value)));
         }
-        for f in (1..state.groups.len()).filter_map(|l| state.run_for_key(l, user_key)) {
-            let table = cx.tables.open(f, cx.part)?;
-            if let Some((ikey, value)) = table.get(lookup, cx.purpose, cx.fill_cache)? {
-                let p = parse_internal_key(&ikey).ok_or_else(|| {
-                    Error::corruption(table.path().display().to_string(), "malformed internal key")
-                })?;
-                return Ok(Some((p.value_type, value)));
-            }
-        }
-        Ok(None)
+        let levels = (1..state.groups.len()).filter_map(|l| state.run_for_key(l, user_key));
+        get_in_runs(cx, levels, user_key, lookup)
     }
 
     fn iterators(
@@ -97,11 +88,7 @@ impl Stage for LabStage {
             purpose: cx.purpose,
         };
         self.l0.iterators(roles_of(state.trees), charge, out)?;
-        for runs in state.groups.iter().skip(1) {
-            if !runs.is_empty() {
-                out.push(Box::new(level_iterator(cx, Arc::clone(runs))));
-            }
-        }
+        push_deeper_level_iterators(cx, state, out);
         Ok(())
     }
 

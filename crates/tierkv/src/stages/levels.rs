@@ -83,17 +83,7 @@ impl Stage for LeveledStage {
             .rev()
             .filter(|f| f.smallest_user_key() <= user_key && user_key <= f.largest_user_key());
         let deeper = (1..state.groups.len()).filter_map(|l| state.run_for_key(l, user_key));
-        for f in level0.chain(deeper) {
-            let table = cx.tables.open(f, cx.part)?;
-            if let Some((ikey, value)) = table.get(lookup, cx.purpose, cx.fill_cache)? {
-                let p = parse_internal_key(&ikey).ok_or_else(|| {
-                    Error::corruption(table.path().display().to_string(), "malformed internal key")
-                })?;
-                debug_assert_eq!(p.user_key, user_key);
-                return Ok(Some((p.value_type, value)));
-            }
-        }
-        Ok(None)
+        get_in_runs(cx, level0.chain(deeper), user_key, lookup)
     }
 
     fn iterators(
@@ -106,11 +96,7 @@ impl Stage for LeveledStage {
             let t = cx.tables.open(f, cx.part)?;
             out.push(t.iter(cx.purpose, cx.fill_cache));
         }
-        for runs in state.groups.iter().skip(1) {
-            if !runs.is_empty() {
-                out.push(Box::new(level_iterator(cx, Arc::clone(runs))));
-            }
-        }
+        push_deeper_level_iterators(cx, state, out);
         Ok(())
     }
 
@@ -126,6 +112,40 @@ impl Stage for LeveledStage {
 
     fn policy(&self) -> &dyn CompactionPolicy {
         &self.policy
+    }
+}
+
+/// The newest version of `user_key` in the first of `runs` (searched in order) that holds one:
+/// `lookup` is its internal lookup key.
+pub(crate) fn get_in_runs<'a>(
+    cx: &ReadContext<'_>,
+    runs: impl Iterator<Item = &'a Arc<FileMetaData>>,
+    user_key: &[u8],
+    lookup: &[u8],
+) -> Result<Option<Entry>> {
+    for f in runs {
+        let table = cx.tables.open(f, cx.part)?;
+        if let Some((ikey, value)) = table.get(lookup, cx.purpose, cx.fill_cache)? {
+            let p = parse_internal_key(&ikey).ok_or_else(|| {
+                Error::corruption(table.path().display().to_string(), "malformed internal key")
+            })?;
+            debug_assert_eq!(p.user_key, user_key);
+            return Ok(Some((p.value_type, value)));
+        }
+    }
+    Ok(None)
+}
+
+/// One concatenating iterator per non-empty level >= 1 of `state`, into `out`.
+pub(crate) fn push_deeper_level_iterators(
+    cx: &ReadContext<'_>,
+    state: &StageVersion,
+    out: &mut Vec<Box<dyn InternalIterator>>,
+) {
+    for runs in state.groups.iter().skip(1) {
+        if !runs.is_empty() {
+            out.push(Box::new(level_iterator(cx, Arc::clone(runs))));
+        }
     }
 }
 
