@@ -830,11 +830,6 @@ impl LabL0 {
         Ok(())
     }
 
-    /// True if value array `number` is tracked (live): the obsolete-file scan keeps it.
-    pub(crate) fn tracks_values(&self, number: u64) -> bool {
-        self.values().is_some_and(|v| v.info(number).is_some())
-    }
-
     /// Figures.
     pub(crate) fn stats(&self, roles: TreeRoles) -> LabStats {
         let mut s = *self.counts.lock();
