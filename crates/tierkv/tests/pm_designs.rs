@@ -17,6 +17,20 @@ fn small(design: Design) -> Options {
     o
 }
 
+/// The `.log` files in `dir` (WALs on SSD).
+fn log_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".log")
+        })
+        .count()
+}
+
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
@@ -60,16 +74,7 @@ fn leveled_pm_keeps_wal_and_l0_in_pm_and_recovers() {
     }
     // The pool file sits in the database directory; no .log file on SSD.
     assert!(dir.path().join("pm.pool").exists());
-    let ssd_logs = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".log")
-        })
-        .count();
+    let ssd_logs = log_files(dir.path());
     assert_eq!(ssd_logs, 0);
     let db = Db::open(dir.path(), opts.clone()).unwrap();
     assert_eq!(db.get(&key(42)).unwrap(), Some(vec![42u8; 100]));
@@ -149,16 +154,7 @@ fn leveled_pm_with_its_wal_on_ssd() {
         assert!(s.ssd_written_wal > 0 && s.pm_written_wal == 0, "{s:?}");
         assert!(s.pm_written_flush > 0, "{s:?}");
     }
-    let logs = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".log")
-        })
-        .count();
+    let logs = log_files(dir.path());
     assert!(logs > 0, "the WAL is on SSD");
     let db = Db::open(dir.path(), opts).unwrap();
     assert_eq!(db.get(&key(7)).unwrap(), Some(vec![7u8; 100]));

@@ -8,14 +8,14 @@
 //! tree is being compacted, and stop at 100% (the paper stalls writes only when the region is
 //! full; the short slowdown band before it spreads the wait over the last write groups).
 
-use super::levels::{get_in_runs, push_deeper_level_iterators};
+use super::levels::{get_in_runs, leveled_layout, push_deeper_level_iterators};
 use crate::compaction::{CompactionPolicy, LabPolicy};
 use crate::iterator::InternalIterator;
 use crate::labdb::l0::{roles_of, LabL0};
 use crate::options::Options;
 use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
 use crate::tier::Tier;
-use crate::version::{GroupOrder, RunKind, StageLayout, StageVersion};
+use crate::version::{RunKind, StageLayout, StageVersion};
 use crate::Result;
 use std::sync::Arc;
 
@@ -39,12 +39,7 @@ impl LabStage {
 
 impl Stage for LabStage {
     fn layout(&self) -> StageLayout {
-        let mut groups = vec![GroupOrder::Disjoint; self.levels];
-        groups[0] = GroupOrder::Overlapping;
-        StageLayout {
-            name: "L0 trees + levels",
-            groups,
-        }
+        leveled_layout("L0 trees + levels", self.levels)
     }
 
     /// Flushes go into the mutable tree; this target is where a run would go if one were

@@ -54,12 +54,7 @@ impl LeveledStage {
 
 impl Stage for LeveledStage {
     fn layout(&self) -> StageLayout {
-        let mut groups = vec![GroupOrder::Disjoint; self.options.num_levels];
-        groups[0] = GroupOrder::Overlapping;
-        StageLayout {
-            name: "levels",
-            groups,
-        }
+        leveled_layout("levels", self.options.num_levels)
     }
 
     fn ingest_target(&self) -> RunTarget {
@@ -113,6 +108,13 @@ impl Stage for LeveledStage {
     fn policy(&self) -> &dyn CompactionPolicy {
         &self.policy
     }
+}
+
+/// The layout of `levels` levels named `name`: L0 overlapping, L1 and deeper disjoint.
+pub(crate) fn leveled_layout(name: &'static str, levels: usize) -> StageLayout {
+    let mut groups = vec![GroupOrder::Disjoint; levels];
+    groups[0] = GroupOrder::Overlapping;
+    StageLayout { name, groups }
 }
 
 /// The newest version of `user_key` in the first of `runs` (searched in order) that holds one:
