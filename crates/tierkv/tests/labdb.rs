@@ -203,6 +203,52 @@ fn iterator_outlives_chunk_compactions_and_tree_resets() {
     assert_eq!(got, want);
 }
 
+/// An iterator pinned to a snapshot, opened while its tree held versions for that snapshot,
+/// still finds them after the tree was compacted into L1 and its root reset (the tree
+/// retired): a retired tree's held versions are forgotten only after its last reader.
+#[test]
+fn snapshot_iterator_keeps_held_versions_of_a_retired_tree() {
+    let env = support::Env::new(Design::LABDB);
+    let mut opts = support::tiny_options(&env);
+    // Both flushes go into one tree: it switches only when compact_range asks.
+    opts.labdb.leaf_region_bytes = 4 << 20;
+    let db = Db::open("/db", opts).unwrap();
+    let mut want = Vec::new();
+    for i in 0..200u64 {
+        let v = format!("first-{i}").into_bytes();
+        db.put(&key(i), &v).unwrap();
+        want.push((key(i), v));
+    }
+    db.flush().unwrap();
+    let snap = db.snapshot();
+    for i in 0..200u64 {
+        db.put(&key(i), format!("second-{i}").as_bytes()).unwrap();
+    }
+    db.flush().unwrap();
+    let lab = db.stats().labdb.unwrap();
+    assert!(lab.held_versions >= 200, "{lab:?}");
+    let at = ReadOptions {
+        snapshot: Some(snap),
+        ..ReadOptions::default()
+    };
+    let mut it = db.iter(&at).unwrap();
+    it.seek_to_first();
+    // The tree of both flushes becomes immutable and is compacted; then the next switch
+    // resets its root.
+    db.compact_range(None, None).unwrap();
+    db.put(b"zz", b"later").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(db.stats().labdb.unwrap().switches >= 2);
+    let mut got = Vec::new();
+    while it.valid() {
+        got.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(got, want);
+}
+
 /// A damaged value record is reported as corruption naming its value array, never returned.
 #[test]
 fn damaged_value_record_is_corruption() {

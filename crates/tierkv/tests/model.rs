@@ -670,7 +670,10 @@ fn concurrent_run(path: &Path, opts: Options) {
                 while !done.load(Ordering::Acquire) || rounds < 10 {
                     rounds += 1;
                     let k = key(rng.gen_range(0..WRITERS), rng.gen_range(0..300));
-                    if let Some(v) = db.get(&k).unwrap() {
+                    let got = db
+                        .get(&k)
+                        .unwrap_or_else(|e| panic!("get {:?}: {e}", String::from_utf8_lossy(&k)));
+                    if let Some(v) = got {
                         let ver = parse(&k, &v);
                         let prev = seen.entry(k.clone()).or_insert(0);
                         assert!(ver >= *prev, "version of {k:?} went back");
@@ -703,7 +706,24 @@ fn concurrent_run(path: &Path, opts: Options) {
                             .unwrap()
                             .collect::<Result<_, _>>()
                             .unwrap();
-                        assert!(a == b, "two scans of one snapshot differ");
+                        if a != b {
+                            let show = |e: Option<&(Vec<u8>, Vec<u8>)>| {
+                                e.map(|(k, v)| {
+                                    (String::from_utf8_lossy(k).into_owned(), parse(k, v))
+                                })
+                            };
+                            let at = (0..a.len().max(b.len()))
+                                .find(|&i| a.get(i) != b.get(i))
+                                .unwrap_or(0);
+                            panic!(
+                                "two scans of one snapshot differ: {} vs {} entries, first \
+                                 difference at {at}: {:?} vs {:?}",
+                                a.len(),
+                                b.len(),
+                                show(a.get(at)),
+                                show(b.get(at))
+                            );
+                        }
                     }
                 }
                 rounds

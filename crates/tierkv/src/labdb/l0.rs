@@ -53,8 +53,8 @@
 //! would take a place away from such a reader (a chunk's entries leaving the tree, a value
 //! array being deleted) is **deferred** until every version that was live when it became due
 //! is released ([`LabL0::run_deferred`]). A tree whose root is reset at a switch is not
-//! rewritten: it is **retired**, still found by its number by readers of older versions, and
-//! its PM chunks go back to the pool when the last of them lets go. So a long-lived iterator
+//! rewritten: it is **retired**, still found by its number (with its held versions) by readers
+//! of older versions, and its PM chunks go back to the pool when the last of them lets go. So a long-lived iterator
 //! never holds up a switch (and so never stops writes); it only keeps its tree's PM alive.
 //!
 //! Value arrays hold one reference per tree entry and held version pointing into them (counted
@@ -545,8 +545,8 @@ impl LabL0 {
 
     /// Resets the root of tree `roles.mutable + 1` to a new empty tree and returns the roles
     /// the switch record must name (module docs: switch). The tree the root held (wholly
-    /// compacted, or empty) is retired: its references and held versions are released, and
-    /// readers of versions live now (`waits`) still find it until they are gone.
+    /// compacted, or empty) is retired: its entries' references are released, and readers of
+    /// versions live now (`waits`) still find it, and its held versions, until they are gone.
     pub(crate) fn switch(&self, roles: TreeRoles, waits: &[Weak<Version>]) -> Result<TreeRoles> {
         let a = self.att()?;
         let next = roles.mutable + 1;
@@ -564,7 +564,7 @@ impl LabL0 {
         self.switch_requested
             .store(false, std::sync::atomic::Ordering::Release);
         old.retire();
-        self.release_tree(a, old_number, &old)?;
+        self.release_tree(a, &old)?;
         if old_number != 0 {
             a.retired.write().push((old_number, old));
             self.defer(waits.to_vec(), Deferred::ForgetRetired { tree: old_number });
@@ -581,18 +581,22 @@ impl LabL0 {
         })
     }
 
-    /// Drops the value-array references of every entry left in tree `number` and of its held
-    /// versions (the tree is retired).
-    fn release_tree(&self, a: &Attached, number: u64, tree: &Arc<PbTree>) -> Result<()> {
+    /// Drops the value-array references of every entry left in `tree` (retired; its held
+    /// versions are forgotten later, see [`Self::forget_tree_held`]).
+    fn release_tree(&self, a: &Attached, tree: &Arc<PbTree>) -> Result<()> {
         let mut it = tree.iter();
         it.seek_to_first()?;
         while let Some((_, p)) = it.current() {
             drop_word(&a.values, word_of(p)?)?;
             it.next()?;
         }
-        if number == 0 {
-            return Ok(());
-        }
+        Ok(())
+    }
+
+    /// Forgets the held versions of the retired tree `number` and drops their references:
+    /// only once no reader that may still read that tree is left (a reader of an older version
+    /// pinned by a snapshot finds its versions there).
+    fn forget_tree_held(&self, a: &Attached, number: u64) -> Result<()> {
         let mut dropped = Vec::new();
         self.held.lock().retain(|_, v| {
             v.retain(|h| {
@@ -823,6 +827,7 @@ impl LabL0 {
                 }
                 Deferred::ForgetRetired { tree } => {
                     a.retired.write().retain(|(n, _)| *n != tree);
+                    self.forget_tree_held(a, tree)?;
                 }
                 Deferred::DeleteValues { number } => a.values.delete(number)?,
             }
