@@ -959,7 +959,7 @@ pub fn format_stats(s: &StatsSummary) -> String {
             o,
             "LAB-DB L0: trees {} (mutable, {} keys) and {} (immutable, {} keys), {} PM; \
              {} inserts, {} in-place updates, {} switches, {} chunks compacted; \
-             {} value arrays, {} ({} live)",
+             {} value arrays, {} ({} live); {} WAL-buffer drains",
             l.mutable_tree,
             l.mutable_keys,
             l.immutable_tree,
@@ -971,7 +971,8 @@ pub fn format_stats(s: &StatsSummary) -> String {
             l.chunks,
             l.value_files,
             b(l.value_bytes),
-            b(l.value_live_bytes)
+            b(l.value_live_bytes),
+            l.log_drains
         );
     }
     o

@@ -282,6 +282,15 @@ pub struct LabOptions {
     /// Value bytes of one chunk of the immutable tree compacted into L1 at a time. Default
     /// 64 MiB (the paper's).
     pub chunk_bytes: u64,
+    /// The paper's log (section 3.4): a write is durable once in a PM WAL buffer of
+    /// `wal_buffer_bytes` (two halves), which drains into a key array and a value array on
+    /// SSD; the value array is where the values stay (a flush inserts their addresses, never
+    /// writes them again). `false`: the engine's WAL (on SSD, or on PM with `pm.wal_on_pm`:
+    /// the paper's LAB-DB-WA) and a value array written at each flush: the paper's
+    /// "B+-tree-only" ablation. `pm.wal_on_pm` implies `false`. Default true.
+    pub split_log: bool,
+    /// Bytes of the PM WAL buffer (both halves). Default 2 MiB (the paper's).
+    pub wal_buffer_bytes: u64,
 }
 
 impl Default for LabOptions {
@@ -290,6 +299,8 @@ impl Default for LabOptions {
             leaf_region_bytes: 256 << 20,
             immutable_at: 0.75,
             chunk_bytes: 64 << 20,
+            split_log: true,
+            wal_buffer_bytes: 2 << 20,
         }
     }
 }
@@ -442,6 +453,11 @@ impl Options {
                 "labdb.immutable_at {} not in (0, 1]",
                 lab.immutable_at
             )));
+        }
+        if lab.wal_buffer_bytes < 8 << 10 {
+            return Err(Error::InvalidArgument(
+                "labdb.wal_buffer_bytes must be at least 8 KiB (two 4 KiB halves)".into(),
+            ));
         }
         if lab.leaf_region_bytes < 4 << 10 || lab.chunk_bytes == 0 {
             return Err(Error::InvalidArgument(

@@ -700,6 +700,9 @@ pub struct LabStats {
     pub value_bytes: u64,
     /// The estimated bytes of their records still referenced.
     pub value_live_bytes: u64,
+    /// Times a full half of the PM WAL buffer was drained (the key and value arrays synced by
+    /// the write that filled it; LAB-DB's log only).
+    pub log_drains: u64,
 }
 
 /// Figures of a global index (SLM-DB's B+ tree over its single level).

@@ -47,6 +47,10 @@ fn small_options(rng: &mut SmallRng) -> Options {
     // LAB-DB's L0 trees: a few leaves, so sequences switch trees and compact chunks.
     o.labdb.leaf_region_bytes = [6 << 10, 16 << 10][rng.gen_range(0..2)];
     o.labdb.chunk_bytes = [1 << 10, 4 << 10][rng.gen_range(0..2)];
+    // Its log: a WAL buffer of two 4 KiB halves, so writes drain them; or the plain WAL (the
+    // B+-tree-only variant).
+    o.labdb.wal_buffer_bytes = 8 << 10;
+    o.labdb.split_log = rng.gen_range(0..4) != 0;
     o
 }
 

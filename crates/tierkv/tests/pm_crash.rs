@@ -93,6 +93,8 @@ fn options(design: Design, fs: &MemFs, pool: Arc<PmPool>) -> Options {
     o.labdb.leaf_region_bytes = 4 << 10;
     o.labdb.immutable_at = 0.2;
     o.labdb.chunk_bytes = 1 << 10;
+    // Its log: a WAL buffer of two 4 KiB halves, so the walks cross drains.
+    o.labdb.wal_buffer_bytes = 8 << 10;
     o
 }
 

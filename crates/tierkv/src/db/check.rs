@@ -251,6 +251,24 @@ fn check_logs(
         }
         return Ok(());
     }
+    if crate::front_ends::lab_log_enabled(options) {
+        // LAB-DB's log: key arrays with their value arrays, and the PM WAL buffer, read as
+        // recovery reads them; the groups must chain.
+        let pm = pm.ok_or_else(|| Error::InvalidArgument("LAB-DB needs its PM pool".into()))?;
+        let numbers: Vec<u64> = logs.iter().map(|(n, _)| *n).collect();
+        let log = crate::front_ends::scan_lab_log(
+            dir,
+            &*options.fs,
+            &*pm.fs,
+            &numbers,
+            versions.log_number,
+        )?;
+        log.check_chain()?;
+        report.wal_files_checked += log.files;
+        report.wal_records_checked += log.records;
+        report.wal_torn_tail_bytes = log.torn_tail_bytes;
+        return Ok(());
+    }
     // Point in time, as recovery (`front_ends/wal_recovery.rs`): a cut (damaged bytes, or a gap
     // in the sequence numbers) is a power failure's unless a synced write follows it.
     let synced_after = |from: usize| -> Result<Option<String>> {

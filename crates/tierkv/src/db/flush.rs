@@ -138,7 +138,7 @@ impl DbInner {
         // Deletions wait for every version live now: a reader that found an address into a
         // released array before its last reference went holds one of them.
         state.live_versions.retain(|w| w.strong_count() > 0);
-        l0.release_values(&state.live_versions);
+        l0.release_values(&state.live_versions, state.versions.log_number);
         drop(state);
         let upkeep = forgot.and_then(|()| l0.run_deferred());
         state = self.state.lock();
@@ -421,9 +421,14 @@ fn lab_flush(
         })?,
     );
     let fs = db.fs_for(Tier::Ssd);
-    let (ssd_bytes, pm_bytes) = l0.flush(roles, &entries, number, &db.snapshots.live(), || {
-        fs.sync_dir(&db.dir)
-    })?;
+    let snapshots = db.snapshots.live();
+    let (ssd_bytes, pm_bytes) = match source.value_addresses() {
+        // LAB-DB's log wrote the values: only addresses go into the tree.
+        Some(addrs) => (0, l0.flush_addressed(roles, &entries, &addrs, &snapshots)?),
+        None => l0.flush(roles, &entries, number, &snapshots, || {
+            fs.sync_dir(&db.dir)
+        })?,
+    };
     db.counters
         .add_written(Tier::Ssd, Part::Stage(0), IoPurpose::Flush, ssd_bytes);
     db.counters

@@ -654,5 +654,6 @@ pub(crate) fn attach_lab(
         values,
         roles,
         writable,
+        versions.log_number,
     )
 }

@@ -2,12 +2,16 @@
 //!
 //! * [`WalMemtable`] (`wal_memtable.rs`, recovery in `wal_recovery.rs`): a write-ahead log on
 //!   SSD or PM and a DRAM memtable, LevelDB's write path with group commit; or, with no WAL, a
-//!   persistent skiplist memtable in PM (SLM-DB's).
+//!   persistent skiplist memtable in PM (SLM-DB's); or, for LAB-DB, its log in place of the
+//!   WAL (`lab_log.rs`: a PM WAL buffer draining into key and value arrays on SSD).
 
 mod buffer;
+mod lab_log;
 mod wal_memtable;
 mod wal_recovery;
 
+pub(crate) use lab_log::LabAddrs;
+pub(crate) use lab_log::{enabled as lab_log_enabled, scan as scan_lab_log};
 pub(crate) use wal_memtable::{WalMemtable, MAX_GROUP_BYTES};
 pub(crate) use wal_recovery::holds_synced_record;
 

@@ -27,6 +27,7 @@
 //! `buffers`.
 
 use super::buffer::Buffer;
+use super::lab_log::{LabAddrs, LabLog, LabLogState};
 use super::wal_recovery;
 use crate::db::{DbInner, Present, State};
 use crate::format::ValueType;
@@ -74,6 +75,8 @@ pub(crate) struct WalState {
     /// Sequence numbers unlogged writes took since the last record appended to a WAL: the
     /// next record carries them, so that recovery tells their gap from a cut log.
     pub unlogged_seqs: u64,
+    /// LAB-DB's log: the value array and WAL-buffer halves (unused without it).
+    pub lab: LabLogState,
 }
 
 /// Closed WALs not synced yet: a rotation hands its old WAL (and the directory entry of the new
@@ -130,15 +133,32 @@ impl FrontView for MemtableView {
     }
 }
 
-/// A memtable handed to the flush.
-pub(super) struct MemtableFlush(pub Buffer);
+/// A memtable handed to the flush, with its versions' value addresses when LAB-DB's log
+/// wrote it.
+pub(super) struct MemtableFlush {
+    buffer: Buffer,
+    addrs: Option<Arc<LabAddrs>>,
+}
+
+impl MemtableFlush {
+    /// A memtable without value addresses.
+    pub(super) fn new(buffer: Buffer) -> Self {
+        MemtableFlush {
+            buffer,
+            addrs: None,
+        }
+    }
+}
 
 impl FlushSource for MemtableFlush {
     fn iter(&self) -> Box<dyn InternalIterator> {
-        self.0.iter()
+        self.buffer.iter()
     }
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.buffer.is_empty()
+    }
+    fn value_addresses(&self) -> Option<Arc<LabAddrs>> {
+        self.addrs.clone()
     }
 }
 
@@ -148,6 +168,8 @@ pub(crate) struct WalMemtable {
     pub(super) wal_tier: Tier,
     /// SLM-DB's persistent skiplist memtable in PM, no WAL (module docs).
     pub(super) pm_memtable: bool,
+    /// LAB-DB's log (PM WAL buffer, key and value arrays on SSD) in place of the plain WAL.
+    pub(super) lab: Option<LabLog>,
     write_buffer_size: usize,
     max_write_buffer_number: usize,
     queue: Mutex<VecDeque<Arc<Writer>>>,
@@ -175,6 +197,10 @@ impl WalMemtable {
                 options.design.wal_tier(options)
             },
             pm_memtable,
+            lab: (options.design == crate::Design::LABDB
+                && options.labdb.split_log
+                && !options.pm.wal_on_pm)
+                .then(|| LabLog::new(options.labdb.wal_buffer_bytes)),
             write_buffer_size: options.write_buffer_size,
             max_write_buffer_number: options.max_write_buffer_number,
             queue: Mutex::new(VecDeque::new()),
@@ -184,6 +210,7 @@ impl WalMemtable {
                 number: 0,
                 mem: placeholder.clone(),
                 unlogged_seqs: 0,
+                lab: LabLogState::default(),
             }),
             buffers: Mutex::new(Buffers {
                 mem: placeholder,
@@ -251,6 +278,23 @@ impl WalMemtable {
             }
         }
         self.make_room_for_write(db, &mut wal, false, batch.encoded_len())?;
+        if let Some(lab) = &self.lab {
+            // Durable once in the PM WAL buffer: no closed log needs a sync first.
+            let first_seq = db.last_sequence.load(Acquire) + 1;
+            if let Err(e) = lab.append(db, &mut wal, &batch, first_seq, sync) {
+                return Err(db.state.lock().poison("LAB-DB log write failed", e));
+            }
+            let Buffer::Dram(mem) = &wal.mem else {
+                return Err(Error::InvalidArgument(
+                    "LAB-DB's log with a PM memtable".into(),
+                ));
+            };
+            if let Err(e) = insert_into(mem, &batch, first_seq) {
+                return Err(db.state.lock().poison("memtable insert failed", e));
+            }
+            publish(db, first_seq, batch.len() as u64, batch.user_bytes());
+            return Ok(());
+        }
         if sync {
             // Everything acknowledged before a sync write must be durable when it is: the
             // closed WALs first, before this record is appended (a synced record is then never
@@ -496,6 +540,19 @@ impl WalMemtable {
             return Ok(());
         }
         let path = log_file_name(&db.dir, number);
+        if let Some(lab) = &self.lab {
+            // LAB-DB: the closed key and value arrays are synced now (the WAL buffer's halves
+            // are deleted on the assumption that they are), and the new arrays' directory
+            // entries before the first write relies on them.
+            lab.close_memtable(wal)?;
+            let file = db.fs_for(self.wal_tier).create_log(&path)?;
+            wal.writer = LogWriter::new(file);
+            lab.start_memtable(db, wal, number)?;
+            db.fs_for(self.wal_tier).sync_dir(&db.dir)?;
+            wal.number = number;
+            wal.mem = Buffer::Dram(self.new_memtable(number));
+            return Ok(());
+        }
         let file = db.fs_for(self.wal_tier).create_log(&path)?;
         let old = std::mem::replace(&mut wal.writer, LogWriter::new(file));
         {
@@ -575,7 +632,8 @@ impl FrontEnd for WalMemtable {
         let me = Arc::new(Writer {
             sync: options.sync,
             // A PM memtable is its own log: there is nothing to skip.
-            unlogged: options.disable_wal && !self.pm_memtable,
+            // LAB-DB's log takes every write (its values live in it).
+            unlogged: options.disable_wal && !self.pm_memtable && self.lab.is_none(),
             slot: Mutex::new(WriterSlot {
                 batch: Some(batch),
                 result: None,
@@ -649,7 +707,12 @@ impl FrontEnd for WalMemtable {
         let b = self.buffers.lock();
         b.imm
             .front()
-            .map(|m| Arc::new(MemtableFlush(m.clone())) as Arc<dyn FlushSource>)
+            .map(|m| {
+                Arc::new(MemtableFlush {
+                    buffer: m.clone(),
+                    addrs: self.lab.as_ref().and_then(|l| l.addrs_of(m.number())),
+                }) as Arc<dyn FlushSource>
+            })
     }
 
     fn retire_flushed(&self, edit: &mut VersionEdit) {
@@ -660,6 +723,9 @@ impl FrontEnd for WalMemtable {
 
     fn flushed(&self, dir: &Path) -> Vec<(Tier, PathBuf)> {
         let flushed = self.buffers.lock().imm.pop_front();
+        if let (Some(lab), Some(m)) = (&self.lab, &flushed) {
+            lab.flushed(m.number());
+        }
         flushed
             .map(|m| (self.wal_tier, log_file_name(dir, m.number())))
             .into_iter()
@@ -675,7 +741,11 @@ impl FrontEnd for WalMemtable {
     }
 
     fn is_obsolete(&self, kind: FileKind, number: u64, versions: &VersionSet) -> Option<bool> {
-        (kind == FileKind::Log).then_some(number < versions.log_number)
+        match kind {
+            FileKind::Log => Some(number < versions.log_number),
+            FileKind::WalBuffer => self.lab.as_ref().map(|l| l.half_is_obsolete(number)),
+            _ => None,
+        }
     }
 
     fn kept_bytes(&self) -> u64 {

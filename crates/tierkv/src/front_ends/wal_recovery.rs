@@ -80,6 +80,8 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
     let mut written: Vec<(u64, Tier)> = Vec::new();
     let replayed = if front.pm_memtable {
         reopen_pm_memtables(db, &mut state, &logs, &mut edit, &mut written)
+    } else if front.lab.is_some() {
+        super::lab_log::replay(front, db, &mut state, &logs, &mut edit, &mut written)
     } else {
         replay(front, db, &mut state, &logs, &mut edit, &mut written)
     };
@@ -105,6 +107,9 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
     db.clog_end_recovery(&mut state, true)?;
     let obsolete = db.collect_obsolete_files(&mut state);
     db.delete_files(obsolete);
+    if let Some(lab) = &front.lab {
+        lab.finish_recovery(db, number)?;
+    }
     // The new buffer: a WAL and a DRAM memtable, or a PM memtable (its own file, no WAL).
     let (writer, mem) = if front.pm_memtable {
         let mem = front.new_pm_memtable(db, number)?;
@@ -121,16 +126,25 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
             Buffer::Dram(front.new_memtable(number)),
         )
     };
-    state.versions.log_and_apply(VersionEdit {
-        log_created: Some(true),
-        ..VersionEdit::default()
-    })?;
-    *front.wal.lock() = WalState {
+    let mut wal = WalState {
         writer,
         number,
         mem: mem.clone(),
         unlogged_seqs: 0,
+        lab: Default::default(),
     };
+    if let Some(lab) = &front.lab {
+        // The state lock is taken inside for the half's number.
+        drop(state);
+        lab.start_memtable(db, &mut wal, number)?;
+        db.fs_for(front.wal_tier).sync_dir(&db.dir)?;
+        state = db.state.lock();
+    }
+    state.versions.log_and_apply(VersionEdit {
+        log_created: Some(true),
+        ..VersionEdit::default()
+    })?;
+    *front.wal.lock() = wal;
     front.set_active(mem);
     state.install_super_version(front);
     db.last_sequence.store(
@@ -208,7 +222,7 @@ fn replay(
             }
             if mem.approximate_bytes() >= db.options.write_buffer_size as u64 {
                 let full = std::mem::replace(&mut mem, front.new_memtable(0));
-                flush_replayed(db, state, &MemtableFlush(Buffer::Dram(full)), edit, written)?;
+                flush_replayed(db, state, &MemtableFlush::new(Buffer::Dram(full)), edit, written)?;
             }
         }
         let tail = reader.tail();
@@ -226,7 +240,7 @@ fn replay(
             break;
         }
     }
-    flush_replayed(db, state, &MemtableFlush(Buffer::Dram(mem)), edit, written)?;
+    flush_replayed(db, state, &MemtableFlush::new(Buffer::Dram(mem)), edit, written)?;
     state.versions.last_sequence = max_seq;
     Ok(())
 }
@@ -265,7 +279,7 @@ fn reopen_pm_memtables(
         flush_replayed(
             db,
             state,
-            &MemtableFlush(Buffer::Pm(Arc::new(table))),
+            &MemtableFlush::new(Buffer::Pm(Arc::new(table))),
             edit,
             written,
         )?;
@@ -311,7 +325,7 @@ pub(crate) fn holds_synced_record(data: Vec<u8>, location: &str) -> bool {
     false
 }
 
-fn flush_replayed(
+pub(super) fn flush_replayed(
     db: &DbInner,
     state: &mut State,
     source: &dyn FlushSource,

@@ -200,6 +200,7 @@ impl LabL0 {
         values: Arc<ValueFiles>,
         roles: TreeRoles,
         writable: bool,
+        keep_from: u64,
     ) -> Result<()> {
         let [t0, t1] = trees;
         let mut slots = [(0u64, Arc::new(t0)), (0u64, Arc::new(t1))];
@@ -261,7 +262,7 @@ impl LabL0 {
             }
         }
         if writable {
-            values.remove_untracked()?;
+            values.remove_untracked(keep_from)?;
         }
         self.att
             .set(Attached {
@@ -385,9 +386,6 @@ impl LabL0 {
         sync_dir: impl FnOnce() -> Result<()>,
     ) -> Result<(u64, u64)> {
         let a = self.att()?;
-        let tree = self
-            .tree(roles.mutable)?
-            .ok_or_else(|| Error::InvalidArgument("LAB-DB flush with no mutable tree".into()))?;
         let mut writer = a.values.create(number, Tier::Ssd)?;
         let mut words = Vec::with_capacity(entries.len());
         for (ikey, value) in entries {
@@ -407,6 +405,49 @@ impl LabL0 {
         writer.sync()?;
         sync_dir()?;
         let bytes = writer.size();
+        drop(writer);
+        let pm = self.insert(roles, entries, &words, snapshots)?;
+        Ok((bytes, pm))
+    }
+
+    /// Flushes the kept versions of a memtable that LAB-DB's log wrote (`entries` as for
+    /// [`Self::flush`]): their values are in the memtable's value array already (synced when
+    /// the memtable was closed), at the addresses `addrs` gives; only the tree changes.
+    /// Returns the tree's PM bytes written.
+    pub(crate) fn flush_addressed(
+        &self,
+        roles: TreeRoles,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        addrs: &crate::front_ends::LabAddrs,
+        snapshots: &[u64],
+    ) -> Result<u64> {
+        let mut words = Vec::with_capacity(entries.len());
+        for (ikey, _) in entries {
+            let p = parse_internal_key(ikey)
+                .ok_or_else(|| Error::corruption("flush input", "malformed internal key"))?;
+            words.push(addrs.word(p.sequence).ok_or_else(|| {
+                Error::corruption(
+                    format!("memtable {}", addrs.number()),
+                    format!("version at sequence {} has no value address", p.sequence),
+                )
+            })?);
+        }
+        self.insert(roles, entries, &words, snapshots)
+    }
+
+    /// Writes each user key's newest version of `entries` (value addresses `words`) into the
+    /// mutable tree of `roles`, holding replaced and older versions for `snapshots`.
+    fn insert(
+        &self,
+        roles: TreeRoles,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        words: &[u64],
+        snapshots: &[u64],
+    ) -> Result<u64> {
+        let a = self.att()?;
+        let tree = self
+            .tree(roles.mutable)?
+            .ok_or_else(|| Error::InvalidArgument("LAB-DB flush with no mutable tree".into()))?;
         let mut inserts = 0;
         let mut updates = 0;
         let mut i = 0;
@@ -426,7 +467,9 @@ impl LabL0 {
                 newer_seq = q.sequence;
                 j += 1;
             }
-            a.values.add_ref(number)?;
+            if let Vaddr::Value { file, .. } = Vaddr::decode(words[i], "LAB-DB flush")? {
+                a.values.add_ref(file)?;
+            }
             let keep_old = snapshots.iter().any(|&s| s < newest_seq);
             let mut held_err = Ok(());
             let old = tree.upsert_word(&key, |old| {
@@ -446,11 +489,10 @@ impl LabL0 {
             }
             i = j;
         }
-        drop(writer);
         let mut c = self.counts.lock();
         c.inserts += inserts;
         c.in_place_updates += updates;
-        Ok((bytes, tree.take_persisted_bytes()))
+        Ok(tree.take_persisted_bytes())
     }
 
     /// Keeps `word` (of `key`, in tree `tree`) for snapshots, replaced at `replaced_at`.
@@ -526,6 +568,11 @@ impl LabL0 {
         let (m, _) = self.usage(roles);
         let limit = (self.options.leaf_region_bytes as f64 * self.options.immutable_at) as u64;
         m >= limit.max(1)
+    }
+
+    /// Counts a drain of a full WAL-buffer half (LAB-DB's log).
+    pub(crate) fn count_log_drain(&self) {
+        self.counts.lock().log_drains += 1;
     }
 
     /// True if the mutable tree of `roles` holds no key.
@@ -722,12 +769,14 @@ impl LabL0 {
     }
 
     /// Hands every value array with no reference left to the deferred deletions (`waits`: the
-    /// versions live now).
-    pub(crate) fn release_values(&self, waits: &[Weak<Version>]) {
+    /// versions live now), but those of memtables from `oldest_unflushed` on (LAB-DB's log
+    /// writes a memtable's values into the array of its number before its flush references
+    /// them).
+    pub(crate) fn release_values(&self, waits: &[Weak<Version>], oldest_unflushed: u64) {
         let Some(a) = self.att.get() else {
             return;
         };
-        for number in a.values.take_unreferenced(u64::MAX) {
+        for number in a.values.take_unreferenced(oldest_unflushed) {
             self.defer(waits.to_vec(), Deferred::DeleteValues { number });
         }
     }

@@ -448,11 +448,12 @@ impl ValueFiles {
         Ok(())
     }
 
-    /// Removes every value array in the directory (on either tier) that is not tracked: at
-    /// open, after the arrays the trees reference were registered, what is left is a flush's
-    /// array that never got a reference (a crash before its tree inserts) or one whose
-    /// deletion a crash interrupted. Returns how many were removed.
-    pub(crate) fn remove_untracked(&self) -> Result<u64> {
+    /// Removes every value array in the directory (on either tier) numbered below `keep_from`
+    /// that is not tracked: at open, after the arrays the trees reference were registered,
+    /// what is left is a flush's array that never got a reference (a crash before its tree
+    /// inserts) or one whose deletion a crash interrupted. Arrays from `keep_from` on belong to
+    /// memtables not flushed yet (LAB-DB's log replays them). Returns how many were removed.
+    pub(crate) fn remove_untracked(&self, keep_from: u64) -> Result<u64> {
         let mut removed = 0;
         for fs in std::iter::once(&self.ssd).chain(self.pm.as_ref()) {
             let Ok(names) = fs.list(&self.dir) else {
@@ -464,7 +465,7 @@ impl ValueFiles {
                 else {
                     continue;
                 };
-                if !self.inner.lock().files.contains_key(&n) {
+                if n < keep_from && !self.inner.lock().files.contains_key(&n) {
                     fs.remove(&self.dir.join(&name))?;
                     removed += 1;
                 }

@@ -51,6 +51,11 @@ pub(crate) trait FlushSource: Send + Sync {
     fn iter(&self) -> Box<dyn InternalIterator>;
     /// True if it holds nothing.
     fn is_empty(&self) -> bool;
+    /// The value addresses of its versions, when LAB-DB's log wrote them (the flush inserts
+    /// them instead of writing the values again).
+    fn value_addresses(&self) -> Option<Arc<crate::front_ends::LabAddrs>> {
+        None
+    }
 }
 
 /// The front end of a design.

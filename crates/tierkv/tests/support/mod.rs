@@ -225,5 +225,7 @@ pub fn tiny_options(env: &Env) -> Options {
     // compact chunks (other designs ignore these).
     o.labdb.leaf_region_bytes = 8 << 10;
     o.labdb.chunk_bytes = 2 << 10;
+    // Its log: a WAL buffer of two 4 KiB halves, so a few dozen writes drain a half.
+    o.labdb.wal_buffer_bytes = 8 << 10;
     env.options(o)
 }
