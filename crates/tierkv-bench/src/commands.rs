@@ -763,9 +763,15 @@ pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<Desi
             // Not while the interrupt handler removes the temporary directory: an open would
             // create it again.
             let _removal = TEMP_DB.lock().unwrap_or_else(PoisonError::into_inner);
-            open_engine(config, entry, &path)?
+            let started = std::time::Instant::now();
+            let engine = open_engine(config, entry, &path)?;
+            let secs = started.elapsed().as_secs_f64();
+            writeln!(out, "Opened in:  {secs:.3} s")?;
+            (engine, secs)
         };
+        let (engine, open_seconds) = engine;
         let mut run = run_design(engine, config, &entry.label, options, out)?;
+        run.open_seconds = Some(open_seconds);
         if entry.is_variant() {
             run.base_design = Some(entry.design.name().to_string());
             run.overrides = entry.overrides.iter().map(|o| o.to_string()).collect();

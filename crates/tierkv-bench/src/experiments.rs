@@ -129,6 +129,13 @@ pub enum Metric {
     SsdBytesWritten,
     /// Seconds writers were delayed or stopped: `figures.stall_seconds`.
     StallSeconds,
+    /// Seconds opening the database took (from an earlier phase's copy: its recovery):
+    /// `open_seconds`.
+    OpenSeconds,
+    /// Seconds of background work over the run: every flush (writing its runs or tree) plus
+    /// every compaction, planning to installing (`final_stats.stats.flush_targets[].micros` +
+    /// `compaction_levels[].micros`; TierKV engines only).
+    BackgroundSeconds,
     /// Mean bytes a compaction out of the first group (L0: tables, rows, C1) read, over the
     /// compactions the engine's job log holds (TierKV engines only).
     L0CompactionMeanBytes,
@@ -157,6 +164,8 @@ impl Metric {
             Metric::BytesWritten => "bytes written (all tiers)".into(),
             Metric::SsdBytesWritten => "bytes written to SSD".into(),
             Metric::StallSeconds => "stall seconds".into(),
+            Metric::OpenSeconds => "seconds to open (recovery)".into(),
+            Metric::BackgroundSeconds => "flush + compaction seconds".into(),
         }
     }
 
@@ -178,6 +187,8 @@ impl Metric {
             Metric::BytesWritten => "bytes written".into(),
             Metric::SsdBytesWritten => "SSD bytes written".into(),
             Metric::StallSeconds => "stall s".into(),
+            Metric::OpenSeconds => "open s".into(),
+            Metric::BackgroundSeconds => "flush+compaction s".into(),
         }
     }
 
@@ -252,6 +263,19 @@ impl Metric {
         }
         if let Some(jobs) = self.l0_jobs(run) {
             return jobs;
+        }
+        if *self == Metric::OpenSeconds {
+            return run.open_seconds;
+        }
+        if *self == Metric::BackgroundSeconds {
+            let s = &run
+                .final_stats
+                .as_ref()
+                .filter(|s| s.engine == "tierkv")?
+                .stats;
+            let micros: u64 = s.flush_targets.iter().map(|f| f.micros).sum::<u64>()
+                + s.compaction_levels.iter().map(|c| c.micros).sum::<u64>();
+            return Some(micros as f64 / 1e6);
         }
         if let Some(f) = &run.figures {
             let a = &f.database.amplification;
@@ -475,6 +499,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
     slmdb::RULES,
     labdb::YCSB,
     labdb::UPDATES,
+    labdb::VARIANT_RUNS,
+    labdb::SKEW,
+    labdb::RECOVERY,
 ];
 
 /// Experiments for the harness's own tests (`tierkv reproduce --self-test`, hidden): tiny runs

@@ -1246,6 +1246,10 @@ pub struct DesignRun {
     /// For a variant: its own overrides (`PATH=VALUE`, applied after `--set`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<String>,
+    /// Seconds opening the database took (with `--use_existing_db`, its recovery: log replay,
+    /// PM structures attached, DRAM indexes rebuilt). Absent where not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_seconds: Option<f64>,
 }
 
 impl DesignRun {
@@ -1273,6 +1277,7 @@ impl DesignRun {
             final_stats,
             base_design: None,
             overrides: Vec::new(),
+            open_seconds: None,
         }
     }
 }

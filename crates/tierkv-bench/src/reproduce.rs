@@ -135,6 +135,11 @@ pub fn config_for(
         })?
         .config;
     config.design = resolve_designs(exp, phase)?;
+    // A phase's YCSB properties (`-p`) set the workload `ycsb-run` runs (as `tierkv bench`
+    // reads them); `--num` and `--reads` still override what they set.
+    config
+        .resolve()
+        .map_err(|e| format!("experiment {}, phase {}: {e}", exp.name, phase.name))?;
     if let Some(n) = args.num {
         config.num = n;
     }

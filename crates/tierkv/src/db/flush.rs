@@ -425,9 +425,7 @@ fn lab_flush(
     let (ssd_bytes, pm_bytes) = match source.value_addresses() {
         // LAB-DB's log wrote the values: only addresses go into the tree.
         Some(addrs) => (0, l0.flush_addressed(roles, &entries, &addrs, &snapshots)?),
-        None => l0.flush(roles, &entries, number, &snapshots, || {
-            fs.sync_dir(&db.dir)
-        })?,
+        None => l0.flush(roles, &entries, number, &snapshots, || fs.sync_dir(&db.dir))?,
     };
     db.counters
         .add_written(Tier::Ssd, Part::Stage(0), IoPurpose::Flush, ssd_bytes);

@@ -653,7 +653,6 @@ pub(crate) fn attach_lab(
         trees,
         values,
         roles,
-        writable,
-        versions.log_number,
+        writable.then_some(versions.log_number),
     )
 }

@@ -4,11 +4,11 @@
 //! (key-value separation), with in-place updates of existing keys and chunked compaction of the
 //! immutable tree into leveled SSTables on SSD.
 //!
-//! Front end (this build): a WAL on SSD and a DRAM memtable, as the paper's RocksDB-NVM
-//! baseline keeps its WAL; a flush writes the memtable's values to a value array and inserts
-//! their addresses into the mutable tree. The paper's PM WAL buffer, its key/value-split SSD
-//! log (which makes the log itself the value array) and its hot-key buffer are not built yet
-//! (`docs/designs/labdb.md`).
+//! Front end: the memtable front end with LAB-DB's log (`front_ends/lab_log.rs`): a write is
+//! durable in a PM WAL buffer, which drains into a key array and a value array on SSD; a flush
+//! inserts the values' addresses into the mutable tree. `labdb.split_log = false` keeps the
+//! engine's WAL instead (the paper's B+-tree-only variant; with `pm.wal_on_pm`, LAB-DB-WA). The
+//! hot-key buffer is not built (`docs/designs/labdb.md`).
 //!
 //! Defaults: the paper's (section 4.1): 256 MiB leaf region, immutable at 75% of it, 64 MiB
 //! chunks, 64 MiB memtables, L1 256 MiB, ratio 10 (the engine's leveled defaults).
@@ -20,7 +20,8 @@ use crate::tier::Tier;
 
 pub(super) static SPEC: DesignSpec = DesignSpec {
     name: "labdb",
-    summary: "WAL + DRAM memtable, L0 of two persistent B+ trees (leaves in PM, inner nodes in \
+    summary: "PM WAL buffer draining into an SSD key/value log + DRAM memtable, L0 of two \
+              persistent B+ trees (leaves in PM, inner nodes in \
               DRAM) pointing at values on SSD, in-place updates, chunked compaction into \
               leveled SSTables on SSD (LAB-DB)",
     front_end: FrontEndKind::WalMemtable,

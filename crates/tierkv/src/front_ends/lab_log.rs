@@ -204,9 +204,11 @@ impl LabLog {
             };
             let at = values.size();
             values.append(key, seq, vtype, value)?;
-            offsets.push(u32::try_from(at).map_err(|_| {
-                Error::InvalidArgument("LAB log: value array past 4 GiB".into())
-            })?);
+            offsets.push(
+                u32::try_from(at).map_err(|_| {
+                    Error::InvalidArgument("LAB log: value array past 4 GiB".into())
+                })?,
+            );
             ops.push(LabOp {
                 vtype,
                 key: key.to_vec(),
@@ -550,10 +552,22 @@ pub(super) fn replay(
         }
         if mem.approximate_bytes() >= db.options.write_buffer_size as u64 {
             let full = std::mem::replace(&mut mem, front.new_memtable(0));
-            flush_replayed(db, state, &MemtableFlush::new(Buffer::Dram(full)), edit, written)?;
+            flush_replayed(
+                db,
+                state,
+                &MemtableFlush::new(Buffer::Dram(full)),
+                edit,
+                written,
+            )?;
         }
     }
-    flush_replayed(db, state, &MemtableFlush::new(Buffer::Dram(mem)), edit, written)?;
+    flush_replayed(
+        db,
+        state,
+        &MemtableFlush::new(Buffer::Dram(mem)),
+        edit,
+        written,
+    )?;
     state.versions.last_sequence = max_seq;
     Ok(())
 }
@@ -571,4 +585,66 @@ fn read_value(data: &[u8], number: u64, at: u64, key: &[u8], location: &str) -> 
     decode_value_record(bytes, number, at, key, location)
         .ok()
         .map(|r| r.value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labdb::vaddr::encode_value_record;
+
+    #[test]
+    fn addresses_continue_by_sequence() {
+        let a = LabAddrs::new(7);
+        a.push(10, &[32, 60]).unwrap();
+        a.push(12, &[90]).unwrap();
+        assert_eq!(a.word(9), None);
+        assert_eq!(a.word(10), Some(Vaddr::value(7, 32).unwrap().encode()));
+        assert_eq!(a.word(12), Some(Vaddr::value(7, 90).unwrap().encode()));
+        assert_eq!(a.word(13), None);
+        // A group that does not continue the memtable is refused.
+        assert!(matches!(a.push(20, &[120]), Err(Error::InvalidArgument(_))));
+        assert_eq!(a.word(20), None);
+    }
+
+    #[test]
+    fn a_value_record_is_read_only_when_whole_and_checked() {
+        let mut data = vec![0u8; 32];
+        encode_value_record(&mut data, 5, 32, b"key", 9, ValueType::Value, b"value").unwrap();
+        assert_eq!(
+            read_value(&data, 5, 32, b"key", "t").as_deref(),
+            Some(&b"value"[..])
+        );
+        // Another key, another file, a cut record, an offset past the end: not there.
+        assert_eq!(read_value(&data, 5, 32, b"kex", "t"), None);
+        assert_eq!(read_value(&data, 6, 32, b"key", "t"), None);
+        assert_eq!(
+            read_value(&data[..data.len() - 1], 5, 32, b"key", "t"),
+            None
+        );
+        assert_eq!(read_value(&data, 5, 4096, b"key", "t"), None);
+    }
+
+    #[test]
+    fn groups_must_chain() {
+        let group = |n: usize| Group {
+            ops: vec![(ValueType::Value, b"k".to_vec(), b"v".to_vec()); n],
+            source: "src".into(),
+        };
+        let mut scan = LogScan {
+            groups: BTreeMap::new(),
+            files: 0,
+            records: 0,
+            torn_tail_bytes: 0,
+            bytes: (0, 0),
+        };
+        scan.groups.insert(5, group(2));
+        scan.groups.insert(7, group(1));
+        scan.check_chain().unwrap();
+        scan.groups.insert(10, group(1));
+        let err = scan.check_chain().unwrap_err().to_string();
+        assert!(
+            err.contains("sequence 10") && err.contains("ending at 7"),
+            "{err}"
+        );
+    }
 }

@@ -705,14 +705,12 @@ impl FrontEnd for WalMemtable {
 
     fn next_flush(&self) -> Option<Arc<dyn FlushSource>> {
         let b = self.buffers.lock();
-        b.imm
-            .front()
-            .map(|m| {
-                Arc::new(MemtableFlush {
-                    buffer: m.clone(),
-                    addrs: self.lab.as_ref().and_then(|l| l.addrs_of(m.number())),
-                }) as Arc<dyn FlushSource>
-            })
+        b.imm.front().map(|m| {
+            Arc::new(MemtableFlush {
+                buffer: m.clone(),
+                addrs: self.lab.as_ref().and_then(|l| l.addrs_of(m.number())),
+            }) as Arc<dyn FlushSource>
+        })
     }
 
     fn retire_flushed(&self, edit: &mut VersionEdit) {

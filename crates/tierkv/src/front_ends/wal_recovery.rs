@@ -222,7 +222,13 @@ fn replay(
             }
             if mem.approximate_bytes() >= db.options.write_buffer_size as u64 {
                 let full = std::mem::replace(&mut mem, front.new_memtable(0));
-                flush_replayed(db, state, &MemtableFlush::new(Buffer::Dram(full)), edit, written)?;
+                flush_replayed(
+                    db,
+                    state,
+                    &MemtableFlush::new(Buffer::Dram(full)),
+                    edit,
+                    written,
+                )?;
             }
         }
         let tail = reader.tail();
@@ -240,7 +246,13 @@ fn replay(
             break;
         }
     }
-    flush_replayed(db, state, &MemtableFlush::new(Buffer::Dram(mem)), edit, written)?;
+    flush_replayed(
+        db,
+        state,
+        &MemtableFlush::new(Buffer::Dram(mem)),
+        edit,
+        written,
+    )?;
     state.versions.last_sequence = max_seq;
     Ok(())
 }

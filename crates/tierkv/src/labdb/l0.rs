@@ -189,9 +189,11 @@ impl LabL0 {
     }
 
     /// Attaches the trees opened from the pool (`trees[i]` under `TREE_ROOTS[i]`) at open,
-    /// with the roles the version records: a root no role names is reset (when `writable`;
-    /// read-only, it is only treated as empty), the value arrays every entry points into are
-    /// registered (a missing one is corruption) and their references counted.
+    /// with the roles the version records: a root no role names is reset (when `writable` is
+    /// `Some`; read-only, it is only treated as empty), the value arrays every entry points
+    /// into are registered (a missing one is corruption) and their references counted, and
+    /// (writable) the arrays nothing references are removed, but those numbered from
+    /// `writable`'s number on (the oldest memtable not flushed: the log replays their arrays).
     pub(crate) fn attach(
         &self,
         pool: Arc<PmPool>,
@@ -199,9 +201,10 @@ impl LabL0 {
         trees: [PbTree; 2],
         values: Arc<ValueFiles>,
         roles: TreeRoles,
-        writable: bool,
-        keep_from: u64,
+        writable: Option<u64>,
     ) -> Result<()> {
+        let keep_from = writable.unwrap_or(0);
+        let writable = writable.is_some();
         let [t0, t1] = trees;
         let mut slots = [(0u64, Arc::new(t0)), (0u64, Arc::new(t1))];
         for (i, slot) in slots.iter_mut().enumerate() {

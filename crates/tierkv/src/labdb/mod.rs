@@ -1,9 +1,8 @@
 //! LAB-DB (`labdb`): an L0 of two persistent B+ trees whose leaves hold 8-byte value addresses
 //! into value arrays on the SSD tier, in front of leveled SST levels.
 //!
-//! This module holds the parts of the design that stand on their own: the codecs and the value
-//! files. Nothing here is wired into a design yet; the L0 trees, the front end and recovery build
-//! on it.
+//! This module holds LAB-DB's own parts; its log (the PM WAL buffer, key and value arrays) is
+//! the memtable front end's `front_ends/lab_log.rs`, and its stage `stages/lab.rs`.
 //!
 //! * [`vaddr`]: the 8-byte value address (`Vaddr`) a tree leaf and a memtable entry hold, and
 //!   the value record it points at, whose checksum covers its own file number, offset and user
@@ -17,8 +16,8 @@
 //!
 //! Formats: `docs/FORMATS.md`, "LAB-DB value address and value array" and the sections after it.
 
-// The batch record and parts of `ValueFiles` are used only by their tests until the LAB front
-// end calls them; the allowance goes once it does.
+// The hot-slot address form and a few `ValueFiles` accessors are used only by tests until the
+// hot-key buffer calls them; the allowance goes once it does.
 #![allow(dead_code)]
 
 pub(crate) mod l0;
