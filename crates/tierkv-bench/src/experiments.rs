@@ -502,6 +502,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     labdb::VARIANT_RUNS,
     labdb::SKEW,
     labdb::RECOVERY,
+    labdb::PM_SIZE,
 ];
 
 /// Experiments for the harness's own tests (`tierkv reproduce --self-test`, hidden): tiny runs

@@ -1,7 +1,8 @@
 //! LAB-DB's compaction policy (Kim et al., "LAB-DB", ACM TOS 2024, section 3.3): while there is
 //! an immutable L0 tree, its next chunk (the leftmost keys not compacted yet, about
 //! `labdb.chunk_bytes` of values; `crate::labdb::l0::LabL0::next_chunk`) is merged with the
-//! overlapping L1 tables into L1; the record of the last chunk clears the immutable role. L1 and
+//! overlapping L1 tables into L1, unless a level scores higher than the trees
+//! ([`LabPolicy::choose`]); the record of the last chunk clears the immutable role. L1 and
 //! deeper are leveled ([`LeveledPolicy`]; the stage's group 0 stays empty: the trees are L0).
 //!
 //! The chunk is read from the trees' current state, not from the version: the policy holds the
@@ -57,7 +58,32 @@ impl LabPolicy {
 }
 
 impl CompactionPolicy for LabPolicy {
+    /// The immutable tree's next chunk, unless a level scores higher than the trees: the trees'
+    /// score is their leaves over the switch point (`immutable_at` of the region: about 1 just
+    /// after a switch, 1.33 when the region is full and writes stop), a level's is the leveled
+    /// one (its bytes over its target). So the chunks take priority as the region fills (the
+    /// paper's scheduler), and a level the chunks keep filling is drained before it grows far
+    /// past its target (each chunk merges with the L1 tables under its key range: an L1 left
+    /// to grow makes every chunk read more of it).
     fn choose(&self, view: &PolicyView<'_>) -> Option<CompactionTask> {
+        let roles = roles_of(view.state.trees);
+        if roles.immutable != 0 {
+            let (m, i) = self.l0.usage(roles);
+            let o = self.l0.options();
+            let switch_at = (o.leaf_region_bytes as f64 * o.immutable_at).max(1.0);
+            let trees = (m + i) as f64 / switch_at;
+            let level = self
+                .leveled
+                .level_scores(view.state)
+                .into_iter()
+                .skip(1)
+                .fold(0.0f64, f64::max);
+            if level > trees {
+                if let Some(t) = self.leveled.choose(view) {
+                    return Some(t);
+                }
+            }
+        }
         self.chunk_task(view, Reason::TreeChunk)
             .or_else(|| self.leveled.choose(view))
     }

@@ -1024,44 +1024,63 @@ impl TreeIter {
         }
         let values = Arc::clone(&self.l0.att()?.values);
         loop {
-            let leaf = match &from {
-                Bound::Included(k) => self.tree.entries_after(Bound::Included(k))?,
-                Bound::Excluded(k) => self.tree.entries_after(Bound::Excluded(k))?,
-                Bound::Unbounded => self.tree.entries_after(Bound::Unbounded)?,
-            };
-            if leaf.is_empty() {
-                return Ok(());
-            }
-            self.last = Some(leaf.last().expect("non-empty").0.clone());
-            let held =
-                self.l0
-                    .held
-                    .lock()
-                    .clone_range(&leaf[0].0, &leaf[leaf.len() - 1].0, self.number);
-            for (key, payload) in &leaf {
-                if let Some((_, hi)) = &self.range {
-                    if key > hi {
+            // Whole leaves until [`FILL_BATCH`] entries (or the range's end): their records are
+            // read as one batch, in parallel.
+            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let mut end_of_range = false;
+            loop {
+                let leaf = match &from {
+                    Bound::Included(k) => self.tree.entries_after(Bound::Included(k))?,
+                    Bound::Excluded(k) => self.tree.entries_after(Bound::Excluded(k))?,
+                    Bound::Unbounded => self.tree.entries_after(Bound::Unbounded)?,
+                };
+                let Some(last) = leaf.last() else {
+                    end_of_range = true;
+                    break;
+                };
+                self.last = Some(last.0.clone());
+                from = Bound::Excluded(last.0.clone());
+                for (key, payload) in leaf {
+                    if self.range.as_ref().is_some_and(|(_, hi)| &key > hi) {
+                        end_of_range = true;
                         break;
                     }
+                    entries.push((key, payload));
                 }
-                let mut versions = Vec::with_capacity(1);
-                let r = values.read(word_of(payload)?, key)?;
-                versions.push(r);
-                if let Some(hs) = held.get(key) {
-                    for &w in hs {
-                        versions.push(values.read(w, key)?);
-                    }
+                if end_of_range || entries.len() >= FILL_BATCH {
+                    break;
                 }
-                let read: u64 = versions
-                    .iter()
-                    .map(|v| crate::labdb::vaddr::value_record_len(v.value.len()))
-                    .sum();
-                self.charge.counters.add_read(
-                    Tier::Ssd,
-                    self.charge.part,
-                    self.charge.purpose,
-                    read,
-                );
+            }
+            if entries.is_empty() {
+                return Ok(());
+            }
+            let held = self.l0.held.lock().clone_range(
+                &entries[0].0,
+                &entries[entries.len() - 1].0,
+                self.number,
+            );
+            // Per key: its tree version, then its held versions.
+            let mut reqs: Vec<(u64, &[u8])> = Vec::with_capacity(entries.len());
+            let mut per_key = Vec::with_capacity(entries.len());
+            for (key, payload) in &entries {
+                reqs.push((word_of(payload)?, key.as_slice()));
+                let hs = held.get(key).map_or(&[][..], Vec::as_slice);
+                for &w in hs {
+                    reqs.push((w, key.as_slice()));
+                }
+                per_key.push(1 + hs.len());
+            }
+            let records = values.read_many(&reqs)?;
+            let read: u64 = records
+                .iter()
+                .map(|v| crate::labdb::vaddr::value_record_len(v.value.len()))
+                .sum();
+            self.charge
+                .counters
+                .add_read(Tier::Ssd, self.charge.part, self.charge.purpose, read);
+            let mut records = records.into_iter();
+            for ((key, _), n) in entries.iter().zip(per_key) {
+                let mut versions: Vec<_> = records.by_ref().take(n).collect();
                 versions.sort_by_key(|v| std::cmp::Reverse(v.seq));
                 versions.dedup_by(|a, b| a.seq == b.seq);
                 for v in versions {
@@ -1073,15 +1092,16 @@ impl TreeIter {
                 self.done = false;
                 return Ok(());
             }
-            if let Some((_, hi)) = &self.range {
-                if self.last.as_ref().is_some_and(|l| l > hi) {
-                    return Ok(());
-                }
+            if end_of_range {
+                return Ok(());
             }
-            from = Bound::Excluded(self.last.clone().expect("set above"));
         }
     }
 }
+
+/// Entries a [`TreeIter`] fill gathers (whole leaves) before it reads their value records as
+/// one batch.
+const FILL_BATCH: usize = 128;
 
 trait HeldRange {
     fn clone_range(&self, lo: &[u8], hi: &[u8], tree: u64) -> HashMap<Vec<u8>, Vec<u64>>;

@@ -143,6 +143,11 @@ struct Inner {
     tick: u64,
 }
 
+/// Batches of this many records or more are read in parallel ([`ValueFiles::read_many`]).
+pub(crate) const PARALLEL_READ_MIN: usize = 16;
+/// Threads one batch is read by (reads in flight at once).
+pub(crate) const READ_THREADS: usize = 8;
+
 /// The value arrays of one database (see the module docs).
 pub(crate) struct ValueFiles {
     dir: PathBuf,
@@ -346,6 +351,45 @@ impl ValueFiles {
         let reader = self.reader(file, info, end)?;
         reader.read_exact_at(offset + have as u64, &mut bytes[have..])?;
         decode_value_record(&bytes, file, offset, key, &location)
+    }
+
+    /// Reads the records of `reqs` (address, key), in order, as [`ValueFiles::read`] does;
+    /// a batch of [`PARALLEL_READ_MIN`] or more is read by up to [`READ_THREADS`] threads at
+    /// once. A chunk compaction or a scan reads one record per key, scattered over the value
+    /// arrays: with direct reads each costs a device round trip, so reading them one after the
+    /// other leaves the device idle most of the time. The first error is returned.
+    pub(crate) fn read_many(&self, reqs: &[(u64, &[u8])]) -> Result<Vec<ValueRecord>> {
+        if reqs.len() < PARALLEL_READ_MIN {
+            return reqs.iter().map(|&(w, k)| self.read(w, k)).collect();
+        }
+        let per = reqs.len().div_ceil(READ_THREADS);
+        let parts: Vec<Result<Vec<ValueRecord>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = reqs
+                .chunks(per)
+                .map(|part| {
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|&(w, k)| self.read(w, k))
+                            .collect::<Result<Vec<_>>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::InvalidArgument(
+                            "a value-array read thread panicked".into(),
+                        ))
+                    })
+                })
+                .collect()
+        });
+        let mut out = Vec::with_capacity(reqs.len());
+        for p in parts {
+            out.extend(p?);
+        }
+        Ok(out)
     }
 
     /// A reader of `file` that can read up to `end`, from the cache or opened (outside the
