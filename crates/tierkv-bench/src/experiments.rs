@@ -303,6 +303,30 @@ impl Metric {
     }
 }
 
+/// A check of `a`'s figure over `b`'s in phase `phase` (the experiments' common form).
+pub(crate) const fn ratio(
+    claim: &'static str,
+    paper: &'static str,
+    phase: &'static str,
+    metric: Metric,
+    a: &'static str,
+    b: &'static str,
+    band: Band,
+) -> Check {
+    Check {
+        claim,
+        paper,
+        phase,
+        metric,
+        compare: Compare::Ratio { a, b, band },
+    }
+}
+
+/// Operations per second of benchmark `b` (all its operations).
+pub(crate) const fn ops(b: &'static str) -> Metric {
+    Metric::OpsPerSec(Bench::all(b))
+}
+
 /// How a [`Check`] compares its designs (by label).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Compare {

@@ -11,7 +11,7 @@
 //! disk). `labdb` is the design of `docs/designs/labdb.md`: its log (PM WAL buffer, key and
 //! value arrays) is built, its hot-key buffer is not, so these checks measure where it stands.
 
-use super::{Bench, Check, Compare, Experiment, Metric, Phase};
+use super::{ops, ratio, Bench, Check, Compare, Experiment, Metric, Phase};
 use crate::verdict::Band;
 
 const PAPER: &str = "LAB-DB (Kim et al., ACM TOS 2024)";
@@ -77,11 +77,6 @@ const fn vs_baseline(
             band,
         },
     }
-}
-
-/// Operations per second of benchmark `b`.
-const fn ops(b: &'static str) -> Metric {
-    Metric::OpsPerSec(Bench::all(b))
 }
 
 /// YCSB load and A-F (Fig. 12).
@@ -230,25 +225,6 @@ const VARIANTS: &[&str] = &[
     "labdb",
     "wa=labdb+pm.wal_on_pm=true",
 ];
-
-/// `a`'s figure over `b`'s in phase `phase`.
-const fn ratio(
-    claim: &'static str,
-    paper: &'static str,
-    phase: &'static str,
-    metric: Metric,
-    a: &'static str,
-    b: &'static str,
-    band: Band,
-) -> Check {
-    Check {
-        claim,
-        paper,
-        phase,
-        metric,
-        compare: Compare::Ratio { a, b, band },
-    }
-}
 
 /// The paper's ablation and WAL-placement variants on a long YCSB-A (Figs. 16-17).
 pub const VARIANT_RUNS: Experiment = Experiment {

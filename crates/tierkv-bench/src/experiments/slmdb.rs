@@ -14,7 +14,7 @@
 //! database so that reads reach the disk) with an 8 MiB block cache (the paper's scaled). One
 //! client thread.
 
-use super::{Bench, Check, Compare, Experiment, Metric, Phase};
+use super::{ops, ratio, Bench, Check, Compare, Experiment, Metric, Phase};
 use crate::verdict::Band;
 
 const PAPER: &str = "SLM-DB (Kaiyrakhmet et al., FAST 2019)";
@@ -38,30 +38,6 @@ macro_rules! slm_args {
             "--sample_interval_ms=1000",
         ]
     };
-}
-
-/// `a`'s figure over `b`'s in phase `phase`.
-const fn ratio(
-    claim: &'static str,
-    paper: &'static str,
-    phase: &'static str,
-    metric: Metric,
-    a: &'static str,
-    b: &'static str,
-    band: Band,
-) -> Check {
-    Check {
-        claim,
-        paper,
-        phase,
-        metric,
-        compare: Compare::Ratio { a, b, band },
-    }
-}
-
-/// Operations per second of benchmark `b`.
-const fn ops(b: &'static str) -> Metric {
-    Metric::OpsPerSec(Bench::all(b))
 }
 
 /// Random writes, random reads, sequential reads and range queries at 1 KiB values, and the

@@ -34,9 +34,8 @@
 //!
 //! Formats: `docs/FORMATS.md`, "LAB batch record" and "LAB-DB WAL-buffer half".
 
-use super::buffer::Buffer;
-use super::wal_memtable::{insert_ops, MemtableFlush, WalMemtable, WalState};
-use super::wal_recovery::flush_replayed;
+use super::wal_memtable::{WalMemtable, WalState};
+use super::wal_recovery::Replayer;
 use crate::db::{DbInner, State};
 use crate::format::ValueType;
 use crate::labdb::record::{decode_wbuf_header, encode_wbuf_header, LabOp, LabRecord, OpValue};
@@ -536,8 +535,7 @@ pub(super) fn replay(
         .add_read(Tier::Pm, Part::FrontEnd, IoPurpose::Recovery, log.bytes.1);
     log.check_chain()?;
     let groups = log.groups;
-    let mut max_seq = state.versions.last_sequence;
-    let mut mem = front.new_memtable(0);
+    let mut replayer = Replayer::new(front, state);
     for (&first, g) in &groups {
         let ops = g.ops.iter().map(|(t, k, v)| {
             Ok(match t {
@@ -545,31 +543,9 @@ pub(super) fn replay(
                 ValueType::Deletion => BatchOp::Delete(k),
             })
         });
-        let n = insert_ops(&mem, ops, first)
-            .map_err(|e| Error::corruption(g.source.clone(), e.to_string()))?;
-        if n > 0 {
-            max_seq = max_seq.max(first + n - 1);
-        }
-        if mem.approximate_bytes() >= db.options.write_buffer_size as u64 {
-            let full = std::mem::replace(&mut mem, front.new_memtable(0));
-            flush_replayed(
-                db,
-                state,
-                &MemtableFlush::new(Buffer::Dram(full)),
-                edit,
-                written,
-            )?;
-        }
+        replayer.apply(db, state, ops, first, &g.source, edit, written)?;
     }
-    flush_replayed(
-        db,
-        state,
-        &MemtableFlush::new(Buffer::Dram(mem)),
-        edit,
-        written,
-    )?;
-    state.versions.last_sequence = max_seq;
-    Ok(())
+    replayer.finish(db, state, edit, written)
 }
 
 /// The value of the record at `at` in value array `number` (`data`, its bytes) for `key`, or
