@@ -360,6 +360,38 @@ fn writes_are_durable_in_the_pm_wal_buffer() {
     }
 }
 
+/// A value read from a tree goes through the block cache: reading the same value again
+/// reads nothing more from the SSD (and does, with no cache).
+#[test]
+fn value_reads_share_the_block_cache() {
+    for cache in [64 << 10, 0] {
+        let env = support::Env::new(Design::LABDB);
+        let mut opts = log_options(&env, true);
+        opts.block_cache_bytes = cache;
+        let db = Db::open("/db", opts).unwrap();
+        for i in 0..50u64 {
+            db.put(&key(i), format!("value-{i}").as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+        let read = |db: &Db| {
+            db.stats()
+                .stage_bytes_read(0, tierkv::Tier::Ssd, tierkv::stats::IoPurpose::UserRead)
+        };
+        assert_eq!(db.get(&key(7)).unwrap(), Some(b"value-7".to_vec()));
+        let first = read(&db);
+        assert!(first > 0, "the first read went to the SSD");
+        assert_eq!(db.get(&key(7)).unwrap(), Some(b"value-7".to_vec()));
+        // Another key whose record is in the same page.
+        assert_eq!(db.get(&key(8)).unwrap(), Some(b"value-8".to_vec()));
+        if cache > 0 {
+            assert_eq!(read(&db), first, "cached values were read again");
+        } else {
+            assert!(read(&db) > first);
+        }
+        db.close().unwrap();
+    }
+}
+
 /// A damaged value record is reported as corruption naming its value array, never returned.
 #[test]
 fn damaged_value_record_is_corruption() {

@@ -125,7 +125,7 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         .find(|s| s.lab().is_some())
     {
         let l0 = stage.lab().expect("found above");
-        super::recovery::attach_lab(dir, options, &options.fs, pm.as_ref(), &versions, l0, false)?;
+        super::recovery::attach_lab(dir, options, &options.fs, pm.as_ref(), &versions, l0, None)?;
         let (trees, entries) = l0.verify(crate::labdb::l0::roles_of(version.stage(0).trees))?;
         report.tables_checked += trees;
         report.entries_checked += entries;

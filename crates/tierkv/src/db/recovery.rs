@@ -94,6 +94,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     };
     let front = crate::front_ends::build(options.design.spec().front_end, &options);
     let stages = options.design.stages(&options);
+    // One block cache: the tables' blocks and LAB-DB's value pages share its budget.
+    let block_cache = BlockCache::new(options.block_cache_bytes);
     let present = list_files(&*fs, pm.as_ref(), dir)?;
     verify_files(dir, &versions, &present, &*fs, pm.as_ref())?;
     front.verify(dir, &versions, &present)?;
@@ -111,7 +113,15 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             crate::gindex::recovery::recover(dir, &mut versions, &*fs, &counters, index)?;
         }
         if let Some(l0) = stage.lab() {
-            attach_lab(dir, &options, &fs, pm.as_ref(), &versions, l0, true)?;
+            attach_lab(
+                dir,
+                &options,
+                &fs,
+                pm.as_ref(),
+                &versions,
+                l0,
+                Some(Arc::clone(&block_cache)),
+            )?;
         }
     }
     let clog = recover_compaction_log(
@@ -128,7 +138,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         dir.to_path_buf(),
         Arc::clone(&fs),
         pm.as_ref().map(|p| Arc::clone(&p.fs)),
-        BlockCache::new(options.block_cache_bytes),
+        block_cache,
         Arc::clone(&counters),
         options.max_open_files,
     ));
@@ -623,7 +633,9 @@ pub struct RepairReport {
 }
 
 /// Attaches LAB-DB's L0 to the trees the pool open found, with the roles the version records
-/// (`crate::labdb::l0`); `writable`: reset unnamed tree roots.
+/// (`crate::labdb::l0`). With `cache` (the database's block cache, which its value reads then
+/// share), the database is opened for writing: unnamed tree roots are reset and unreferenced
+/// value arrays removed; without (`check`), nothing is changed.
 pub(crate) fn attach_lab(
     dir: &Path,
     options: &Options,
@@ -631,8 +643,9 @@ pub(crate) fn attach_lab(
     pm: Option<&PmTier>,
     versions: &VersionSet,
     l0: &crate::labdb::l0::LabL0,
-    writable: bool,
+    cache: Option<Arc<BlockCache>>,
 ) -> Result<()> {
+    let writable = cache.is_some();
     let pm = pm.ok_or_else(|| Error::InvalidArgument("LAB-DB needs its PM pool".into()))?;
     let trees = pm
         .lab_trees
@@ -645,6 +658,7 @@ pub(crate) fn attach_lab(
         Some(Arc::clone(&pm.fs)),
         versions.identity(),
         options.max_open_files.clamp(16, 256),
+        cache,
     );
     let roles = crate::labdb::l0::roles_of(versions.current().stage(0).trees);
     l0.attach(

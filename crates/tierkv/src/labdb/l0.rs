@@ -327,7 +327,7 @@ impl LabL0 {
                 continue;
             };
             let rec = values.read(word, key)?;
-            let read = crate::labdb::vaddr::value_record_len(rec.value.len());
+            let read = rec.device_bytes();
             if rec.seq <= sequence || !pinned {
                 return Ok(Some((rec.vtype, rec.value, read)));
             }
@@ -345,7 +345,7 @@ impl LabL0 {
                 }
             }
             if let Some(r) = best {
-                let read = crate::labdb::vaddr::value_record_len(r.value.len());
+                let read = r.device_bytes();
                 return Ok(Some((r.vtype, r.value, read)));
             }
         }
@@ -1071,10 +1071,7 @@ impl TreeIter {
                 per_key.push(1 + hs.len());
             }
             let records = values.read_many(&reqs)?;
-            let read: u64 = records
-                .iter()
-                .map(|v| crate::labdb::vaddr::value_record_len(v.value.len()))
-                .sum();
+            let read: u64 = records.iter().map(|v| v.device_bytes()).sum();
             self.charge
                 .counters
                 .add_read(Tier::Ssd, self.charge.part, self.charge.purpose, read);

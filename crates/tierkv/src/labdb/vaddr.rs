@@ -120,6 +120,19 @@ pub(crate) struct ValueRecord {
     pub(crate) vtype: ValueType,
     /// The value (empty for a tombstone).
     pub(crate) value: Vec<u8>,
+    /// Read from the block cache, not from the device.
+    pub(crate) cached: bool,
+}
+
+impl ValueRecord {
+    /// The bytes its read took from the device (0 from the block cache).
+    pub(crate) fn device_bytes(&self) -> u64 {
+        if self.cached {
+            0
+        } else {
+            value_record_len(self.value.len())
+        }
+    }
 }
 
 /// The bytes of a value record: its size is [`VALUE_RECORD_HEADER`] plus the value's length.
@@ -229,6 +242,7 @@ pub(crate) fn decode_value_record(
         seq: trailer >> 8,
         vtype,
         value: value.to_vec(),
+        cached: false,
     })
 }
 
@@ -292,7 +306,8 @@ mod tests {
                 ValueRecord {
                     seq,
                     vtype: t,
-                    value: value.to_vec()
+                    value: value.to_vec(),
+                    cached: false,
                 }
             );
             // The record checks its own address and key.

@@ -155,18 +155,22 @@ pub(crate) struct ValueFiles {
     pm: Option<Arc<dyn FileSystem>>,
     identity: u128,
     max_open: usize,
+    /// The database's block cache: the pages value reads went to (`None`: not cached).
+    cache: Option<Arc<crate::sst::BlockCache>>,
     inner: Mutex<Inner>,
 }
 
 impl ValueFiles {
     /// Value arrays in `dir`, on `ssd` or (when given) `pm`, of the database with `identity`,
-    /// with at most `max_open` readers cached (at least one).
+    /// with at most `max_open` readers cached (at least one), the pages reads go to kept in
+    /// `cache` (when given).
     pub(crate) fn new(
         dir: &Path,
         ssd: Arc<dyn FileSystem>,
         pm: Option<Arc<dyn FileSystem>>,
         identity: u128,
         max_open: usize,
+        cache: Option<Arc<crate::sst::BlockCache>>,
     ) -> Arc<ValueFiles> {
         Arc::new(ValueFiles {
             dir: dir.to_path_buf(),
@@ -174,6 +178,7 @@ impl ValueFiles {
             pm,
             identity,
             max_open: max_open.max(1),
+            cache,
             inner: Mutex::new(Inner {
                 files: BTreeMap::new(),
                 readers: HashMap::new(),
@@ -318,22 +323,48 @@ impl ValueFiles {
                 ),
             ));
         }
-        // One read to the end of the record's 4 KiB page (at least the header): a record that
-        // ends there (most, for values up to a few KiB) costs one read, not two.
-        let first_end = ((offset / 4096 + 1) * 4096)
+        // The record's 4 KiB page: from the block cache, or one read (which a direct read
+        // transfers whole anyway) that is then cached; a record that ends in its page (most,
+        // for values up to a few KiB) costs one read, not two. Bytes of a value array never
+        // change once readable, so a cached page is good while the file lives (a page cached
+        // before the file grew holds fewer bytes: a record past them is read again).
+        let page = offset / 4096 * 4096;
+        let within = (offset - page) as usize;
+        if let Some(bytes) = self.cache.as_ref().and_then(|c| c.get_bytes(file, page)) {
+            if let Some(header) = bytes.get(within..within + VALUE_RECORD_HEADER) {
+                let len = value_len_in_header(header.try_into().expect("16 bytes"));
+                let end = within + value_record_len(len as usize) as usize;
+                if let Some(rec) = bytes.get(within..end) {
+                    let mut r = decode_value_record(rec, file, offset, key, &location)?;
+                    r.cached = true;
+                    return Ok(r);
+                }
+            }
+        }
+        let first_end = (page + 4096)
             .min(info.readable)
             .max(offset + VALUE_RECORD_HEADER as u64);
-        let mut first = vec![0u8; (first_end - offset) as usize];
+        let mut page_bytes = vec![0u8; (first_end - page) as usize];
         let reader = self.reader(file, info, first_end)?;
-        reader.read_exact_at(offset, &mut first)?;
+        reader.read_exact_at(page, &mut page_bytes)?;
+        let page_bytes: Arc<[u8]> = page_bytes.into();
+        if let Some(c) = &self.cache {
+            c.insert_bytes(file, page, Arc::clone(&page_bytes));
+        }
+        let first = &page_bytes[within..];
         let header: [u8; VALUE_RECORD_HEADER] = first[..VALUE_RECORD_HEADER]
             .try_into()
             .expect("the first read holds the header");
         let len = value_len_in_header(&header);
         let end = offset + value_record_len(len as usize);
         if end <= first_end {
-            first.truncate((end - offset) as usize);
-            return decode_value_record(&first, file, offset, key, &location);
+            return decode_value_record(
+                &first[..(end - offset) as usize],
+                file,
+                offset,
+                key,
+                &location,
+            );
         }
         if end > info.readable {
             return Err(Error::corruption(
@@ -347,7 +378,7 @@ impl ValueFiles {
         }
         let mut bytes = vec![0u8; (end - offset) as usize];
         let have = first.len();
-        bytes[..have].copy_from_slice(&first);
+        bytes[..have].copy_from_slice(first);
         let reader = self.reader(file, info, end)?;
         reader.read_exact_at(offset + have as u64, &mut bytes[have..])?;
         decode_value_record(&bytes, file, offset, key, &location)
@@ -701,7 +732,7 @@ mod tests {
         let dir = Path::new("/db");
         ssd.create_dir_all(dir).unwrap();
         pm.create_dir_all(dir).unwrap();
-        let files = ValueFiles::new(dir, ssd.clone(), Some(pm.clone()), ID, 2);
+        let files = ValueFiles::new(dir, ssd.clone(), Some(pm.clone()), ID, 2, None);
         let mut written = Vec::new();
         for (n, tier) in [(5, Tier::Ssd), (6, Tier::Pm), (7, Tier::Ssd)] {
             let mut w = files.create(n, tier).unwrap();
@@ -823,7 +854,7 @@ mod tests {
     fn concurrent_reads_through_a_small_cache() {
         let fs = Arc::new(MemFs::new());
         fs.create_dir_all(Path::new("/db")).unwrap();
-        let files = ValueFiles::new(Path::new("/db"), fs, None, ID, 1);
+        let files = ValueFiles::new(Path::new("/db"), fs, None, ID, 1, None);
         let mut all = Vec::new();
         for n in [1, 2] {
             let mut w = files.create(n, Tier::Ssd).unwrap();
@@ -856,7 +887,7 @@ mod tests {
     fn refuses_what_an_address_cannot_name() {
         let fs = Arc::new(MemFs::new());
         fs.create_dir_all(Path::new("/db")).unwrap();
-        let files = ValueFiles::new(Path::new("/db"), fs, None, ID, 4);
+        let files = ValueFiles::new(Path::new("/db"), fs, None, ID, 4, None);
         for n in [0, MAX_VALUE_FILE + 1] {
             assert!(matches!(
                 files.create(n, Tier::Ssd),
@@ -886,7 +917,7 @@ mod tests {
     fn reopened_files_and_damage() {
         let dir = tempfile::tempdir().unwrap();
         let fs: Arc<dyn FileSystem> = Arc::new(PosixFs);
-        let files = ValueFiles::new(dir.path(), fs.clone(), None, ID, 4);
+        let files = ValueFiles::new(dir.path(), fs.clone(), None, ID, 4, None);
         let mut w = files.create(12, Tier::Ssd).unwrap();
         let a = w.append(b"a", 1, ValueType::Value, b"alpha").unwrap();
         let b = w.append(b"b", 2, ValueType::Value, b"beta").unwrap();
@@ -895,7 +926,7 @@ mod tests {
         let path = dir.path().join("000012.vla");
         let size = std::fs::metadata(&path).unwrap().len();
         let reopen = || {
-            let f = ValueFiles::new(dir.path(), fs.clone(), None, ID, 4);
+            let f = ValueFiles::new(dir.path(), fs.clone(), None, ID, 4, None);
             f.open_existing(12, Tier::Ssd).map(|()| f)
         };
         let f = reopen().unwrap();
@@ -944,7 +975,7 @@ mod tests {
         );
         flip(3);
         // The wrong database's file.
-        let other = ValueFiles::new(dir.path(), fs.clone(), None, ID ^ 1, 4);
+        let other = ValueFiles::new(dir.path(), fs.clone(), None, ID ^ 1, 4, None);
         assert!(other
             .open_existing(12, Tier::Ssd)
             .unwrap_err()

@@ -1,5 +1,6 @@
-//! The block cache: data blocks of every open table, keyed by `(file number, block offset)` and
-//! charged by block bytes.
+//! The block cache: data blocks of every open table, and the pages of LAB-DB's value arrays
+//! that reads went to, keyed by `(file number, offset)` and charged by bytes (one budget:
+//! `Options::block_cache_bytes`).
 //!
 //! Thread-safety: [`BlockCache`] is `Send + Sync` and shared as `Arc<BlockCache>`; it is a
 //! sharded `quick_cache::sync::Cache` (S3-FIFO eviction), so lookups on different shards never
@@ -13,18 +14,30 @@ use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 use std::sync::Arc;
 
+/// What the cache holds under one key.
+#[derive(Clone)]
+enum Cached {
+    /// A table's data block.
+    Block(Arc<Block>),
+    /// Raw bytes of a file (a value array's page).
+    Bytes(Arc<[u8]>),
+}
+
 #[derive(Clone, Debug)]
 struct BlockWeighter;
 
-impl Weighter<(u64, u64), Arc<Block>> for BlockWeighter {
-    fn weight(&self, _key: &(u64, u64), val: &Arc<Block>) -> u64 {
-        val.size().max(1) as u64
+impl Weighter<(u64, u64), Cached> for BlockWeighter {
+    fn weight(&self, _key: &(u64, u64), val: &Cached) -> u64 {
+        match val {
+            Cached::Block(b) => b.size().max(1) as u64,
+            Cached::Bytes(b) => b.len().max(1) as u64,
+        }
     }
 }
 
 /// A concurrent cache of data blocks, charged by block bytes.
 pub struct BlockCache {
-    cache: Cache<(u64, u64), Arc<Block>, BlockWeighter>,
+    cache: Cache<(u64, u64), Cached, BlockWeighter>,
     capacity: u64,
 }
 
@@ -55,13 +68,35 @@ impl BlockCache {
     /// The cached block at `offset` of table `file_number`, if any.
     #[inline]
     pub fn get(&self, file_number: u64, offset: u64) -> Option<Arc<Block>> {
-        self.cache.get(&(file_number, offset))
+        match self.cache.get(&(file_number, offset))? {
+            Cached::Block(b) => Some(b),
+            Cached::Bytes(_) => None,
+        }
     }
 
     /// Caches a block.
     pub fn insert(&self, file_number: u64, offset: u64, block: Arc<Block>) {
         if self.capacity > 0 {
-            self.cache.insert((file_number, offset), block);
+            self.cache
+                .insert((file_number, offset), Cached::Block(block));
+        }
+    }
+
+    /// The cached bytes at `offset` of file `file_number` (a value array's page), if any.
+    #[inline]
+    pub fn get_bytes(&self, file_number: u64, offset: u64) -> Option<Arc<[u8]>> {
+        match self.cache.get(&(file_number, offset))? {
+            Cached::Bytes(b) => Some(b),
+            Cached::Block(_) => None,
+        }
+    }
+
+    /// Caches bytes read at `offset` of file `file_number`. The file's bytes there must never
+    /// change (append-only files; file numbers are never reused).
+    pub fn insert_bytes(&self, file_number: u64, offset: u64, bytes: Arc<[u8]>) {
+        if self.capacity > 0 {
+            self.cache
+                .insert((file_number, offset), Cached::Bytes(bytes));
         }
     }
 }
