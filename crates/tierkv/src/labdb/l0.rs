@@ -977,6 +977,10 @@ struct TreeIter {
     done: bool,
     err: Option<Error>,
     charge: Charge,
+    /// Entries the next fill gathers at least (whole leaves): a user iterator starts at one
+    /// leaf after each seek and doubles per fill up to [`FILL_BATCH`] (a short scan reads
+    /// little ahead); a chunk's iterator reads [`FILL_BATCH`] at a time.
+    batch: usize,
 }
 
 impl TreeIter {
@@ -998,7 +1002,14 @@ impl TreeIter {
             last: None,
             done: true,
             err: None,
+            batch: 0,
         }
+    }
+
+    /// Positions at the first entry from `from` (a seek): the read-ahead starts small again.
+    fn seek_fill(&mut self, from: Bound<Vec<u8>>) {
+        self.batch = if self.range.is_some() { FILL_BATCH } else { 1 };
+        self.fill(from);
     }
 
     /// Fills `buf` from the first leaf with keys after `from` (within the range).
@@ -1024,8 +1035,8 @@ impl TreeIter {
         }
         let values = Arc::clone(&self.l0.att()?.values);
         loop {
-            // Whole leaves until [`FILL_BATCH`] entries (or the range's end): their records are
-            // read as one batch, in parallel.
+            // Whole leaves until `batch` entries (or the range's end): their records are read
+            // as one batch, in parallel.
             let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
             let mut end_of_range = false;
             loop {
@@ -1047,7 +1058,7 @@ impl TreeIter {
                     }
                     entries.push((key, payload));
                 }
-                if end_of_range || entries.len() >= FILL_BATCH {
+                if end_of_range || entries.len() >= self.batch {
                     break;
                 }
             }
@@ -1070,6 +1081,7 @@ impl TreeIter {
                 }
                 per_key.push(1 + hs.len());
             }
+            self.batch = (self.batch.max(16) * 2).min(FILL_BATCH);
             let records = values.read_many(&reqs)?;
             let read: u64 = records.iter().map(|v| v.device_bytes()).sum();
             self.charge
@@ -1126,7 +1138,7 @@ impl InternalIterator for TreeIter {
     }
 
     fn seek_to_first(&mut self) {
-        self.fill(Bound::Unbounded);
+        self.seek_fill(Bound::Unbounded);
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -1138,7 +1150,7 @@ impl InternalIterator for TreeIter {
             self.done = true;
             return;
         };
-        self.fill(Bound::Included(p.user_key.to_vec()));
+        self.seek_fill(Bound::Included(p.user_key.to_vec()));
         while self.valid() && crate::format::compare_internal(&self.buf[self.pos].0, target).is_lt()
         {
             self.pos += 1;
