@@ -66,18 +66,19 @@ const fn vs_baseline(
     metric: Metric,
     band: Band,
 ) -> Check {
-    Check {
-        claim,
-        paper,
-        phase,
-        metric,
-        compare: Compare::Ratio {
-            a: "labdb",
-            b: "nvm",
-            band,
-        },
-    }
+    ratio(claim, paper, phase, metric, "labdb", "nvm", band)
 }
+
+/// The long YCSB-A phase (`a`): a 400k-record load, then 400k operations of A.
+const LONG_A: &[Phase] = &[Phase {
+    name: "a",
+    bench_args: lab_args!(
+        "--benchmarks=ycsb-load,waitforcompaction,ycsb-a,waitforcompaction",
+        "--reads=400000"
+    ),
+    designs: &[],
+    from: None,
+}];
 
 /// YCSB load and A-F (Fig. 12).
 pub const YCSB: Experiment = Experiment {
@@ -162,15 +163,7 @@ pub const UPDATES: Experiment = Experiment {
     figure: "Fig. 12 (YCSB-A), Table 2 (YCSB-A latency), Figs. 13-14 (storage traffic, \
              flush + compaction time)",
     designs: DESIGNS,
-    phases: &[Phase {
-        name: "a",
-        bench_args: lab_args!(
-            "--benchmarks=ycsb-load,waitforcompaction,ycsb-a,waitforcompaction",
-            "--reads=400000"
-        ),
-        designs: &[],
-        from: None,
-    }],
+    phases: LONG_A,
     scaling: "one hour of YCSB-A after a 90M-record load -> 400k operations after a 400k-record \
               load; the settings of the module docs.",
     claim: "LAB-DB is 94% faster than RocksDB-NVM on YCSB-A with a p99.9 latency of 9,404 us \
@@ -233,15 +226,7 @@ pub const VARIANT_RUNS: Experiment = Experiment {
     figure: "Fig. 17 (B+ tree alone and with the WAL optimisations, YCSB-A), Fig. 16 (the WAL \
              in NVM: LAB-DB-WA)",
     designs: VARIANTS,
-    phases: &[Phase {
-        name: "a",
-        bench_args: lab_args!(
-            "--benchmarks=ycsb-load,waitforcompaction,ycsb-a,waitforcompaction",
-            "--reads=400000"
-        ),
-        designs: &[],
-        from: None,
-    }],
+    phases: LONG_A,
     scaling: "one hour of YCSB-A after a 90M-record load -> 400k operations after a 400k-record \
               load; the settings of the module docs. The hot-key buffer, part of the paper's \
               \"WAL optimisation\", is not built: `labdb` here has the log only.",
@@ -410,15 +395,7 @@ pub const PM_SIZE: Experiment = Experiment {
         "leaf-4m=labdb+labdb.leaf_region_bytes=4194304",
         "leaf-16m=labdb+labdb.leaf_region_bytes=16777216",
     ],
-    phases: &[Phase {
-        name: "a",
-        bench_args: lab_args!(
-            "--benchmarks=ycsb-load,waitforcompaction,ycsb-a,waitforcompaction",
-            "--reads=400000"
-        ),
-        designs: &[],
-        from: None,
-    }],
+    phases: LONG_A,
     scaling: "NVM of 128 MB to 512 MB (the tree's leaf region and the hot buffer) for 90 GB -> \
               leaf regions of 1, 4 and 16 MiB for 400 MB (about 5%, 18% and 70% of the keys); \
               400k YCSB-A operations after the load; the settings of the module docs.",
