@@ -197,9 +197,7 @@ impl WalMemtable {
                 options.design.wal_tier(options)
             },
             pm_memtable,
-            lab: (options.design == crate::Design::LABDB
-                && options.labdb.split_log
-                && !options.pm.wal_on_pm)
+            lab: super::lab_log::enabled(options)
                 .then(|| LabLog::new(options.labdb.wal_buffer_bytes)),
             write_buffer_size: options.write_buffer_size,
             max_write_buffer_number: options.max_write_buffer_number,
