@@ -20,6 +20,11 @@ fn open(env: &support::Env) -> Db {
 fn scan(db: &Db, read: &ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut it = db.iter(read).unwrap();
     it.seek_to_first();
+    rest_of(&mut it)
+}
+
+/// The entries from the iterator's position to its end (its status checked).
+fn rest_of(it: &mut tierkv::DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = Vec::new();
     while it.valid() {
         out.push((it.key().to_vec(), it.value().to_vec()));
@@ -194,13 +199,7 @@ fn iterator_outlives_chunk_compactions_and_tree_resets() {
     }
     db.wait_for_background_work().unwrap();
     assert!(db.stats().labdb.unwrap().chunks > 0);
-    let mut got = Vec::new();
-    while it.valid() {
-        got.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
-    }
-    it.status().unwrap();
-    assert_eq!(got, want);
+    assert_eq!(rest_of(&mut it), want);
 }
 
 /// An iterator pinned to a snapshot, opened while its tree held versions for that snapshot,
@@ -240,13 +239,7 @@ fn snapshot_iterator_keeps_held_versions_of_a_retired_tree() {
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     assert!(db.stats().labdb.unwrap().switches >= 2);
-    let mut got = Vec::new();
-    while it.valid() {
-        got.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
-    }
-    it.status().unwrap();
-    assert_eq!(got, want);
+    assert_eq!(rest_of(&mut it), want);
 }
 
 /// Options for the log tests: trees large enough that nothing switches or compacts (so the

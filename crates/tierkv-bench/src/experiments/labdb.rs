@@ -283,15 +283,15 @@ pub const VARIANT_RUNS: Experiment = Experiment {
     rounds: 1,
 };
 
+/// The paper's baseline and `labdb`, for the experiments that compare only those two.
+const BASELINE_AND_LABDB: &[&str] = &[DESIGNS[1], DESIGNS[2]];
+
 /// YCSB-A at Zipfian 0.99 and 0.7 on one load (Fig. 15).
 pub const SKEW: Experiment = Experiment {
     name: "labdb-skew",
     paper: PAPER,
     figure: "Fig. 15 (YCSB-A throughput at Zipfian constants 0.7 to 0.99)",
-    designs: &[
-        "nvm=leveled-pm+pm.wal_on_ssd=true+compaction.level0_compaction_trigger=8",
-        "labdb",
-    ],
+    designs: BASELINE_AND_LABDB,
     phases: &[
         Phase {
             name: "load",
@@ -351,10 +351,7 @@ pub const RECOVERY: Experiment = Experiment {
     name: "labdb-recovery",
     paper: PAPER,
     figure: "Fig. 9 (recovery time: B+ tree rebuild and WAL replay against RocksDB-NVM)",
-    designs: &[
-        "nvm=leveled-pm+pm.wal_on_ssd=true+compaction.level0_compaction_trigger=8",
-        "labdb",
-    ],
+    designs: BASELINE_AND_LABDB,
     phases: &[
         Phase {
             name: "load",
