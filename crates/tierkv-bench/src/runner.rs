@@ -688,7 +688,9 @@ fn ycsb_worker(
 }
 
 /// The background writer of `readwhilewriting`: random puts until `stop` is set; returns its
-/// number of writes.
+/// number of writes. It writes at least once, even when the readers are done before it is first
+/// scheduled (a few thousand reads of a small database take milliseconds), so that every
+/// *whilewriting result had a writer.
 fn background_writer(
     engine: &dyn KvEngine,
     plan: Plan,
@@ -702,10 +704,13 @@ fn background_writer(
     let mut writes = 0u64;
     barrier.wait();
     let start = Instant::now();
-    while !stop.load(Relaxed) {
+    loop {
         encode_key(keys.next_key(), &mut key);
         engine.put(&key, values.next(&key))?;
         writes += 1;
+        if stop.load(Relaxed) {
+            break;
+        }
         if let Some(pace) = plan.writer_pace {
             // --benchmark_write_rate_limit: the next write is due at start + writes x pace;
             // wake in slices so that the end of the readers stops a slow writer promptly.
