@@ -143,6 +143,9 @@ pub enum Metric {
     L0CompactionMaxBytes,
     /// The longest such compaction, in seconds.
     L0CompactionMaxSeconds,
+    /// LAB-DB's log on SSD at the end of the run: the bytes of its value arrays
+    /// (`final_stats.stats.labdb.value_bytes`; `labdb` only).
+    LabLogBytes,
 }
 
 impl Metric {
@@ -166,6 +169,7 @@ impl Metric {
             Metric::StallSeconds => "stall seconds".into(),
             Metric::OpenSeconds => "seconds to open (recovery)".into(),
             Metric::BackgroundSeconds => "flush + compaction seconds".into(),
+            Metric::LabLogBytes => "bytes of LAB-DB's value arrays at the end".into(),
         }
     }
 
@@ -189,6 +193,7 @@ impl Metric {
             Metric::StallSeconds => "stall s".into(),
             Metric::OpenSeconds => "open s".into(),
             Metric::BackgroundSeconds => "flush+compaction s".into(),
+            Metric::LabLogBytes => "log bytes".into(),
         }
     }
 
@@ -276,6 +281,14 @@ impl Metric {
             let micros: u64 = s.flush_targets.iter().map(|f| f.micros).sum::<u64>()
                 + s.compaction_levels.iter().map(|c| c.micros).sum::<u64>();
             return Some(micros as f64 / 1e6);
+        }
+        if *self == Metric::LabLogBytes {
+            let s = &run
+                .final_stats
+                .as_ref()
+                .filter(|s| s.engine == "tierkv")?
+                .stats;
+            return s.labdb.as_ref().map(|l| l.value_bytes as f64);
         }
         if let Some(f) = &run.figures {
             let a = &f.database.amplification;
@@ -527,6 +540,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     labdb::SKEW,
     labdb::RECOVERY,
     labdb::PM_SIZE,
+    labdb::CHUNKS,
 ];
 
 /// Experiments for the harness's own tests (`tierkv reproduce --self-test`, hidden): tiny runs

@@ -958,7 +958,7 @@ pub fn format_stats(s: &StatsSummary) -> String {
         let _ = writeln!(
             o,
             "LAB-DB L0: trees {} (mutable, {} keys) and {} (immutable, {} keys), {} PM; \
-             {} inserts, {} in-place updates, {} switches, {} chunks compacted; \
+             {} inserts, {} in-place updates, {} switches, {} chunks compacted ({} by file scan); \
              {} value arrays, {} ({} live); {} WAL-buffer drains",
             l.mutable_tree,
             l.mutable_keys,
@@ -969,6 +969,7 @@ pub fn format_stats(s: &StatsSummary) -> String {
             l.in_place_updates,
             l.switches,
             l.chunks,
+            l.file_scan_chunks,
             l.value_files,
             b(l.value_bytes),
             b(l.value_live_bytes),

@@ -291,6 +291,12 @@ pub struct LabOptions {
     pub split_log: bool,
     /// Bytes of the PM WAL buffer (both halves). Default 2 MiB (the paper's).
     pub wal_buffer_bytes: u64,
+    /// Chunk selection (section 3.3): chunks are the leftmost remaining leaves of the
+    /// immutable tree ("leaf scan") until this fraction of its entries is compacted; then each
+    /// chunk is the run of leaves, about a chunk long, holding the most entries whose values sit
+    /// in the oldest value array ("file scan"), so that array is freed sooner. 1.0: leaf scan
+    /// only. Default 0.8 (the paper's).
+    pub file_scan_after: f64,
 }
 
 impl Default for LabOptions {
@@ -301,6 +307,7 @@ impl Default for LabOptions {
             chunk_bytes: 64 << 20,
             split_log: true,
             wal_buffer_bytes: 2 << 20,
+            file_scan_after: 0.8,
         }
     }
 }
@@ -452,6 +459,12 @@ impl Options {
             return Err(Error::InvalidArgument(format!(
                 "labdb.immutable_at {} not in (0, 1]",
                 lab.immutable_at
+            )));
+        }
+        if !(0.0..=1.0).contains(&lab.file_scan_after) {
+            return Err(Error::InvalidArgument(format!(
+                "labdb.file_scan_after {} not in [0, 1]",
+                lab.file_scan_after
             )));
         }
         if lab.wal_buffer_bytes < 8 << 10 {

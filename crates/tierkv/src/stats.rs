@@ -694,6 +694,9 @@ pub struct LabStats {
     pub switches: u64,
     /// Chunks of an immutable tree compacted into L1.
     pub chunks: u64,
+    /// Of those, chunks chosen by file scan (the leaves holding the most values of the oldest
+    /// value array, once `labdb.file_scan_after` of the tree is compacted).
+    pub file_scan_chunks: u64,
     /// Value arrays tracked.
     pub value_files: u64,
     /// Their bytes.

@@ -67,6 +67,7 @@ fn updates_in_place_switch_trees_and_compact_chunks() {
     assert!(lab.inserts > 0, "{lab:?}");
     assert!(lab.switches > 0, "{lab:?}");
     assert!(lab.chunks > 0, "{lab:?}");
+    assert!(lab.file_scan_chunks > 0, "{lab:?}");
     assert!(lab.pm_bytes > 0 && lab.dram_bytes > 0, "{lab:?}");
     // The trees' PM and the value arrays count as the database's live bytes.
     assert!(stats.pm_live_bytes() >= lab.pm_bytes, "{lab:?}");

@@ -114,6 +114,61 @@ pub struct LabChunk {
     pub last: bool,
     /// Entries of the tree in the chunk.
     pub entries: u64,
+    /// Chosen by file scan (the run of leaves holding the most values of the oldest value
+    /// array), not as the leftmost remaining leaves.
+    pub file_scan: bool,
+}
+
+/// Where the chunk compaction of the immutable tree stands (volatile: after a restart the
+/// leaf scan starts again at the leftmost entry left, and the share compacted counts from
+/// there).
+struct ChunkState {
+    /// The immutable tree's number.
+    tree: u64,
+    /// Entries of the tree when its first chunk was chosen.
+    total: u64,
+    /// Entries of the chunks committed since.
+    compacted: u64,
+    /// The last key of the last leaf-scan chunk committed: every entry up to it is compacted.
+    cursor: Option<Vec<u8>>,
+    /// Key ranges of the file-scan chunks committed (all after `cursor`): their entries stay
+    /// in the tree until their deferred removal, so the next choice skips them.
+    done: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The next chunk, once chosen (the policy asks more often than chunks commit; a
+    /// file-scan choice reads every leaf left).
+    next: Option<LabChunk>,
+}
+
+impl ChunkState {
+    fn new(tree: u64, total: u64) -> Self {
+        ChunkState {
+            tree,
+            total,
+            compacted: 0,
+            cursor: None,
+            done: Vec::new(),
+            next: None,
+        }
+    }
+
+    /// True if `key` is in a committed file-scan chunk.
+    fn is_done(&self, key: &[u8]) -> bool {
+        self.done
+            .iter()
+            .any(|(lo, hi)| lo.as_slice() <= key && key <= hi.as_slice())
+    }
+}
+
+/// One leaf's entries left to compact, as the file scan sees them.
+struct LeafSummary {
+    first: Vec<u8>,
+    last: Vec<u8>,
+    entries: u64,
+    /// Entries whose value is in the oldest value array.
+    oldest: u64,
+    /// A committed file-scan chunk lies between this leaf and the one before it: no chunk
+    /// spans both (it would compact that chunk's entries again).
+    after_gap: bool,
 }
 
 /// Something deferred until no reader of an older version is left.
@@ -150,8 +205,8 @@ pub(crate) struct LabL0 {
     options: LabOptions,
     att: OnceLock<Attached>,
     held: Mutex<BTreeMap<Vec<u8>, Vec<Held>>>,
-    /// Per immutable tree: the last key a committed chunk covered (chunks go left to right).
-    cursor: Mutex<Option<(u64, Vec<u8>)>>,
+    /// The immutable tree's chunk compaction so far.
+    chunking: Mutex<Option<ChunkState>>,
     pending: Mutex<Vec<Pending>>,
     counts: Mutex<LabStats>,
     /// A manual compaction asked for the mutable tree to become immutable whatever its size.
@@ -165,7 +220,7 @@ impl LabL0 {
             options: options.clone(),
             att: OnceLock::new(),
             held: Mutex::new(BTreeMap::new()),
-            cursor: Mutex::new(None),
+            chunking: Mutex::new(None),
             pending: Mutex::new(Vec::new()),
             counts: Mutex::new(LabStats::default()),
             switch_requested: std::sync::atomic::AtomicBool::new(false),
@@ -619,11 +674,11 @@ impl LabL0 {
             a.retired.write().push((old_number, old));
             self.defer(waits.to_vec(), Deferred::ForgetRetired { tree: old_number });
         }
-        let mut cursor = self.cursor.lock();
-        if cursor.as_ref().is_some_and(|(t, _)| *t == old_number) {
-            *cursor = None;
+        let mut chunking = self.chunking.lock();
+        if chunking.as_ref().is_some_and(|c| c.tree == old_number) {
+            *chunking = None;
         }
-        drop(cursor);
+        drop(chunking);
         self.counts.lock().switches += 1;
         Ok(TreeRoles {
             mutable: next,
@@ -664,64 +719,39 @@ impl LabL0 {
         Ok(())
     }
 
-    /// The next chunk of the immutable tree of `roles`: the keys after the last committed
-    /// chunk whose values add up to about `chunk_bytes` (estimated from the value arrays'
-    /// average record), whole leaves at a time. `None` without an immutable tree.
+    /// The next chunk of the immutable tree of `roles`, about `chunk_bytes` of values
+    /// (estimated from the value arrays' average record), whole leaves at a time: the leftmost
+    /// leaves left (leaf scan) until `file_scan_after` of the tree's entries are compacted,
+    /// then the run of leaves holding the most values of the oldest value array (file scan).
+    /// `None` without an immutable tree.
     pub(crate) fn next_chunk(&self, roles: TreeRoles) -> Result<Option<LabChunk>> {
         let Some(tree) = self.tree(roles.immutable)? else {
             return Ok(None);
         };
         let a = self.att()?;
-        let from = match &*self.cursor.lock() {
-            Some((t, k)) if *t == roles.immutable => Some(k.clone()),
-            _ => None,
-        };
+        let mut chunking = self.chunking.lock();
+        if chunking.as_ref().is_none_or(|c| c.tree != roles.immutable) {
+            *chunking = Some(ChunkState::new(roles.immutable, tree.len()));
+        }
+        let state = chunking.as_mut().expect("set above");
+        if let Some(c) = &state.next {
+            return Ok(Some(c.clone()));
+        }
         let stats = a.values.stats();
         let avg = stats
             .bytes
             .checked_div(stats.entries)
             .map_or(1024, |a| a.max(1));
         let want = (self.options.chunk_bytes / avg).max(1);
-        let mut lo: Option<Vec<u8>> = None;
-        let mut hi: Vec<u8> = Vec::new();
-        let mut entries = 0u64;
-        let mut bound: Option<Vec<u8>> = from;
-        loop {
-            let leaf = match &bound {
-                Some(k) => tree.entries_after(Bound::Excluded(k))?,
-                None => tree.entries_after(Bound::Unbounded)?,
-            };
-            let Some(last) = leaf.last() else {
-                break;
-            };
-            if lo.is_none() {
-                lo = Some(leaf[0].0.clone());
-            }
-            hi = last.0.clone();
-            entries += leaf.len() as u64;
-            bound = Some(hi.clone());
-            if entries >= want {
-                break;
-            }
-        }
-        let Some(lo) = lo else {
-            // Nothing left after the cursor: an empty chunk that only ends the tree.
-            return Ok(Some(LabChunk {
-                tree: roles.immutable,
-                lo: Vec::new(),
-                hi: Vec::new(),
-                last: true,
-                entries: 0,
-            }));
+        let file_scan = self.options.file_scan_after < 1.0
+            && state.compacted as f64 >= self.options.file_scan_after * state.total as f64;
+        let chunk = if file_scan {
+            file_scan_chunk(&tree, state, want)?
+        } else {
+            leaf_scan_chunk(&tree, state, want)?
         };
-        let last = tree.entries_after(Bound::Excluded(&hi))?.is_empty();
-        Ok(Some(LabChunk {
-            tree: roles.immutable,
-            lo,
-            hi,
-            last,
-            entries,
-        }))
+        state.next = Some(chunk.clone());
+        Ok(Some(chunk))
     }
 
     /// An iterator over the chunk's entries (tree versions and held versions).
@@ -744,12 +774,31 @@ impl LabL0 {
     }
 
     /// After the manifest record that installed the chunk's outputs (`waits`: the versions
-    /// live before it): the cursor moves past the chunk, and its entries' removal is deferred
+    /// live before it): the chunk is marked compacted (a leaf-scan chunk moves the cursor past
+    /// it, a file-scan one is skipped from then on), and its entries' removal is deferred
     /// until those versions are released. (After the last chunk the tree is left as it is
     /// until the next switch retires it.)
     pub(crate) fn chunk_done(&self, chunk: &LabChunk, waits: Vec<Weak<Version>>) {
-        *self.cursor.lock() = Some((chunk.tree, chunk.hi.clone()));
-        self.counts.lock().chunks += 1;
+        {
+            let mut chunking = self.chunking.lock();
+            if chunking.as_ref().is_none_or(|c| c.tree != chunk.tree) {
+                *chunking = Some(ChunkState::new(chunk.tree, chunk.entries));
+            }
+            let state = chunking.as_mut().expect("set above");
+            state.next = None;
+            state.compacted += chunk.entries;
+            if chunk.file_scan {
+                state.done.push((chunk.lo.clone(), chunk.hi.clone()));
+            } else {
+                state.cursor = Some(chunk.hi.clone());
+            }
+        }
+        let mut c = self.counts.lock();
+        c.chunks += 1;
+        if chunk.file_scan {
+            c.file_scan_chunks += 1;
+        }
+        drop(c);
         if chunk.entries > 0 {
             self.defer(
                 waits,
@@ -933,6 +982,168 @@ impl LabL0 {
         }
         Ok((trees, n))
     }
+}
+
+/// The leftmost leaves after the cursor, at least `want` entries (or all that are left).
+fn leaf_scan_chunk(tree: &PbTree, state: &ChunkState, want: u64) -> Result<LabChunk> {
+    let mut lo: Option<Vec<u8>> = None;
+    let mut hi: Vec<u8> = Vec::new();
+    let mut entries = 0u64;
+    let mut bound: Option<Vec<u8>> = state.cursor.clone();
+    loop {
+        let leaf = match &bound {
+            Some(k) => tree.entries_after(Bound::Excluded(k))?,
+            None => tree.entries_after(Bound::Unbounded)?,
+        };
+        let Some(last) = leaf.last() else {
+            break;
+        };
+        if lo.is_none() {
+            lo = Some(leaf[0].0.clone());
+        }
+        hi = last.0.clone();
+        entries += leaf.len() as u64;
+        bound = Some(hi.clone());
+        if entries >= want {
+            break;
+        }
+    }
+    let Some(lo) = lo else {
+        // Nothing left after the cursor: an empty chunk that only ends the tree.
+        return Ok(LabChunk {
+            tree: state.tree,
+            lo: Vec::new(),
+            hi: Vec::new(),
+            last: true,
+            entries: 0,
+            file_scan: false,
+        });
+    };
+    let last = tree.entries_after(Bound::Excluded(&hi))?.is_empty();
+    Ok(LabChunk {
+        tree: state.tree,
+        lo,
+        hi,
+        last,
+        entries,
+        file_scan: false,
+    })
+}
+
+/// The file scan: of the entries left (after the cursor, outside committed file-scan chunks),
+/// the run of consecutive leaves with at least `want` entries (fewer only where a committed
+/// chunk or the end cuts the run) that holds the most entries whose values sit in the oldest
+/// value array any of them references (ties: the leftmost run). A chunk stays one key range,
+/// as a leaf-scan chunk is, so it merges with the L1 tables under one range.
+fn file_scan_chunk(tree: &PbTree, state: &ChunkState, want: u64) -> Result<LabChunk> {
+    let mut leaves: Vec<LeafSummary> = Vec::new();
+    let mut words: Vec<Vec<u64>> = Vec::new();
+    let mut bound: Option<Vec<u8>> = state.cursor.clone();
+    let mut gap = false;
+    loop {
+        let leaf = match &bound {
+            Some(k) => tree.entries_after(Bound::Excluded(k))?,
+            None => tree.entries_after(Bound::Unbounded)?,
+        };
+        let Some(last) = leaf.last() else {
+            break;
+        };
+        bound = Some(last.0.clone());
+        let mut run: Vec<(Vec<u8>, u64)> = Vec::new();
+        for (k, p) in leaf {
+            if state.is_done(&k) {
+                // A committed chunk: close the leaves gathered so far in this leaf.
+                if !run.is_empty() {
+                    push_leaf(&mut leaves, &mut words, std::mem::take(&mut run), gap)?;
+                }
+                gap = true;
+                continue;
+            }
+            run.push((k, word_of(&p)?));
+        }
+        if !run.is_empty() {
+            push_leaf(&mut leaves, &mut words, run, gap)?;
+            gap = false;
+        }
+    }
+    let left: u64 = leaves.iter().map(|l| l.entries).sum();
+    if leaves.is_empty() {
+        return Ok(LabChunk {
+            tree: state.tree,
+            lo: Vec::new(),
+            hi: Vec::new(),
+            last: true,
+            entries: 0,
+            file_scan: true,
+        });
+    }
+    let oldest = words
+        .iter()
+        .flatten()
+        .filter_map(|&w| match Vaddr::decode(w, "LAB-DB tree") {
+            Ok(Vaddr::Value { file, .. }) => Some(file),
+            _ => None,
+        })
+        .min();
+    for (l, ws) in leaves.iter_mut().zip(&words) {
+        l.oldest = ws
+            .iter()
+            .filter(|&&w| {
+                matches!(Vaddr::decode(w, "LAB-DB tree"), Ok(Vaddr::Value { file, .. }) if Some(file) == oldest)
+            })
+            .count() as u64;
+    }
+    // Two pointers: the window [i, j) grows to `want` entries (or the end of its run), then
+    // is scored; the best window wins.
+    let mut best: Option<(u64, usize, usize)> = None;
+    let mut j = 0;
+    let (mut entries, mut score) = (0u64, 0u64);
+    for i in 0..leaves.len() {
+        if leaves[i].after_gap || j <= i {
+            j = i;
+            entries = 0;
+            score = 0;
+        }
+        while j < leaves.len() && entries < want && (j == i || !leaves[j].after_gap) {
+            entries += leaves[j].entries;
+            score += leaves[j].oldest;
+            j += 1;
+        }
+        if best.is_none_or(|(s, _, _)| score > s) {
+            best = Some((score, i, j));
+        }
+        entries -= leaves[i].entries;
+        score -= leaves[i].oldest;
+    }
+    let (_, i, j) = best.expect("at least one leaf");
+    let entries: u64 = leaves[i..j].iter().map(|l| l.entries).sum();
+    Ok(LabChunk {
+        tree: state.tree,
+        lo: leaves[i].first.clone(),
+        hi: leaves[j - 1].last.clone(),
+        last: entries == left,
+        entries,
+        file_scan: true,
+    })
+}
+
+fn push_leaf(
+    leaves: &mut Vec<LeafSummary>,
+    words: &mut Vec<Vec<u64>>,
+    run: Vec<(Vec<u8>, u64)>,
+    after_gap: bool,
+) -> Result<()> {
+    let first = run.first().expect("non-empty").0.clone();
+    let last = run.last().expect("non-empty").0.clone();
+    leaves.push(LeafSummary {
+        first,
+        last,
+        entries: run.len() as u64,
+        oldest: 0,
+        after_gap,
+    });
+    words.push(run.into_iter().map(|(_, w)| w).collect());
+    Ok(())
 }
 
 fn word_of(p: &[u8]) -> Result<u64> {
@@ -1198,5 +1409,124 @@ impl TreeIter {
             }
             None => self.done = true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{open_pm_owners, PmFsOpen};
+    use crate::pbtree::PbTreeOwner;
+    use tierkv_pm::PoolOptions;
+
+    fn key(i: u64) -> Vec<u8> {
+        format!("k{i:04}").into_bytes()
+    }
+
+    /// A tree of keys 0..300 whose values are in value array 5, but 240..270 in 6 and
+    /// 270..300 in 3 (the oldest).
+    fn tree() -> (Arc<PmPool>, Arc<PbTree>) {
+        let options = PoolOptions {
+            size: 4 << 20,
+            chunk_size: 64 << 10,
+            ..PoolOptions::default()
+        };
+        let pool = PmPool::create_crash_sim(&options, true).unwrap();
+        let mut owner = PbTreeOwner::with_layout(Arc::clone(&pool), "t", "t", Layout::Inline);
+        open_pm_owners(&pool, "t", PmFsOpen::Create(7), &mut [&mut owner]).unwrap();
+        let tree = Arc::new(owner.into_tree(true).unwrap());
+        for i in 0..300 {
+            let file = match i {
+                0..240 => 5,
+                240..270 => 6,
+                _ => 3,
+            };
+            let w = Vaddr::value(file, 64 + i).unwrap().encode();
+            tree.upsert_word(&key(i), |_| WordOp::Put(w)).unwrap();
+        }
+        (pool, tree)
+    }
+
+    fn file_of(tree: &PbTree, k: &[u8]) -> u64 {
+        match Vaddr::decode(tree.get_word(k).unwrap().unwrap(), "t").unwrap() {
+            Vaddr::Value { file, .. } => file,
+            Vaddr::Hot { .. } => unreachable!(),
+        }
+    }
+
+    /// Leaf scan from the cursor, then file scan: the oldest array's leaves first, every
+    /// entry left compacted exactly once, the last chunk (only) marked last.
+    #[test]
+    fn file_scan_takes_the_oldest_arrays_leaves_first_and_covers_the_rest_once() {
+        let (_pool, tree) = tree();
+        let mut state = ChunkState::new(1, 300);
+        // Leaf scan: the leftmost leaves, one at a time, in order, up to array 6's keys.
+        let mut next_lo = key(0);
+        loop {
+            let c = leaf_scan_chunk(&tree, &state, 1).unwrap();
+            assert!(!c.file_scan && !c.last, "{c:?}");
+            assert_eq!(c.lo, next_lo);
+            if c.hi >= key(240) {
+                break;
+            }
+            state.compacted += c.entries;
+            let hi: u64 = std::str::from_utf8(&c.hi[1..]).unwrap().parse().unwrap();
+            next_lo = key(hi + 1);
+            state.cursor = Some(c.hi);
+        }
+        let before = state.compacted;
+        assert!(before > 150, "{before}");
+        let cursor = state.cursor.clone().unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut chunks = Vec::new();
+        loop {
+            let c = file_scan_chunk(&tree, &state, 10).unwrap();
+            assert!(c.file_scan && c.entries > 0, "{c:?}");
+            assert!(c.lo > cursor && c.lo <= c.hi, "{c:?}");
+            let mut it = tree.iter();
+            it.seek(&c.lo).unwrap();
+            let mut n = 0;
+            while let Some((k, _)) = it.current() {
+                if *k > c.hi {
+                    break;
+                }
+                assert!(
+                    seen.insert(k.clone()),
+                    "{} compacted twice",
+                    String::from_utf8_lossy(k)
+                );
+                n += 1;
+                it.next().unwrap();
+            }
+            assert_eq!(n, c.entries, "{c:?}");
+            state.compacted += c.entries;
+            state.done.push((c.lo.clone(), c.hi.clone()));
+            chunks.push(c.clone());
+            if c.last {
+                break;
+            }
+            assert!(chunks.len() < 60, "no end");
+        }
+        // Every entry after the cursor, once.
+        assert_eq!(seen.len() as u64, 300 - before);
+        assert_eq!(state.compacted, 300);
+        // The first chunk is wholly in the oldest array's keys, where a leaf scan would have
+        // taken array 6's next.
+        assert!(chunks[0].lo >= key(270), "{:?}", chunks[0]);
+        assert_eq!(file_of(&tree, &chunks[0].lo), 3);
+        assert_eq!(file_of(&tree, &chunks[0].hi), 3);
+        let c = leaf_scan_chunk(
+            &tree,
+            &ChunkState {
+                cursor: Some(cursor),
+                ..ChunkState::new(1, 300)
+            },
+            10,
+        )
+        .unwrap();
+        assert_eq!(file_of(&tree, &c.lo), 6);
+        // Nothing left: an empty last chunk.
+        let c = file_scan_chunk(&tree, &state, 10).unwrap();
+        assert!(c.last && c.entries == 0, "{c:?}");
     }
 }
