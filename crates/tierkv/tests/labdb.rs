@@ -497,3 +497,30 @@ fn compact_range_empties_both_trees() {
         assert_eq!(db.get(&key(i)).unwrap(), Some(format!("v{i}").into_bytes()));
     }
 }
+
+/// An iterator without a snapshot reads the state of its creation even where a flush then
+/// updates the tree in place before the iterator reaches the key (it pins its sequence as a
+/// snapshot, so the replaced version is held for it).
+#[test]
+fn iterator_without_snapshot_keeps_a_version_updated_in_place_after_it_opened() {
+    let env = support::Env::new(Design::LABDB);
+    let mut o = support::tiny_options(&env);
+    // A region the keys fill far below the switch point: the second flush updates in place.
+    o.labdb.leaf_region_bytes = 1 << 20;
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..100u64 {
+        db.put(&key(i), b"old").unwrap();
+    }
+    db.flush().unwrap();
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    for i in 0..100u64 {
+        db.put(&key(i), b"new").unwrap();
+    }
+    db.flush().unwrap();
+    let lab = db.stats().labdb.unwrap();
+    assert!(lab.in_place_updates >= 100 && lab.switches == 0, "{lab:?}");
+    it.seek_to_first();
+    let got = rest_of(&mut it);
+    assert_eq!(got.len(), 100);
+    assert!(got.iter().all(|(_, v)| v == b"old"), "{got:?}");
+}

@@ -195,7 +195,7 @@ pub(crate) fn merged_sources(
 pub struct DbIterator {
     inner: MergingIterator,
     _sv: Arc<SuperVersion>,
-    /// The iterator's sequence held as a snapshot (designs with a global index).
+    /// The iterator's sequence held as a snapshot (designs with a global index, and LAB-DB).
     _pin: Option<super::Snapshot>,
     db: Arc<DbInner>,
     snapshot: SequenceNumber,
