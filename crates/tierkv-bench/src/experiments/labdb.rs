@@ -290,15 +290,24 @@ pub const CHUNKS: Experiment = Experiment {
     paper: PAPER,
     figure: "Fig. 10 (log size with leaf scan alone and with file scan after 80%)",
     designs: &["leaf-scan=labdb+labdb.file_scan_after=1", "labdb"],
-    phases: LONG_A,
+    phases: &[Phase {
+        name: "a",
+        bench_args: lab_args!(
+            "--benchmarks=ycsb-load,waitforcompaction,ycsb-a",
+            "--reads=400000"
+        ),
+        designs: &[],
+        from: None,
+    }],
     scaling: "one hour of YCSB-A after a 90M-record load -> 400k operations after a 400k-record \
-              load; the settings of the module docs. The log's size is taken at the end of the \
-              run (the paper plots it over time).",
+              load; the settings of the module docs. The log's size is taken once, when YCSB-A \
+              ends, with chunks still being compacted (the paper plots it over time; after \
+              the last chunk both selections leave the same arrays).",
     claim: "Switching chunk selection to file scan after 80% of the leaves makes the log 11% \
             smaller.",
     checks: &[
         ratio(
-            "log (value arrays) bytes at the end: file scan below leaf scan alone",
+            "log (value arrays) bytes when YCSB-A ends: file scan below leaf scan alone",
             "0.89",
             "a",
             Metric::LabLogBytes,
