@@ -298,8 +298,10 @@ impl DbInner {
             .iter()
             .flat_map(|(g, runs)| runs.iter().map(move |_| *g == task.output_group))
             .collect();
-        // LAB-DB: the immutable tree's chunk, the newest input, first.
-        if let Some(chunk) = &task.lab_chunk {
+        // LAB-DB: the immutable tree's chunk, the newest input, first. An empty chunk (only
+        // ends the tree) reads nothing: entries of compacted chunks may still be in the tree
+        // until their deferred removal, and must not be compacted again.
+        if let Some(chunk) = task.lab_chunk.as_ref().filter(|c| c.entries > 0) {
             let l0 = self.stages[task.stage].lab().ok_or_else(|| {
                 Error::InvalidArgument("a tree chunk task for a stage without L0 trees".into())
             })?;

@@ -754,7 +754,9 @@ impl LabL0 {
         Ok(Some(chunk))
     }
 
-    /// An iterator over the chunk's entries (tree versions and held versions).
+    /// An iterator over the chunk's entries (tree versions and held versions). The caller
+    /// reads no iterator for an empty chunk (`entries == 0`: this one would cover the whole
+    /// tree).
     pub(crate) fn chunk_iter(
         self: &Arc<Self>,
         chunk: &LabChunk,
@@ -984,6 +986,28 @@ impl LabL0 {
     }
 }
 
+impl LabChunk {
+    /// The empty chunk that only ends tree `tree` (nothing is left to compact).
+    fn ends(tree: u64, file_scan: bool) -> LabChunk {
+        LabChunk {
+            tree,
+            lo: Vec::new(),
+            hi: Vec::new(),
+            last: true,
+            entries: 0,
+            file_scan,
+        }
+    }
+}
+
+/// The entries of the leaf holding the first key after `after` (from the first key without).
+fn leaf_after(tree: &PbTree, after: Option<&[u8]>) -> Result<Vec<crate::pbtree::Entry>> {
+    match after {
+        Some(k) => tree.entries_after(Bound::Excluded(k)),
+        None => tree.entries_after(Bound::Unbounded),
+    }
+}
+
 /// The leftmost leaves after the cursor, at least `want` entries (or all that are left).
 fn leaf_scan_chunk(tree: &PbTree, state: &ChunkState, want: u64) -> Result<LabChunk> {
     let mut lo: Option<Vec<u8>> = None;
@@ -991,10 +1015,7 @@ fn leaf_scan_chunk(tree: &PbTree, state: &ChunkState, want: u64) -> Result<LabCh
     let mut entries = 0u64;
     let mut bound: Option<Vec<u8>> = state.cursor.clone();
     loop {
-        let leaf = match &bound {
-            Some(k) => tree.entries_after(Bound::Excluded(k))?,
-            None => tree.entries_after(Bound::Unbounded)?,
-        };
+        let leaf = leaf_after(tree, bound.as_deref())?;
         let Some(last) = leaf.last() else {
             break;
         };
@@ -1010,14 +1031,7 @@ fn leaf_scan_chunk(tree: &PbTree, state: &ChunkState, want: u64) -> Result<LabCh
     }
     let Some(lo) = lo else {
         // Nothing left after the cursor: an empty chunk that only ends the tree.
-        return Ok(LabChunk {
-            tree: state.tree,
-            lo: Vec::new(),
-            hi: Vec::new(),
-            last: true,
-            entries: 0,
-            file_scan: false,
-        });
+        return Ok(LabChunk::ends(state.tree, false));
     };
     let last = tree.entries_after(Bound::Excluded(&hi))?.is_empty();
     Ok(LabChunk {
@@ -1041,10 +1055,7 @@ fn file_scan_chunk(tree: &PbTree, state: &ChunkState, want: u64) -> Result<LabCh
     let mut bound: Option<Vec<u8>> = state.cursor.clone();
     let mut gap = false;
     loop {
-        let leaf = match &bound {
-            Some(k) => tree.entries_after(Bound::Excluded(k))?,
-            None => tree.entries_after(Bound::Unbounded)?,
-        };
+        let leaf = leaf_after(tree, bound.as_deref())?;
         let Some(last) = leaf.last() else {
             break;
         };
@@ -1068,14 +1079,7 @@ fn file_scan_chunk(tree: &PbTree, state: &ChunkState, want: u64) -> Result<LabCh
     }
     let left: u64 = leaves.iter().map(|l| l.entries).sum();
     if leaves.is_empty() {
-        return Ok(LabChunk {
-            tree: state.tree,
-            lo: Vec::new(),
-            hi: Vec::new(),
-            last: true,
-            entries: 0,
-            file_scan: true,
-        });
+        return Ok(LabChunk::ends(state.tree, true));
     }
     let oldest = words
         .iter()
