@@ -272,23 +272,21 @@ impl Metric {
         if *self == Metric::OpenSeconds {
             return run.open_seconds;
         }
-        if *self == Metric::BackgroundSeconds {
-            let s = &run
-                .final_stats
+        // TierKV's own figures (not RocksDB's).
+        let tierkv = || {
+            run.final_stats
                 .as_ref()
-                .filter(|s| s.engine == "tierkv")?
-                .stats;
+                .filter(|s| s.engine == "tierkv")
+                .map(|s| &s.stats)
+        };
+        if *self == Metric::BackgroundSeconds {
+            let s = tierkv()?;
             let micros: u64 = s.flush_targets.iter().map(|f| f.micros).sum::<u64>()
                 + s.compaction_levels.iter().map(|c| c.micros).sum::<u64>();
             return Some(micros as f64 / 1e6);
         }
         if *self == Metric::LabLogBytes {
-            let s = &run
-                .final_stats
-                .as_ref()
-                .filter(|s| s.engine == "tierkv")?
-                .stats;
-            return s.labdb.as_ref().map(|l| l.value_bytes as f64);
+            return tierkv()?.labdb.as_ref().map(|l| l.value_bytes as f64);
         }
         if let Some(f) = &run.figures {
             let a = &f.database.amplification;
