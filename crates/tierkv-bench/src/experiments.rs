@@ -127,6 +127,8 @@ pub enum Metric {
     /// Bytes written to the SSD tier (every purpose, the log's included):
     /// `figures.tiers[0].bytes_written` (the papers' "disk writes").
     SsdBytesWritten,
+    /// Bytes read from the SSD tier (every purpose): `figures.tiers[0].bytes_read`.
+    SsdBytesRead,
     /// Seconds writers were delayed or stopped: `figures.stall_seconds`.
     StallSeconds,
     /// Seconds opening the database took (from an earlier phase's copy: its recovery):
@@ -166,6 +168,7 @@ impl Metric {
             Metric::BytesRead => "bytes read (all tiers)".into(),
             Metric::BytesWritten => "bytes written (all tiers)".into(),
             Metric::SsdBytesWritten => "bytes written to SSD".into(),
+            Metric::SsdBytesRead => "bytes read from SSD".into(),
             Metric::StallSeconds => "stall seconds".into(),
             Metric::OpenSeconds => "seconds to open (recovery)".into(),
             Metric::BackgroundSeconds => "flush + compaction seconds".into(),
@@ -190,6 +193,7 @@ impl Metric {
             Metric::BytesRead => "bytes read".into(),
             Metric::BytesWritten => "bytes written".into(),
             Metric::SsdBytesWritten => "SSD bytes written".into(),
+            Metric::SsdBytesRead => "SSD bytes read".into(),
             Metric::StallSeconds => "stall s".into(),
             Metric::OpenSeconds => "open s".into(),
             Metric::BackgroundSeconds => "flush+compaction s".into(),
@@ -298,6 +302,7 @@ impl Metric {
                 Metric::BytesRead => Some(f.database.bytes_read as f64),
                 Metric::BytesWritten => Some(f.database.bytes_written as f64),
                 Metric::SsdBytesWritten => f.tiers.first().map(|t| t.bytes_written as f64),
+                Metric::SsdBytesRead => f.tiers.first().map(|t| t.bytes_read as f64),
                 Metric::StallSeconds => Some(f.stall_seconds),
                 _ => None,
             };

@@ -959,7 +959,8 @@ pub fn format_stats(s: &StatsSummary) -> String {
             o,
             "LAB-DB L0: trees {} (mutable, {} keys) and {} (immutable, {} keys), {} PM; \
              {} inserts, {} in-place updates, {} switches, {} chunks compacted ({} by file scan); \
-             {} value arrays, {} ({} live); {} WAL-buffer drains",
+             {} value arrays, {} ({} live); {} WAL-buffer drains; hot-key buffer: \
+             {} slots in use, {} PM, {} versions written",
             l.mutable_tree,
             l.mutable_keys,
             l.immutable_tree,
@@ -973,7 +974,10 @@ pub fn format_stats(s: &StatsSummary) -> String {
             l.value_files,
             b(l.value_bytes),
             b(l.value_live_bytes),
-            l.log_drains
+            l.log_drains,
+            l.hot_slots,
+            b(l.hot_pm_bytes),
+            l.hot_writes
         );
     }
     o

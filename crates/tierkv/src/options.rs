@@ -297,6 +297,17 @@ pub struct LabOptions {
     /// in the oldest value array ("file scan"), so that array is freed sooner. 1.0: leaf scan
     /// only. Default 0.8 (the paper's).
     pub file_scan_after: f64,
+    /// PM bytes of the hot-key buffer (section 3.3): slots holding the values of keys updated
+    /// often, updated in place at each flush (`docs/designs/labdb.md`). 0: no hot-key buffer.
+    /// Default 256 MiB (the paper's); grown 1 MiB at a time as slots are taken.
+    pub hot_buffer_bytes: u64,
+    /// Bytes of one slot: two halves, each a 24-byte header, the key and the value; a version
+    /// that does not fit a half is not placed in the buffer. Default 2560 (1 KiB values with
+    /// keys up to 256 bytes).
+    pub hot_slot_bytes: u64,
+    /// A key flushed this many times recently (a count-min sketch, halved as it fills) gets a
+    /// slot. Default 4.
+    pub hot_threshold: u32,
 }
 
 impl Default for LabOptions {
@@ -308,6 +319,9 @@ impl Default for LabOptions {
             split_log: true,
             wal_buffer_bytes: 2 << 20,
             file_scan_after: 0.8,
+            hot_buffer_bytes: 256 << 20,
+            hot_slot_bytes: 2560,
+            hot_threshold: 4,
         }
     }
 }
@@ -465,6 +479,18 @@ impl Options {
             return Err(Error::InvalidArgument(format!(
                 "labdb.file_scan_after {} not in [0, 1]",
                 lab.file_scan_after
+            )));
+        }
+        if lab.hot_slot_bytes < 128 || !lab.hot_slot_bytes.is_multiple_of(64) {
+            return Err(Error::InvalidArgument(format!(
+                "labdb.hot_slot_bytes {} must be a multiple of 64, at least 128",
+                lab.hot_slot_bytes
+            )));
+        }
+        if lab.hot_threshold == 0 || lab.hot_threshold > 255 {
+            return Err(Error::InvalidArgument(format!(
+                "labdb.hot_threshold {} not in 1..=255",
+                lab.hot_threshold
             )));
         }
         if lab.wal_buffer_bytes < 8 << 10 {

@@ -703,6 +703,12 @@ pub struct LabStats {
     pub value_bytes: u64,
     /// The estimated bytes of their records still referenced.
     pub value_live_bytes: u64,
+    /// Slots of the hot-key buffer that belong to a key.
+    pub hot_slots: u64,
+    /// PM bytes of the hot-key buffer (its segments, used or not).
+    pub hot_pm_bytes: u64,
+    /// Versions flushes wrote into hot slots (each one an in-place update in PM).
+    pub hot_writes: u64,
     /// Times a full half of the PM WAL buffer was drained (the key and value arrays synced by
     /// the write that filled it; LAB-DB's log only).
     pub log_drains: u64,

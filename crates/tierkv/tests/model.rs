@@ -51,6 +51,11 @@ fn small_options(rng: &mut SmallRng) -> Options {
     // B+-tree-only variant).
     o.labdb.wal_buffer_bytes = 8 << 10;
     o.labdb.split_log = rng.gen_range(0..4) != 0;
+    // Its hot-key buffer: 32 slots of two 256-byte halves, a key hot from its second flush;
+    // or none.
+    o.labdb.hot_buffer_bytes = [0, 16 << 10][rng.gen_range(0..2)];
+    o.labdb.hot_slot_bytes = 512;
+    o.labdb.hot_threshold = 2;
     o
 }
 

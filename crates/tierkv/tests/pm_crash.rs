@@ -56,7 +56,8 @@ fn is_write(op: &Op) -> bool {
 /// pool (each run file takes at least one chunk).
 fn pool_options(design: Design) -> PoolOptions {
     PoolOptions {
-        size: if design.data_on_pm() {
+        // LAB-DB: room for its hot-key buffer beside the WAL's reserve.
+        size: if design.data_on_pm() || design == Design::LABDB {
             4 << 20
         } else {
             2 << 20
@@ -95,6 +96,10 @@ fn options(design: Design, fs: &MemFs, pool: Arc<PmPool>) -> Options {
     o.labdb.chunk_bytes = 1 << 10;
     // Its log: a WAL buffer of two 4 KiB halves, so the walks cross drains.
     o.labdb.wal_buffer_bytes = 8 << 10;
+    // Its hot-key buffer: keys hot from their second flush, so the walks cross slot writes.
+    o.labdb.hot_buffer_bytes = 16 << 10;
+    o.labdb.hot_slot_bytes = 512;
+    o.labdb.hot_threshold = 2;
     o
 }
 
@@ -431,6 +436,13 @@ fn run_once(
             } else {
                 // One group (SLM-DB's single level): compactions ran within it.
                 assert!(stats.compactions > 0, "seed {seed}: no compaction ran");
+            }
+            // LAB-DB: the walk crosses writes of hot slots.
+            if let Some(lab) = &stats.labdb {
+                assert!(
+                    lab.hot_writes > 0,
+                    "seed {seed}: no hot slot written: {lab:?}"
+                );
             }
         }
     }

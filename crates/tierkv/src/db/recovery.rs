@@ -661,11 +661,21 @@ pub(crate) fn attach_lab(
         cache,
     );
     let roles = crate::labdb::l0::roles_of(versions.current().stage(0).trees);
+    let hot = if options.labdb.hot_buffer_bytes > 0 {
+        Some(Arc::new(crate::labdb::hot::HotBuffer::open(
+            pm.pmfs.clone(),
+            dir,
+            &options.labdb,
+            writable,
+        )?))
+    } else {
+        None
+    };
     l0.attach(
         Arc::clone(&pm.pool),
         &pm.location,
         trees,
-        values,
+        (values, hot),
         roles,
         writable.then_some(versions.log_number),
     )

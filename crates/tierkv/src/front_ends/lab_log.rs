@@ -488,17 +488,21 @@ pub(crate) fn scan(
             if rec.memtable < log_number || out.groups.contains_key(&rec.first_seq) {
                 continue;
             }
-            let ops = rec
-                .ops
-                .into_iter()
-                .map(|op| {
-                    let value = match op.value {
-                        OpValue::Array { bytes, .. } => bytes.unwrap_or_default(),
-                        OpValue::Hot { .. } => Vec::new(),
-                    };
-                    (op.vtype, op.key, value)
-                })
-                .collect();
+            let mut ops = Vec::with_capacity(rec.ops.len());
+            for op in rec.ops {
+                let value = match op.value {
+                    OpValue::Array { bytes, .. } => bytes.unwrap_or_default(),
+                    // Reserved: the write path never logs a hot operation (the hot-key buffer
+                    // is filled at flushes).
+                    OpValue::Hot { .. } => {
+                        return Err(Error::corruption(
+                            location,
+                            "WAL-buffer record names a hot slot",
+                        ))
+                    }
+                };
+                ops.push((op.vtype, op.key, value));
+            }
             out.groups.insert(
                 rec.first_seq,
                 Group {

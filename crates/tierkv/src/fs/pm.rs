@@ -1136,6 +1136,34 @@ impl PmWords {
         Ok(self.fs.pool.store_u64_persist(self.word(offset)?, value)?)
     }
 
+    /// Writes `data` at `offset` (inside the persisted size) in place and persists it: every
+    /// line written back, then one fence per chunk the range touches (`msync` too in the
+    /// pool's `Msync` mode). A crash before it returns leaves any mix of old and new bytes.
+    pub(crate) fn write_persist(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let end = offset.checked_add(data.len() as u64);
+        if end.is_none_or(|e| e > self.size()) {
+            return Err(Error::InvalidArgument(format!(
+                "{}: write of {} bytes at {offset} past the file's {} bytes",
+                self.path.display(),
+                data.len(),
+                self.size()
+            )));
+        }
+        let dpc = self.fs.data_per_chunk;
+        let chunks = self.file.chunks.read();
+        let mut pos = 0usize;
+        while pos < data.len() {
+            let at = offset + pos as u64;
+            let (idx, within) = (at / dpc, at % dpc);
+            let n = ((data.len() - pos) as u64).min(dpc - within) as usize;
+            let pool_at = chunks[idx as usize] + CHUNK_HEADER_BYTES + within;
+            self.fs.pool.write(pool_at, &data[pos..pos + n])?;
+            self.fs.pool.persist(pool_at, n as u64)?;
+            pos += n;
+        }
+        Ok(())
+    }
+
     /// `msync`s the range `[offset, offset + len)` of the file (a sync write), whatever the
     /// pool's mode.
     pub(crate) fn msync(&self, offset: u64, len: u64) -> Result<()> {

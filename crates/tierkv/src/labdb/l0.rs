@@ -57,12 +57,21 @@
 //! of older versions, and its PM chunks go back to the pool when the last of them lets go. So a long-lived iterator
 //! never holds up a switch (and so never stops writes); it only keeps its tree's PM alive.
 //!
-//! Value arrays hold one reference per tree entry and held version pointing into them (counted
-//! again from the trees at open); an array whose references are gone is deleted (deferred).
+//! Value arrays, and hot slots ([`super::hot`]), hold one reference per tree entry and held
+//! version naming them (counted again from the trees at open); an array whose references are
+//! gone is deleted, and such a slot freed (both deferred).
+//!
+//! # Hot keys
+//!
+//! A flush places a hot key's newest version in a half of its PM slot that nothing names
+//! (persisted) before the tree entry names that half ([`super::hot`]); a hot address names one
+//! exact version, as a value-array address does, so reads, held versions and chunks treat both
+//! alike.
 
 use crate::format::{make_internal_key, parse_internal_key, ValueType};
 use crate::iterator::InternalIterator;
-use crate::labdb::vaddr::Vaddr;
+use crate::labdb::hot::HotBuffer;
+use crate::labdb::vaddr::{Vaddr, ValueRecord};
 use crate::labdb::vlog::ValueFiles;
 use crate::options::LabOptions;
 use crate::pbtree::{Layout, PbTree, WordOp};
@@ -180,6 +189,8 @@ enum Deferred {
     DeleteValues { number: u64 },
     /// Forget retired tree `tree` (no version names it any more).
     ForgetRetired { tree: u64 },
+    /// Return hot slot `slot` (no reference left) to the free list.
+    FreeHot { slot: u64 },
 }
 
 struct Pending {
@@ -197,7 +208,44 @@ struct Attached {
     /// Trees replaced at a switch that readers of older versions may still read, by number.
     retired: RwLock<Vec<(u64, Arc<PbTree>)>>,
     values: Arc<ValueFiles>,
+    /// The hot-key buffer (`None`: `labdb.hot_buffer_bytes` is 0).
+    hot: Option<Arc<HotBuffer>>,
     writable: bool,
+}
+
+impl Attached {
+    /// Counts one more reference to what `word` names (a value array or a hot slot).
+    fn add_ref(&self, word: u64) -> Result<()> {
+        match Vaddr::decode(word, &self.location)? {
+            Vaddr::Value { file, .. } => self.values.add_ref(file),
+            Vaddr::Hot { slot, half, .. } => self.hot()?.add_ref(slot, half),
+        }
+    }
+
+    /// Drops the reference `word` held.
+    fn drop_ref(&self, word: u64) -> Result<()> {
+        match Vaddr::decode(word, &self.location)? {
+            Vaddr::Value { file, .. } => self.values.drop_ref(file),
+            Vaddr::Hot { slot, half, .. } => self.hot()?.drop_ref(slot, half),
+        }
+    }
+
+    fn hot(&self) -> Result<&Arc<HotBuffer>> {
+        self.hot.as_ref().ok_or_else(|| {
+            Error::corruption(
+                self.location.clone(),
+                "a LAB-DB value address names a hot slot, but the hot-key buffer is off",
+            )
+        })
+    }
+
+    /// The version `word` names for `key`: a value record, or a half of a hot slot.
+    fn read(&self, word: u64, key: &[u8]) -> Result<ValueRecord> {
+        match Vaddr::decode(word, &self.location)? {
+            Vaddr::Value { .. } => self.values.read(word, key),
+            Vaddr::Hot { slot, half, tag } => self.hot()?.read(slot, half, tag, key),
+        }
+    }
 }
 
 /// LAB-DB's L0 (module docs). Created with the stage; attached to the pool at open.
@@ -249,15 +297,18 @@ impl LabL0 {
     /// into are registered (a missing one is corruption) and their references counted, and
     /// (writable) the arrays nothing references are removed, but those numbered from
     /// `writable`'s number on (the oldest memtable not flushed: the log replays their arrays).
+    /// `stores`: the value arrays and the hot-key buffer (if on); every entry naming a hot
+    /// slot claims it.
     pub(crate) fn attach(
         &self,
         pool: Arc<PmPool>,
         location: &str,
         trees: [PbTree; 2],
-        values: Arc<ValueFiles>,
+        stores: (Arc<ValueFiles>, Option<Arc<HotBuffer>>),
         roles: TreeRoles,
         writable: Option<u64>,
     ) -> Result<()> {
+        let (values, hot) = stores;
         let keep_from = writable.unwrap_or(0);
         let writable = writable.is_some();
         let [t0, t1] = trees;
@@ -298,15 +349,19 @@ impl LabL0 {
                 })?);
                 match Vaddr::decode(word, location)? {
                     Vaddr::Value { file, .. } => *refs.entry(file).or_default() += 1,
-                    Vaddr::Hot { .. } => {
-                        return Err(Error::corruption(
-                            location,
-                            format!(
-                                "LAB-DB tree {n} entry {} names a hot slot",
-                                crate::util::escape(key)
-                            ),
-                        ))
-                    }
+                    Vaddr::Hot { slot, half, tag } => match &hot {
+                        Some(h) => h.claim(slot, half, tag, key)?,
+                        None => {
+                            return Err(Error::corruption(
+                                location,
+                                format!(
+                                    "LAB-DB tree {n} entry {} names a hot slot, but the \
+                                     hot-key buffer is off",
+                                    crate::util::escape(key)
+                                ),
+                            ))
+                        }
+                    },
                 }
                 it.next()?;
             }
@@ -322,6 +377,9 @@ impl LabL0 {
         if writable {
             values.remove_untracked(keep_from)?;
         }
+        if let Some(h) = &hot {
+            h.finish_claims();
+        }
         self.att
             .set(Attached {
                 pool,
@@ -329,6 +387,7 @@ impl LabL0 {
                 slots: RwLock::new(slots),
                 retired: RwLock::new(Vec::new()),
                 values,
+                hot,
                 writable,
             })
             .map_err(|_| Error::InvalidArgument("LAB-DB's L0 attached twice".into()))
@@ -376,12 +435,12 @@ impl LabL0 {
         sequence: u64,
         pinned: bool,
     ) -> Result<Option<(ValueType, Vec<u8>, u64)>> {
-        let values = &self.att()?.values;
+        let a = self.att()?;
         for (n, tree) in self.trees_of(roles)? {
             let Some(word) = tree.get_word(key)? else {
                 continue;
             };
-            let rec = values.read(word, key)?;
+            let rec = a.read(word, key)?;
             let read = rec.device_bytes();
             if rec.seq <= sequence || !pinned {
                 return Ok(Some((rec.vtype, rec.value, read)));
@@ -392,9 +451,9 @@ impl LabL0 {
                 .get(key)
                 .map(|v| v.iter().filter(|h| h.tree == n).copied().collect())
                 .unwrap_or_default();
-            let mut best: Option<crate::labdb::vaddr::ValueRecord> = None;
+            let mut best: Option<ValueRecord> = None;
             for h in held {
-                let r = values.read(h.word, key)?;
+                let r = a.read(h.word, key)?;
                 if r.seq <= sequence && best.as_ref().is_none_or(|b| b.seq < r.seq) {
                     best = Some(r);
                 }
@@ -521,27 +580,38 @@ impl LabL0 {
                 if q.user_key != key.as_slice() {
                     break;
                 }
-                self.hold(&a.values, &key, roles.mutable, words[j], newer_seq)?;
+                self.hold(a, &key, roles.mutable, words[j], newer_seq)?;
                 newer_seq = q.sequence;
                 j += 1;
             }
-            if let Vaddr::Value { file, .. } = Vaddr::decode(words[i], "LAB-DB flush")? {
-                a.values.add_ref(file)?;
+            // A hot key's newest version goes into its slot in PM (its value is in the
+            // entry), the tree entry naming the slot.
+            let mut word = words[i];
+            if let Some(hot) = &a.hot {
+                let v: &[u8] = if p.value_type == ValueType::Deletion {
+                    &[]
+                } else {
+                    &entries[i].1
+                };
+                if let Some(w) = hot.place(&key, newest_seq, p.value_type, v)? {
+                    word = w;
+                }
             }
+            a.add_ref(word)?;
             let keep_old = snapshots.iter().any(|&s| s < newest_seq);
             let mut held_err = Ok(());
             let old = tree.upsert_word(&key, |old| {
                 if let (Some(w), true) = (old, keep_old) {
                     // Held before the tree changes: a reader that sees the new word sees it.
-                    held_err = self.hold(&a.values, &key, roles.mutable, w, newest_seq);
+                    held_err = self.hold(a, &key, roles.mutable, w, newest_seq);
                 }
-                WordOp::Put(words[i])
+                WordOp::Put(word)
             })?;
             held_err?;
             match old {
                 Some(w) => {
                     updates += 1;
-                    drop_word(&a.values, w)?;
+                    a.drop_ref(w)?;
                 }
                 None => inserts += 1,
             }
@@ -554,17 +624,8 @@ impl LabL0 {
     }
 
     /// Keeps `word` (of `key`, in tree `tree`) for snapshots, replaced at `replaced_at`.
-    fn hold(
-        &self,
-        values: &ValueFiles,
-        key: &[u8],
-        tree: u64,
-        word: u64,
-        replaced_at: u64,
-    ) -> Result<()> {
-        if let Vaddr::Value { file, .. } = Vaddr::decode(word, "LAB-DB held version")? {
-            values.add_ref(file)?;
-        }
+    fn hold(&self, a: &Attached, key: &[u8], tree: u64, word: u64, replaced_at: u64) -> Result<()> {
+        a.add_ref(word)?;
         self.held
             .lock()
             .entry(key.to_vec())
@@ -598,7 +659,7 @@ impl LabL0 {
             });
         }
         for w in dropped {
-            drop_word(&a.values, w)?;
+            a.drop_ref(w)?;
         }
         Ok(())
     }
@@ -692,7 +753,7 @@ impl LabL0 {
         let mut it = tree.iter();
         it.seek_to_first()?;
         while let Some((_, p)) = it.current() {
-            drop_word(&a.values, word_of(p)?)?;
+            a.drop_ref(word_of(p)?)?;
             it.next()?;
         }
         Ok(())
@@ -714,7 +775,7 @@ impl LabL0 {
             !v.is_empty()
         });
         for w in dropped {
-            drop_word(&a.values, w)?;
+            a.drop_ref(w)?;
         }
         Ok(())
     }
@@ -833,6 +894,11 @@ impl LabL0 {
         for number in a.values.take_unreferenced(oldest_unflushed) {
             self.defer(waits.to_vec(), Deferred::DeleteValues { number });
         }
+        if let Some(hot) = &a.hot {
+            for slot in hot.take_unreferenced() {
+                self.defer(waits.to_vec(), Deferred::FreeHot { slot });
+            }
+        }
     }
 
     /// Runs what is deferred and due (no version it waits for is alive), in order.
@@ -891,7 +957,7 @@ impl LabL0 {
                                 }
                             })?;
                             if let Some(w) = old {
-                                drop_word(&a.values, w)?;
+                                a.drop_ref(w)?;
                             }
                         }
                         if !more {
@@ -925,7 +991,7 @@ impl LabL0 {
                         }
                     }
                     for w in dropped {
-                        drop_word(&a.values, w)?;
+                        a.drop_ref(w)?;
                     }
                 }
                 Deferred::ForgetRetired { tree } => {
@@ -933,6 +999,11 @@ impl LabL0 {
                     self.forget_tree_held(a, tree)?;
                 }
                 Deferred::DeleteValues { number } => a.values.delete(number)?,
+                Deferred::FreeHot { slot } => {
+                    if let Some(hot) = &a.hot {
+                        hot.free(slot);
+                    }
+                }
             }
         }
         Ok(())
@@ -956,6 +1027,12 @@ impl LabL0 {
                 }
             }
         }
+        if let Some(hot) = self.att.get().and_then(|a| a.hot.as_ref()) {
+            let h = hot.figures();
+            s.hot_slots = h.slots_used;
+            s.hot_pm_bytes = h.pm_bytes;
+            s.hot_writes = h.writes;
+        }
         if let Some(v) = self.values() {
             let vs = v.stats();
             s.value_files = vs.files;
@@ -968,7 +1045,7 @@ impl LabL0 {
     /// Checks every leaf of the named trees and every value record they point at; returns
     /// the trees and the entries checked.
     pub(crate) fn verify(&self, roles: TreeRoles) -> Result<(usize, u64)> {
-        let values = &self.att()?.values;
+        let a = self.att()?;
         let mut n = 0;
         let mut trees = 0;
         for (_, t) in self.trees_of(roles)? {
@@ -977,7 +1054,7 @@ impl LabL0 {
             let mut it = t.iter();
             it.seek_to_first()?;
             while let Some((k, p)) = it.current() {
-                values.read(word_of(p)?, k)?;
+                a.read(word_of(p)?, k)?;
                 n += 1;
                 it.next()?;
             }
@@ -1156,14 +1233,6 @@ fn word_of(p: &[u8]) -> Result<u64> {
     })?))
 }
 
-/// Drops the value-array reference `word` held.
-fn drop_word(values: &ValueFiles, word: u64) -> Result<()> {
-    if let Vaddr::Value { file, .. } = Vaddr::decode(word, "LAB-DB tree")? {
-        values.drop_ref(file)?;
-    }
-    Ok(())
-}
-
 /// Where an iterator's value-record reads are counted: the database's counters, the part and
 /// the purpose (SSD bytes).
 #[derive(Clone)]
@@ -1285,16 +1354,20 @@ impl TreeIter {
                 &entries[entries.len() - 1].0,
                 self.number,
             );
-            // Per key: its tree version, then its held versions.
+            // Per key: its tree version, then its held versions. Value records are read as
+            // one batch; a hot slot yields every version of the key it holds.
+            let att = self.l0.att()?;
             let mut reqs: Vec<(u64, &[u8])> = Vec::with_capacity(entries.len());
-            let mut per_key = Vec::with_capacity(entries.len());
+            let mut per_key: Vec<Vec<u64>> = Vec::with_capacity(entries.len());
             for (key, payload) in &entries {
-                reqs.push((word_of(payload)?, key.as_slice()));
-                let hs = held.get(key).map_or(&[][..], Vec::as_slice);
-                for &w in hs {
-                    reqs.push((w, key.as_slice()));
+                let mut words = vec![word_of(payload)?];
+                words.extend(held.get(key).map_or(&[][..], Vec::as_slice));
+                for &w in &words {
+                    if matches!(Vaddr::decode(w, &att.location)?, Vaddr::Value { .. }) {
+                        reqs.push((w, key.as_slice()));
+                    }
                 }
-                per_key.push(1 + hs.len());
+                per_key.push(words);
             }
             self.batch = (self.batch.max(16) * 2).min(FILL_BATCH);
             let records = values.read_many(&reqs)?;
@@ -1303,8 +1376,16 @@ impl TreeIter {
                 .counters
                 .add_read(Tier::Ssd, self.charge.part, self.charge.purpose, read);
             let mut records = records.into_iter();
-            for ((key, _), n) in entries.iter().zip(per_key) {
-                let mut versions: Vec<_> = records.by_ref().take(n).collect();
+            for ((key, _), words) in entries.iter().zip(per_key) {
+                let mut versions: Vec<ValueRecord> = Vec::with_capacity(words.len());
+                for w in words {
+                    match Vaddr::decode(w, &att.location)? {
+                        Vaddr::Value { .. } => versions.extend(records.next()),
+                        Vaddr::Hot { slot, half, tag } => {
+                            versions.push(att.hot()?.read(slot, half, tag, key)?)
+                        }
+                    }
+                }
                 versions.sort_by_key(|v| std::cmp::Reverse(v.seq));
                 versions.dedup_by(|a, b| a.seq == b.seq);
                 for v in versions {

@@ -11,15 +11,15 @@
 //!   reference and live-byte accounting, and the rule that frees a file.
 //! * [`l0`]: the L0 trees (`LabL0`): roles, flush into the mutable tree, held versions for
 //!   snapshots, chunks of the immutable tree, deferred removals, attach at open.
+//! * [`hot`]: the hot-key buffer (`HotBuffer`): PM slots holding the values of keys updated
+//!   often, written in place at each flush (two halves, so the version a tree names never
+//!   tears).
 //! * [`record`]: the LAB batch record (the payload of a key-array `NNNNNN.log` record and of a
 //!   WAL-buffer `NNNNNN.wbuf` record) and the WAL-buffer half's first record.
 //!
 //! Formats: `docs/FORMATS.md`, "LAB-DB value address and value array" and the sections after it.
 
-// The hot-slot address form and a few `ValueFiles` accessors are used only by tests until the
-// hot-key buffer calls them; the allowance goes once it does.
-#![allow(dead_code)]
-
+pub(crate) mod hot;
 pub(crate) mod l0;
 pub(crate) mod record;
 pub(crate) mod vaddr;

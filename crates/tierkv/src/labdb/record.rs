@@ -6,8 +6,9 @@
 //! array from `value_base`, in operation order, each [`VALUE_RECORD_HEADER`] bytes plus its
 //! value (a tombstone is a header alone). So the record need not store each operation's
 //! address: [`LabRecord::value_offsets`] recomputes it from the value lengths, which every
-//! non-hot put carries even when its bytes are not inline. A hot operation's value is in the
-//! hot slot the record names.
+//! non-hot put carries even when its bytes are not inline. The hot operation (its value in a
+//! hot slot) is reserved: the write path never writes one (the hot-key buffer is filled at
+//! flushes), and the log's readers report one as corruption.
 //!
 //! The record relies on the record log's checksum for damage (a flipped key byte decodes as
 //! another key); the decoder's own checks make any structural damage (truncation, a count that
@@ -42,9 +43,10 @@ pub(crate) enum OpValue {
         /// The value, in a record with inline values.
         bytes: Option<Vec<u8>>,
     },
-    /// The value is in the hot slot at this pool offset (the half with the operation's seq).
+    /// Reserved, never written: the value is in this hot slot (the write path does not log
+    /// hot operations; the hot-key buffer is filled at flushes).
     Hot {
-        /// The slot's pool offset.
+        /// The slot's number.
         slot: u64,
     },
 }

@@ -9,7 +9,9 @@
 //! Encoding (`docs/FORMATS.md`, "LAB-DB value address and value array"):
 //! * bit 63 = 0: a value-array record; bits 62..32 = the `.vla` file number (1 ..= 2^31 - 1),
 //!   bits 31..0 = the record's byte offset in that file (so a value array is below 4 GiB);
-//! * bit 63 = 1: a hot slot; bits 47..0 = the slot's offset in the PM pool, bits 62..48 zero.
+//! * bit 63 = 1: a half of a hot slot; bit 62 = the half (0 or 1), bits 61..48 = the low 14
+//!   bits of the version's sequence number (checked against the half), bits 47..0 = the slot's
+//!   number in the hot-key buffer.
 //!
 //! The word 0 is never a vaddr (file numbers start at 1), so a zeroed word reads as corruption.
 
@@ -21,12 +23,14 @@ use crate::{Error, Result};
 pub(crate) const MAX_VALUE_FILE: u64 = (1 << 31) - 1;
 /// The largest byte offset a vaddr can name in a value array (32 bits).
 pub(crate) const MAX_VALUE_OFFSET: u64 = u32::MAX as u64;
-/// The largest hot-slot pool offset a vaddr can name (48 bits).
+/// The largest hot-slot number a vaddr can name (48 bits).
 pub(crate) const MAX_HOT_SLOT: u64 = (1 << 48) - 1;
 /// Bytes of a value record before its value: masked crc, value length, trailer.
 pub(crate) const VALUE_RECORD_HEADER: usize = 16;
 
 const HOT_BIT: u64 = 1 << 63;
+/// The bits of a sequence number a hot-slot address carries as its check.
+pub(crate) const HOT_TAG: u64 = (1 << 14) - 1;
 
 /// Where a version's value lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -38,10 +42,15 @@ pub(crate) enum Vaddr {
         /// The record's byte offset in the file.
         offset: u64,
     },
-    /// A hot slot at pool offset `slot`.
+    /// One half of hot slot number `slot`, holding the version whose sequence number's low 14
+    /// bits are `tag`.
     Hot {
-        /// The slot's offset in the PM pool.
+        /// The slot's number.
         slot: u64,
+        /// The half (0 or 1).
+        half: usize,
+        /// The low 14 bits of the version's sequence number.
+        tag: u64,
     },
 }
 
@@ -64,37 +73,40 @@ impl Vaddr {
         Ok(Vaddr::Value { file, offset })
     }
 
-    /// The address of the hot slot at pool offset `slot`; `InvalidArgument` beyond 48 bits.
-    pub(crate) fn hot(slot: u64) -> Result<Vaddr> {
-        if slot > MAX_HOT_SLOT {
+    /// The address of half `half` of hot slot number `slot` holding the version at sequence
+    /// `seq`; `InvalidArgument` for a slot beyond 48 bits or a half other than 0 or 1.
+    pub(crate) fn hot(slot: u64, half: usize, seq: u64) -> Result<Vaddr> {
+        if slot > MAX_HOT_SLOT || half > 1 {
             return Err(Error::InvalidArgument(format!(
-                "hot slot offset {slot} does not fit a value address (48 bits)"
+                "hot slot {slot} half {half} does not fit a value address (48 bits, half 0 or 1)"
             )));
         }
-        Ok(Vaddr::Hot { slot })
+        Ok(Vaddr::Hot {
+            slot,
+            half,
+            tag: seq & HOT_TAG,
+        })
     }
 
     /// The 8-byte word.
     pub(crate) fn encode(self) -> u64 {
         match self {
             Vaddr::Value { file, offset } => (file << 32) | offset,
-            Vaddr::Hot { slot } => HOT_BIT | slot,
+            Vaddr::Hot { slot, half, tag } => {
+                HOT_BIT | ((half as u64) << 62) | ((tag & HOT_TAG) << 48) | slot
+            }
         }
     }
 
     /// Parses a word read from a tree leaf or a memtable entry; `location` names where it was
-    /// read in errors. The word 0, value-array number 0 and a hot word with bits 62..48 set are
-    /// corruption.
+    /// read in errors. The word 0 and value-array number 0 are corruption (every hot word is a
+    /// form: its half checks the tag).
     pub(crate) fn decode(word: u64, location: &str) -> Result<Vaddr> {
         if word & HOT_BIT != 0 {
-            if word & !HOT_BIT > MAX_HOT_SLOT {
-                return Err(Error::corruption(
-                    location,
-                    format!("value address {word:#018x}: a hot-slot address with bits 62..48 set"),
-                ));
-            }
             return Ok(Vaddr::Hot {
                 slot: word & MAX_HOT_SLOT,
+                half: ((word >> 62) & 1) as usize,
+                tag: (word >> 48) & HOT_TAG,
             });
         }
         let file = word >> 32;
@@ -256,26 +268,35 @@ mod tests {
             Vaddr::value(1, 0).unwrap(),
             Vaddr::value(7, 32).unwrap(),
             Vaddr::value(MAX_VALUE_FILE, MAX_VALUE_OFFSET).unwrap(),
-            Vaddr::hot(0).unwrap(),
-            Vaddr::hot(4096).unwrap(),
-            Vaddr::hot(MAX_HOT_SLOT).unwrap(),
+            Vaddr::hot(0, 0, 1).unwrap(),
+            Vaddr::hot(4096, 1, 1 << 40).unwrap(),
+            Vaddr::hot(MAX_HOT_SLOT, 1, u64::MAX >> 8).unwrap(),
         ] {
             assert_eq!(Vaddr::decode(v.encode(), "t").unwrap(), v, "{v:?}");
         }
         assert_eq!(Vaddr::value(3, 40).unwrap().encode(), (3 << 32) | 40);
-        assert_eq!(Vaddr::hot(64).unwrap().encode(), (1 << 63) | 64);
+        assert_eq!(
+            Vaddr::hot(64, 0, 1).unwrap().encode(),
+            (1 << 63) | (1 << 48) | 64
+        );
+        assert_eq!(
+            Vaddr::hot(64, 1, (1 << 14) + 3).unwrap().encode(),
+            (1 << 63) | (1 << 62) | (3 << 48) | 64
+        );
         for (file, offset) in [(0, 0), (MAX_VALUE_FILE + 1, 0), (1, MAX_VALUE_OFFSET + 1)] {
             assert!(matches!(
                 Vaddr::value(file, offset),
                 Err(Error::InvalidArgument(_))
             ));
         }
-        assert!(matches!(
-            Vaddr::hot(MAX_HOT_SLOT + 1),
-            Err(Error::InvalidArgument(_))
-        ));
-        // A zeroed word, value array 0 and a hot word with stray high bits are corruption.
-        for word in [0, 12345, (1 << 63) | (1 << 48), u64::MAX] {
+        for (slot, half) in [(MAX_HOT_SLOT + 1, 0), (0, 2)] {
+            assert!(matches!(
+                Vaddr::hot(slot, half, 1),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        // A zeroed word and value array 0 are corruption.
+        for word in [0, 12345] {
             assert!(
                 Vaddr::decode(word, "t").unwrap_err().is_corruption(),
                 "{word:#x}"

@@ -126,6 +126,7 @@ pub(crate) struct ValueFilesStats {
 }
 
 impl ValueFilesStats {
+    #[cfg(test)]
     /// The share of the records' bytes that is garbage (0 with no bytes).
     pub(crate) fn garbage_ratio(&self) -> f64 {
         let records = self.bytes.saturating_sub(self.files * VLA_HEADER as u64);
@@ -549,17 +550,20 @@ impl ValueFiles {
         Ok(removed)
     }
 
+    #[cfg(test)]
     /// What is known about value array `number`.
     pub(crate) fn info(&self, number: u64) -> Option<ValueFileInfo> {
         self.inner.lock().files.get(&number).copied()
     }
 
     /// The numbers of every tracked value array, ascending.
+    #[cfg(test)]
     pub(crate) fn numbers(&self) -> Vec<u64> {
         self.inner.lock().files.keys().copied().collect()
     }
 
     /// How many readers are cached (at most `max_open`).
+    #[cfg(test)]
     pub(crate) fn open_readers(&self) -> usize {
         self.inner.lock().readers.len()
     }
@@ -604,11 +608,6 @@ pub(crate) struct ValueArrayWriter {
 }
 
 impl ValueArrayWriter {
-    /// The value array's number.
-    pub(crate) fn number(&self) -> u64 {
-        self.number
-    }
-
     /// Bytes appended, header included: the offset the next record gets.
     pub(crate) fn size(&self) -> u64 {
         self.file.size()
@@ -653,6 +652,7 @@ impl ValueArrayWriter {
     }
 
     /// Hands appended records to the file system: they are then readable.
+    #[cfg(test)]
     pub(crate) fn flush(&mut self) -> Result<()> {
         self.file.flush()?;
         self.published();
@@ -796,7 +796,7 @@ mod tests {
             .unwrap_err()
             .is_corruption());
         assert!(files
-            .read(Vaddr::hot(64).unwrap().encode(), b"k")
+            .read(Vaddr::hot(64, 0, 1).unwrap().encode(), b"k")
             .unwrap_err()
             .is_corruption());
         assert!(files

@@ -227,5 +227,9 @@ pub fn tiny_options(env: &Env) -> Options {
     o.labdb.chunk_bytes = 2 << 10;
     // Its log: a WAL buffer of two 4 KiB halves, so a few dozen writes drain a half.
     o.labdb.wal_buffer_bytes = 8 << 10;
+    // Its hot-key buffer: 32 slots of two 256-byte halves, a key hot from its second flush.
+    o.labdb.hot_buffer_bytes = 16 << 10;
+    o.labdb.hot_slot_bytes = 512;
+    o.labdb.hot_threshold = 2;
     env.options(o)
 }
