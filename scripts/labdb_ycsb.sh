@@ -17,7 +17,8 @@
 #
 # Scaling (docs/designs/labdb.md): memtables 4 MiB (paper 64 MB), L1 16 MiB (256 MB), tables
 # 4 MiB; LAB-DB's leaf region 4 MiB (the paper's 256 MB holds about 18% of its keys; 4 MiB of
-# leaves holds about as large a share of 400k keys), chunks 4 MiB (64 MB).
+# leaves holds about as large a share of 400k keys), chunks 4 MiB (64 MB), hot-key buffer
+# 4 MiB (256 MB). With a build that has the `rocksdb` feature, DESIGNS may name `rocksdb`.
 set -euo pipefail
 
 BIN=${1:-target/release/tierkv}
@@ -40,6 +41,7 @@ echo "logs: $LOG_DIR"
     --set=compaction.max_bytes_for_level_base=16777216 \
     --set=compaction.target_file_size=4194304 \
     --set=labdb.leaf_region_bytes=4194304 --set=labdb.chunk_bytes=4194304 \
+    --set=labdb.hot_buffer_bytes=4194304 \
     --pm_path "$POOL" --pm_size=2147483648 \
     --ssd_write_mbps=380 --ssd_read_mbps=450 --use_direct_reads \
     --db "$WORK/db" --json "$LOG_DIR/labdb_ycsb.json" 2>&1 | tee "$LOG_DIR/labdb_ycsb.log"

@@ -1006,10 +1006,13 @@ impl DbStats {
         ratio(self.pm_read_user, self.user_bytes_read)
     }
 
-    /// Bytes of tables on PM, and of LAB-DB's L0 trees.
+    /// Bytes of tables on PM, and of LAB-DB's L0 trees and hot-key buffer.
     pub fn pm_live_bytes(&self) -> u64 {
         self.pm_levels.iter().map(|l| l.bytes).sum::<u64>()
-            + self.labdb.as_ref().map_or(0, |l| l.pm_bytes)
+            + self
+                .labdb
+                .as_ref()
+                .map_or(0, |l| l.pm_bytes + l.hot_pm_bytes)
     }
 
     /// Bytes of tables on PM (the runs of `pm_levels` only).

@@ -351,7 +351,8 @@ impl HotBuffer {
     /// At a flush: counts `key` and, when it is (or becomes) hot and its version `(seq,
     /// vtype, value)` fits a half, writes the version into a half of the key's slot that no
     /// tree entry or held version names (the older one when both are free), persisted, and
-    /// returns that half's address word for the tree. `None`: the version goes to the tree as
+    /// returns that half's address word for the tree and the bytes written. `None`: the
+    /// version goes to the tree as
     /// its value-array address (not hot, too large, no slot free, or both halves named).
     pub(crate) fn place(
         &self,
@@ -359,7 +360,7 @@ impl HotBuffer {
         seq: u64,
         vtype: ValueType,
         value: &[u8],
-    ) -> Result<Option<u64>> {
+    ) -> Result<Option<(u64, u64)>> {
         if !self.writable {
             return Ok(None);
         }
@@ -382,7 +383,7 @@ impl HotBuffer {
         if let Some(h) = (0..2).find(|&h| st.seqs[h] == Some(seq)) {
             // The slot holds this version already (recovery flushes a replayed memtable a
             // crash interrupted the flush of).
-            return Ok(Some(Vaddr::hot(slot, h, seq)?.encode()));
+            return Ok(Some((Vaddr::hot(slot, h, seq)?.encode(), 0)));
         }
         if st.seqs.iter().flatten().any(|&s| s > seq) {
             // Never placed beside a newer version of the key.
@@ -402,7 +403,10 @@ impl HotBuffer {
         }
         g.slots[slot as usize].seqs[h] = Some(seq);
         g.writes += 1;
-        Ok(Some(Vaddr::hot(slot, h, seq)?.encode()))
+        Ok(Some((
+            Vaddr::hot(slot, h, seq)?.encode(),
+            bytes.len() as u64,
+        )))
     }
 
     /// A free slot for `key` (a new segment when none is free and the buffer may grow).
@@ -610,12 +614,12 @@ mod tests {
         let v = ValueType::Value;
         // First count: not hot yet.
         assert_eq!(h.place(b"k", 10, v, b"ten").unwrap(), None);
-        let w20 = h.place(b"k", 20, v, b"twenty").unwrap().unwrap();
+        let w20 = h.place(b"k", 20, v, b"twenty").unwrap().unwrap().0;
         assert_eq!(value_of(&h, w20, b"k"), (20, b"twenty".to_vec()));
         // The tree names it; the next version goes to the other half.
         let (slot, half20, _) = half_of(w20);
         h.add_ref(slot, half20).unwrap();
-        let w30 = h.place(b"k", 30, v, b"thirty").unwrap().unwrap();
+        let w30 = h.place(b"k", 30, v, b"thirty").unwrap().unwrap().0;
         assert_ne!(half_of(w30).1, half20);
         assert_eq!(value_of(&h, w20, b"k"), (20, b"twenty".to_vec()));
         // A held version keeps 20's half and the tree names 30's: nothing is free.
@@ -623,14 +627,14 @@ mod tests {
         assert_eq!(h.place(b"k", 40, v, b"forty").unwrap(), None);
         // The snapshot goes: 20's half is overwritten next.
         h.drop_ref(slot, half20).unwrap();
-        let w40 = h.place(b"k", 40, v, b"forty").unwrap().unwrap();
+        let w40 = h.place(b"k", 40, v, b"forty").unwrap().unwrap().0;
         assert_eq!(half_of(w40).1, half20);
         assert!(h
             .read(slot, half20, 20 & HOT_TAG, b"k")
             .unwrap_err()
             .is_corruption());
         // The same version again (a replayed flush) names the half that holds it.
-        assert_eq!(h.place(b"k", 40, v, b"forty").unwrap(), Some(w40));
+        assert_eq!(h.place(b"k", 40, v, b"forty").unwrap(), Some((w40, 0)));
         // An older version is never placed beside a newer one; another key never reads it.
         assert_eq!(h.place(b"k", 35, v, b"x").unwrap(), None);
         assert!(h
@@ -662,7 +666,7 @@ mod tests {
         assert_eq!(h.take_unreferenced(), vec![slot]);
         h.free(slot);
         h.place(b"n", 50, v, b"a").unwrap();
-        let w51 = h.place(b"n", 51, v, b"b").unwrap().unwrap();
+        let w51 = h.place(b"n", 51, v, b"b").unwrap().unwrap().0;
         assert_eq!(half_of(w51).0, slot, "the freed slot is reused");
         assert!(h
             .read(slot, half20, 40 & HOT_TAG, b"k")

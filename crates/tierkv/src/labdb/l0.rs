@@ -567,6 +567,7 @@ impl LabL0 {
             .ok_or_else(|| Error::InvalidArgument("LAB-DB flush with no mutable tree".into()))?;
         let mut inserts = 0;
         let mut updates = 0;
+        let mut hot_bytes = 0;
         let mut i = 0;
         while i < entries.len() {
             let p = parse_internal_key(&entries[i].0).expect("parsed above");
@@ -593,8 +594,9 @@ impl LabL0 {
                 } else {
                     &entries[i].1
                 };
-                if let Some(w) = hot.place(&key, newest_seq, p.value_type, v)? {
+                if let Some((w, bytes)) = hot.place(&key, newest_seq, p.value_type, v)? {
                     word = w;
+                    hot_bytes += bytes;
                 }
             }
             a.add_ref(word)?;
@@ -620,7 +622,7 @@ impl LabL0 {
         let mut c = self.counts.lock();
         c.inserts += inserts;
         c.in_place_updates += updates;
-        Ok(tree.take_persisted_bytes())
+        Ok(tree.take_persisted_bytes() + hot_bytes)
     }
 
     /// Keeps `word` (of `key`, in tree `tree`) for snapshots, replaced at `replaced_at`.
