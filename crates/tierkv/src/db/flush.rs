@@ -213,6 +213,9 @@ pub(crate) struct FlushPlan {
     /// LAB-DB: the L0 tree roles of the version the flush starts from (its mutable tree takes
     /// the flush; only the flush thread changes the roles).
     pub lab_roles: crate::version::TreeRoles,
+    /// The versions live when the flush was planned (readers may hold them; none during
+    /// recovery): LAB-DB reuses the hot-slot halves a flush stops naming only after them.
+    pub readers: Vec<std::sync::Weak<Version>>,
 }
 
 impl FlushPlan {
@@ -224,6 +227,7 @@ impl FlushPlan {
             over: newest_row(current, target),
             holds_group: false,
             lab_roles: crate::labdb::l0::roles_of(current.stage(0).trees),
+            readers: Vec::new(),
         }
     }
 }
@@ -267,7 +271,8 @@ impl DbInner {
     ) -> (FlushPlan, parking_lot::MutexGuard<'a, super::State>) {
         let ingest = self.stages[0].ingest_target();
         if !ingest.row {
-            let plan = FlushPlan::ingest(self, &state.versions.current());
+            let mut plan = FlushPlan::ingest(self, &state.versions.current());
+            plan.readers = state.live_versions.clone();
             return (plan, state);
         }
         drop(state);
@@ -284,6 +289,7 @@ impl DbInner {
             over: newest_row(&current, target),
             holds_group: target.group != ingest.group,
             lab_roles: crate::labdb::l0::roles_of(current.stage(0).trees),
+            readers: state.live_versions.clone(),
         };
         (plan, state)
     }
@@ -303,7 +309,7 @@ pub(crate) fn write_flush_run(
         return Ok(None);
     }
     if let Some(l0) = db.stages[0].lab() {
-        lab_flush(db, l0, source, number, plan.lab_roles)?;
+        lab_flush(db, l0, source, number, plan)?;
         return Ok(None);
     }
     let started = std::time::Instant::now();
@@ -409,8 +415,9 @@ fn lab_flush(
     l0: &crate::labdb::l0::LabL0,
     source: &dyn FlushSource,
     number: u64,
-    roles: crate::version::TreeRoles,
+    plan: &FlushPlan,
 ) -> Result<()> {
+    let roles = plan.lab_roles;
     let started = std::time::Instant::now();
     let mut entries = Vec::new();
     count_dropped(
@@ -422,10 +429,13 @@ fn lab_flush(
     );
     let fs = db.fs_for(Tier::Ssd);
     let snapshots = db.snapshots.live();
+    // The versions readers may hold: a hot slot's half the flush stops naming is reused only
+    // after them (a reader may have read the entry that named it).
+    let readers = (snapshots, plan.readers.clone());
     let (ssd_bytes, pm_bytes) = match source.value_addresses() {
         // LAB-DB's log wrote the values: only addresses go into the tree.
-        Some(addrs) => (0, l0.flush_addressed(roles, &entries, &addrs, &snapshots)?),
-        None => l0.flush(roles, &entries, number, &snapshots, || fs.sync_dir(&db.dir))?,
+        Some(addrs) => (0, l0.flush_addressed(roles, &entries, &addrs, &readers)?),
+        None => l0.flush(roles, &entries, number, &readers, || fs.sync_dir(&db.dir))?,
     };
     db.counters
         .add_written(Tier::Ssd, Part::Stage(0), IoPurpose::Flush, ssd_bytes);

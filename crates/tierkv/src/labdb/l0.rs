@@ -191,7 +191,13 @@ enum Deferred {
     ForgetRetired { tree: u64 },
     /// Return hot slot `slot` (no reference left) to the free list.
     FreeHot { slot: u64 },
+    /// Drop the references of `words` (hot-slot addresses a flush replaced: their halves may
+    /// be overwritten only after every reader that may have read them).
+    DropRefs { words: Vec<u64> },
 }
+
+/// What a flush needs of the readers: the live snapshots and the live versions.
+pub(crate) type Readers = (Vec<u64>, Vec<Weak<Version>>);
 
 struct Pending {
     waits: Vec<Weak<Version>>,
@@ -492,14 +498,14 @@ impl LabL0 {
     /// internal-key order, already stripped of versions no snapshot needs) into the mutable
     /// tree of `roles`: their values go to the new value array `number` (synced with its
     /// directory through `sync_dir`), then each key's newest version goes into the tree.
-    /// `snapshots` are the live snapshots. Returns the value array's bytes and the tree's PM
-    /// bytes written.
+    /// `readers`: the live snapshots and the live versions. Returns the value array's bytes and
+    /// the tree's PM bytes written.
     pub(crate) fn flush(
         &self,
         roles: TreeRoles,
         entries: &[(Vec<u8>, Vec<u8>)],
         number: u64,
-        snapshots: &[u64],
+        readers: &Readers,
         sync_dir: impl FnOnce() -> Result<()>,
     ) -> Result<(u64, u64)> {
         let a = self.att()?;
@@ -523,7 +529,7 @@ impl LabL0 {
         sync_dir()?;
         let bytes = writer.size();
         drop(writer);
-        let pm = self.insert(roles, entries, &words, snapshots)?;
+        let pm = self.insert(roles, entries, &words, readers)?;
         Ok((bytes, pm))
     }
 
@@ -536,7 +542,7 @@ impl LabL0 {
         roles: TreeRoles,
         entries: &[(Vec<u8>, Vec<u8>)],
         addrs: &crate::front_ends::LabAddrs,
-        snapshots: &[u64],
+        readers: &Readers,
     ) -> Result<u64> {
         let mut words = Vec::with_capacity(entries.len());
         for (ikey, _) in entries {
@@ -549,18 +555,22 @@ impl LabL0 {
                 )
             })?);
         }
-        self.insert(roles, entries, &words, snapshots)
+        self.insert(roles, entries, &words, readers)
     }
 
     /// Writes each user key's newest version of `entries` (value addresses `words`) into the
-    /// mutable tree of `roles`, holding replaced and older versions for `snapshots`.
+    /// mutable tree of `roles`, holding replaced and older versions for the snapshots of
+    /// `readers`. A replaced hot-slot address keeps its half named until the versions of
+    /// `readers` are released (a reader may have read it).
     fn insert(
         &self,
         roles: TreeRoles,
         entries: &[(Vec<u8>, Vec<u8>)],
         words: &[u64],
-        snapshots: &[u64],
+        readers: &Readers,
     ) -> Result<u64> {
+        let snapshots = readers.0.as_slice();
+        let mut hot_drops = Vec::new();
         let a = self.att()?;
         let tree = self
             .tree(roles.mutable)?
@@ -613,11 +623,18 @@ impl LabL0 {
             match old {
                 Some(w) => {
                     updates += 1;
-                    a.drop_ref(w)?;
+                    if matches!(Vaddr::decode(w, &a.location)?, Vaddr::Hot { .. }) {
+                        hot_drops.push(w);
+                    } else {
+                        a.drop_ref(w)?;
+                    }
                 }
                 None => inserts += 1,
             }
             i = j;
+        }
+        if !hot_drops.is_empty() {
+            self.defer(readers.1.clone(), Deferred::DropRefs { words: hot_drops });
         }
         let mut c = self.counts.lock();
         c.inserts += inserts;
@@ -732,7 +749,7 @@ impl LabL0 {
         self.switch_requested
             .store(false, std::sync::atomic::Ordering::Release);
         old.retire();
-        self.release_tree(a, &old)?;
+        self.release_tree(a, &old, waits)?;
         if old_number != 0 {
             a.retired.write().push((old_number, old));
             self.defer(waits.to_vec(), Deferred::ForgetRetired { tree: old_number });
@@ -749,14 +766,30 @@ impl LabL0 {
         })
     }
 
-    /// Drops the value-array references of every entry left in `tree` (retired; its held
-    /// versions are forgotten later, see [`Self::forget_tree_held`]).
-    fn release_tree(&self, a: &Attached, tree: &Arc<PbTree>) -> Result<()> {
+    /// Drops the references of every entry left in `tree` (retired; its held versions are
+    /// forgotten later, see [`Self::forget_tree_held`]): value-array references now (an array
+    /// is deleted only after its readers anyway), hot-slot halves once the readers of versions
+    /// live now (`waits`, which may still read the tree) are gone.
+    fn release_tree(
+        &self,
+        a: &Attached,
+        tree: &Arc<PbTree>,
+        waits: &[Weak<Version>],
+    ) -> Result<()> {
+        let mut hot = Vec::new();
         let mut it = tree.iter();
         it.seek_to_first()?;
         while let Some((_, p)) = it.current() {
-            a.drop_ref(word_of(p)?)?;
+            let w = word_of(p)?;
+            if matches!(Vaddr::decode(w, &a.location)?, Vaddr::Hot { .. }) {
+                hot.push(w);
+            } else {
+                a.drop_ref(w)?;
+            }
             it.next()?;
+        }
+        if !hot.is_empty() {
+            self.defer(waits.to_vec(), Deferred::DropRefs { words: hot });
         }
         Ok(())
     }
@@ -1001,6 +1034,11 @@ impl LabL0 {
                     self.forget_tree_held(a, tree)?;
                 }
                 Deferred::DeleteValues { number } => a.values.delete(number)?,
+                Deferred::DropRefs { words } => {
+                    for w in words {
+                        a.drop_ref(w)?;
+                    }
+                }
                 Deferred::FreeHot { slot } => {
                     if let Some(hot) = &a.hot {
                         hot.free(slot);
