@@ -675,3 +675,34 @@ fn damaged_hot_slot_is_corruption() {
         "{err}"
     );
 }
+
+/// Reopened with another slot size, or with the hot-key buffer off, a database reads the slots
+/// it has as they were written (the geometry is the buffer's, not the options').
+#[test]
+fn hot_slots_survive_reopening_with_other_hot_options() {
+    let env = support::Env::new(Design::LABDB);
+    let mut o = support::tiny_options(&env);
+    o.labdb.leaf_region_bytes = 1 << 20;
+    let db = Db::open("/db", o.clone()).unwrap();
+    let mut want = Vec::new();
+    for round in 0..3u64 {
+        want.clear();
+        for i in 0..6u64 {
+            let v = format!("v{round}-{i}").into_bytes();
+            db.put(&key(i), &v).unwrap();
+            want.push((key(i), v));
+        }
+        db.flush().unwrap();
+    }
+    assert!(db.stats().labdb.unwrap().hot_slots >= 6);
+    db.close().unwrap();
+    for (slot_bytes, buffer_bytes) in [(1024, 16 << 10), (512, 0), (512, 4 << 10)] {
+        let mut o2 = o.clone();
+        o2.labdb.hot_slot_bytes = slot_bytes;
+        o2.labdb.hot_buffer_bytes = buffer_bytes;
+        let db = Db::open("/db", o2).unwrap();
+        assert!(db.stats().labdb.unwrap().hot_slots >= 6);
+        assert_eq!(scan(&db, &ReadOptions::default()), want);
+        db.close().unwrap();
+    }
+}

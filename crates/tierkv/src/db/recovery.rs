@@ -661,16 +661,14 @@ pub(crate) fn attach_lab(
         cache,
     );
     let roles = crate::labdb::l0::roles_of(versions.current().stage(0).trees);
-    let hot = if options.labdb.hot_buffer_bytes > 0 {
-        Some(Arc::new(crate::labdb::hot::HotBuffer::open(
-            pm.pmfs.clone(),
-            dir,
-            &options.labdb,
-            writable,
-        )?))
-    } else {
-        None
-    };
+    // Opened even with `labdb.hot_buffer_bytes = 0`: the slots a database already has stay
+    // readable (and no new one is taken).
+    let hot = Some(Arc::new(crate::labdb::hot::HotBuffer::open(
+        pm.pmfs.clone(),
+        dir,
+        &options.labdb,
+        writable,
+    )?));
     l0.attach(
         Arc::clone(&pm.pool),
         &pm.location,

@@ -36,9 +36,11 @@
 //!
 //! # Space
 //!
-//! The buffer is made of segment files `hot-NNNNNN` in the pool's `PmFs`, each created whole
-//! (zeroed) before any of its slots is used; a segment shorter than its size at open is one a
-//! crash cut short, never used, and is deleted. A slot's references (tree entries and held
+//! The buffer is made of segment files `hot-NNNNNN-<slot bytes>x<slots>` in the pool's `PmFs`,
+//! each created whole (zeroed) before any of its slots is used; a segment shorter than its
+//! name says at open is one a crash cut short, never used, and is deleted. The geometry is in
+//! the names, so an open with other slot or buffer sizes reads the buffer as it was written
+//! (and with `labdb.hot_buffer_bytes = 0` takes no new slot but reads the existing ones). A slot's references (tree entries and held
 //! versions that name it) are counted; one left with none is freed through LAB-DB's deferred
 //! path (after every reader of an older version). At open the references are counted again
 //! from the trees, and a slot a tree names must hold a valid half of that key (else corruption).
@@ -62,14 +64,27 @@ const SEGMENT_BYTES: u64 = 1 << 20;
 const SKETCH_ROWS: usize = 4;
 const SKETCH_WIDTH: usize = 1 << 14;
 
-/// The file name of segment `k`.
-fn segment_name(dir: &Path, k: u64) -> PathBuf {
-    dir.join(format!("hot-{k:06}"))
+/// The file name of segment `k` of slots of `slot_bytes`, `per_segment` slots each: the
+/// geometry is in the name, so a buffer is read as it was written whatever the options of a
+/// later open say.
+fn segment_name(dir: &Path, k: u64, slot_bytes: u64, per_segment: u64) -> PathBuf {
+    dir.join(format!("hot-{k:06}-{slot_bytes}x{per_segment}"))
 }
 
-/// The number of a segment file's name, if it is one.
-fn parse_segment(name: &str) -> Option<u64> {
-    name.strip_prefix("hot-")?.parse().ok()
+/// The number and geometry (slot bytes, slots) of a segment file's name, if it is one.
+fn parse_segment(name: &str) -> Option<(u64, u64, u64)> {
+    let (k, geometry) = name.strip_prefix("hot-")?.split_once('-')?;
+    let (slot_bytes, per_segment) = geometry.split_once('x')?;
+    let (k, slot_bytes, per_segment) = (
+        k.parse().ok()?,
+        slot_bytes.parse().ok()?,
+        per_segment.parse().ok()?,
+    );
+    (slot_bytes >= 2 * HALF_HEADER as u64 && per_segment > 0).then_some((
+        k,
+        slot_bytes,
+        per_segment,
+    ))
 }
 
 /// One valid half as read: its key and version.
@@ -229,24 +244,41 @@ impl HotBuffer {
         options: &LabOptions,
         writable: bool,
     ) -> Result<HotBuffer> {
-        let slot_bytes = options.hot_slot_bytes;
-        let seg = SEGMENT_BYTES.min(options.hot_buffer_bytes).max(slot_bytes);
-        let slots_per_segment = (seg / slot_bytes).max(1);
-        let max_slots = options.hot_buffer_bytes / slot_bytes;
-        let mut numbers: Vec<u64> = fs
+        let mut named: Vec<(u64, u64, u64)> = fs
             .list(dir)?
             .iter()
             .filter_map(|n| parse_segment(n))
             .collect();
-        numbers.sort_unstable();
+        named.sort_unstable();
+        // An existing buffer keeps the geometry it was written with (its first segment's);
+        // the options set it for a new one.
+        let (slot_bytes, slots_per_segment) = match named.first() {
+            Some(&(_, b, n)) => (b, n),
+            None => {
+                let b = options.hot_slot_bytes;
+                let seg = SEGMENT_BYTES.min(options.hot_buffer_bytes).max(b);
+                (b, (seg / b).max(1))
+            }
+        };
+        let max_slots = options.hot_buffer_bytes / slot_bytes;
         let seg_len = slots_per_segment * slot_bytes;
         let mut segments = Vec::new();
         let mut found = HashMap::new();
-        for (i, &k) in numbers.iter().enumerate() {
-            let path = segment_name(dir, k);
+        for (i, &(k, b, n)) in named.iter().enumerate() {
+            let path = segment_name(dir, k, b, n);
+            if (b, n) != (slot_bytes, slots_per_segment) {
+                return Err(Error::corruption(
+                    path.display().to_string(),
+                    format!(
+                        "a hot-key buffer segment of {n} slots of {b} bytes beside segments of \
+                         {slots_per_segment} slots of {slot_bytes} bytes"
+                    ),
+                ));
+            }
             let words = fs.words(&path)?;
             if k != i as u64 || words.size() != seg_len {
-                // A segment a crash cut short (or one after it): never used.
+                // A segment a crash cut short while creating it (slots are used only once
+                // their segment is whole and synced), or one numbered after it: never used.
                 if writable {
                     fs.remove(&path)?;
                 }
@@ -292,7 +324,13 @@ impl HotBuffer {
     fn location(&self, slot: u64) -> String {
         format!(
             "{}, hot slot {slot}",
-            segment_name(&self.dir, slot / self.slots_per_segment).display()
+            segment_name(
+                &self.dir,
+                slot / self.slots_per_segment,
+                self.slot_bytes,
+                self.slots_per_segment
+            )
+            .display()
         )
     }
 
@@ -415,7 +453,7 @@ impl HotBuffer {
     fn allocate(&self, g: &mut Inner, key: &[u8]) -> Result<Option<u64>> {
         if g.free.is_empty() && (g.slots.len() as u64) + self.slots_per_segment <= self.max_slots {
             let k = self.segments.read().len() as u64;
-            let path = segment_name(&self.dir, k);
+            let path = segment_name(&self.dir, k, self.slot_bytes, self.slots_per_segment);
             match self.create_segment(&path) {
                 Ok(words) => {
                     self.segments.write().push(words);
