@@ -59,6 +59,12 @@ pub struct ReproduceArgs {
     /// round-<r>.json files) and rewrite report.md and report.json, without running anything.
     #[arg(long)]
     pub rejudge: bool,
+    /// Also run this design entry (`rocksdb`, `label=design+option=value...`, as `tierkv bench
+    /// --design` takes them) in every phase, after the experiment's own designs: it appears in
+    /// each phase's side-by-side table (ratios to the experiment's first design), not in the
+    /// checks. Repeatable. E.g. `--with-design=rocksdb` with a `rocksdb` feature build.
+    #[arg(long = "with-design", value_name = "ENTRY")]
+    pub with_design: Vec<String>,
     /// Also find the harness's self-test experiments (for its tests).
     #[arg(long = "self-test", hide = true)]
     pub self_test: bool,
@@ -96,26 +102,28 @@ pub fn resolve_designs(exp: &Experiment, phase: &Phase) -> Result<DesignList, St
     let entries = exp.phase_designs(phase);
     entries
         .iter()
-        .map(|text| {
-            let syntax =
-                parse_entry_syntax(text).map_err(|e| format!("experiment {}: {e}", exp.name))?;
-            let design = DesignChoice::from_str(&syntax.design).map_err(|e| {
-                format!(
-                    "experiment {} compares designs {}, but design {:?} is missing from this \
-                     build ({e})",
-                    exp.name,
-                    entries.join(", "),
-                    syntax.design
-                )
-            })?;
-            Ok(DesignEntry {
-                label: syntax.label,
-                design,
-                overrides: syntax.overrides,
-            })
-        })
+        .map(|text| resolve_entry(exp, entries, text))
         .collect::<Result<Vec<_>, String>>()
         .map(DesignList)
+}
+
+/// One design entry `text` of `exp` (whose phase compares `entries`), resolved against this
+/// build.
+fn resolve_entry(exp: &Experiment, entries: &[&str], text: &str) -> Result<DesignEntry, String> {
+    let syntax = parse_entry_syntax(text).map_err(|e| format!("experiment {}: {e}", exp.name))?;
+    let design = DesignChoice::from_str(&syntax.design).map_err(|e| {
+        format!(
+            "experiment {} compares designs {}, but design {:?} is missing from this build ({e})",
+            exp.name,
+            entries.join(", "),
+            syntax.design
+        )
+    })?;
+    Ok(DesignEntry {
+        label: syntax.label,
+        design,
+        overrides: syntax.overrides,
+    })
 }
 
 /// The `tierkv bench` configuration of one phase of `exp` (designs resolved, `--num` and
@@ -135,6 +143,17 @@ pub fn config_for(
         })?
         .config;
     config.design = resolve_designs(exp, phase)?;
+    for text in &args.with_design {
+        let entries = exp.phase_designs(phase);
+        let entry = resolve_entry(exp, entries, text)?;
+        if config.design.iter().any(|e| e.label == entry.label) {
+            return Err(format!(
+                "--with-design={text}: experiment {} already runs a design labelled {:?}",
+                exp.name, entry.label
+            ));
+        }
+        config.design.0.push(entry);
+    }
     // A phase's YCSB properties (`-p`) set the workload `ycsb-run` runs (as `tierkv bench`
     // reads them); `--num` and `--reads` still override what they set.
     config
@@ -979,6 +998,42 @@ mod tests {
     use crate::report::{BenchResult, LatencySummary};
     use crate::verdict::Band;
     use tierkv::Design;
+
+    /// `--with-design` appends its entry to every phase, after the experiment's designs, and
+    /// refuses a label the experiment already runs.
+    #[test]
+    fn with_design_joins_every_phase() {
+        let e = SELF_TEST_EXPERIMENTS[0];
+        let args = ReproduceArgs {
+            with_design: vec!["big=leveled+table.block_size=8192".into()],
+            ..ReproduceArgs::default()
+        };
+        for p in e.phases {
+            let config = config_for(&e, p, &args).unwrap();
+            let labels: Vec<&str> = config.design.iter().map(|d| d.label.as_str()).collect();
+            let own = e.phase_designs(p).len();
+            assert_eq!(labels.len(), own + 1, "{labels:?}");
+            assert_eq!(labels[own], "big");
+            assert_eq!(config.design.0[own].overrides.len(), 1);
+        }
+        let label = config_for(&e, &e.phases[0], &ReproduceArgs::default())
+            .unwrap()
+            .design
+            .0[0]
+            .label
+            .clone();
+        let twin = ReproduceArgs {
+            with_design: vec![label],
+            ..ReproduceArgs::default()
+        };
+        let err = config_for(&e, &e.phases[0], &twin).unwrap_err();
+        assert!(err.contains("already runs"), "{err}");
+        let unknown = ReproduceArgs {
+            with_design: vec!["nosuchdesign".into()],
+            ..ReproduceArgs::default()
+        };
+        assert!(config_for(&e, &e.phases[0], &unknown).is_err());
+    }
 
     /// A phase starts only from an earlier phase, and only with designs that phase ran.
     #[test]

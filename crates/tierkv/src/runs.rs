@@ -11,6 +11,7 @@ use crate::format::user_key;
 use crate::fs::FileSystem;
 use crate::iterator::InternalIterator;
 use crate::options::TableOptions;
+use crate::parray::live::RowDead;
 use crate::parray::{ArrayBuilder, PmArray, PointerBuilder};
 use crate::sst::table_builder::TableSummary;
 use crate::sst::{Table, TableBuilder};
@@ -189,18 +190,19 @@ pub(crate) struct RowWriter {
 }
 
 impl RowWriter {
-    /// A writer for a new row at `path` on `fs`, with hints into `over`.
+    /// A writer for a new row at `path` on `fs`, with hints into `over` (the row and its dead
+    /// ranges with their entries).
     pub(crate) fn create(
         fs: &dyn FileSystem,
         path: PathBuf,
-        over: Option<Arc<PmArray>>,
+        over: Option<(Arc<PmArray>, RowDead)>,
         purpose: IoPurpose,
     ) -> Result<RowWriter> {
         let file = fs.create(&path)?;
         let slot = over.as_ref().map(|_| 1);
         Ok(RowWriter {
             builder: ArrayBuilder::new(file, path, 0, slot),
-            hints: over.map(|o| PointerBuilder::over_row(o, purpose)),
+            hints: over.map(|(o, dead)| PointerBuilder::over_row(o, dead, purpose)),
             sketch: crate::version::SketchBuilder::default(),
         })
     }

@@ -177,6 +177,7 @@ impl AccumulativePolicy {
             plan,
             range: None,
             lab_chunk: None,
+            row_entries: Vec::new(),
         }
     }
 }

@@ -53,6 +53,7 @@ impl LabPolicy {
             plan: OutputPlan::by_size(),
             range: None,
             lab_chunk: Some(chunk),
+            row_entries: Vec::new(),
         })
     }
 }

@@ -89,6 +89,7 @@ impl LeveledPolicy {
             plan: OutputPlan::by_size(),
             range: None,
             lab_chunk: None,
+            row_entries: Vec::new(),
         }
     }
 }

@@ -180,7 +180,16 @@ pub struct CompactionTask {
     /// For LAB-DB's stage: the chunk of the immutable L0 tree merged into the output group
     /// with the inputs (read before them: its versions are newer).
     pub lab_chunk: Option<crate::labdb::l0::LabChunk>,
+    /// For a row container's task, per input row of group 0 (in order), filled by the executor
+    /// before the merge: the row's dead entry intervals (as recorded, or found for a row of the
+    /// older manifest format) and the entry interval of `range` in the row. The policy records
+    /// the interval with the range it makes dead.
+    pub row_entries: Vec<RowEntries>,
 }
+
+/// A row's dead entry intervals and the entries of a compaction's range in it
+/// ([`CompactionTask::row_entries`]).
+pub type RowEntries = (Vec<(u32, u32)>, (u32, u32));
 
 impl CompactionTask {
     /// The source group.

@@ -218,6 +218,7 @@ impl RowPolicy {
             plan: OutputPlan::by_size(),
             range: Some(range),
             lab_chunk: None,
+            row_entries: Vec::new(),
         }
     }
 }
@@ -330,9 +331,20 @@ impl CompactionPolicy for RowPolicy {
             s.deleted.extend(runs.iter().map(|f| (*group, f.number)));
         }
         // Each input row again with the range dead in it, unless nothing of it is left.
-        for f in &task.inputs[0].1 {
+        for (i, f) in task.inputs[0].1.iter().enumerate() {
             let mut info = row_info(f).clone();
-            info.dead = add_range(&info.dead, range);
+            match task.row_entries.get(i) {
+                Some((dead, entries)) => {
+                    info.dead_entries = dead.clone();
+                    info.add_dead(range, *entries);
+                }
+                None => {
+                    // No entries known (a task the executor did not resolve): the row's
+                    // intervals become unknown, and nothing of it is ever freed.
+                    info.dead = add_range(&info.dead, range);
+                    info.dead_entries.clear();
+                }
+            }
             if !all_dead(f, &info) {
                 let mut row = (**f).clone();
                 row.row = Some(Box::new(info));
@@ -400,6 +412,7 @@ mod tests {
             row: Some(Box::new(RowInfo {
                 hints_into: number.saturating_sub(1),
                 dead,
+                dead_entries: Vec::new(),
                 sketch: (a..=b).map(|k| (vec![k], (k - a) as u64 * per)).collect(),
             })),
         }

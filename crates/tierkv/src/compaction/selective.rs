@@ -187,6 +187,7 @@ impl SelectivePolicy {
             plan: OutputPlan::by_size(),
             range: None,
             lab_chunk: None,
+            row_entries: Vec::new(),
         }
     }
 }

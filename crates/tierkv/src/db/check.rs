@@ -1,14 +1,16 @@
 //! Offline verification (`tierkv check`): reads everything, writes nothing.
 
 use super::table_cache::TableCache;
-use crate::format::compare_internal;
+use crate::format::{compare_internal, user_key};
 use crate::fs::{FileSystem, PmFsOpen};
 use crate::log::LogReader;
 use crate::options::Options;
+use crate::parray::live::dead_entries;
 use crate::runs::OpenRun;
 use crate::sst::BlockCache;
+use crate::stages::rows::row_info;
 use crate::stats::{Counters, IoPurpose};
-use crate::version::{log_file_name, parse_file_name, FileKind, FileMetaData, VersionSet};
+use crate::version::{log_file_name, parse_file_name, FileKind, FileMetaData, RowInfo, VersionSet};
 use crate::write_batch::decode_batch;
 use crate::{Error, Result};
 use std::path::Path;
@@ -109,8 +111,19 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
                 let part = crate::stats::Part::Stage(stage);
                 let older = cache.array_for(&w[0], part, IoPurpose::Recovery)?;
                 let newer = cache.array_for(&w[1], part, IoPurpose::Recovery)?;
-                report.pointers_checked +=
-                    crate::parray::verify_row_hints(&older, &newer, IoPurpose::Recovery)?;
+                let (older_info, newer_info) = (row_info(&w[0]), row_info(&w[1]));
+                let older_dead = (
+                    older_info.dead.clone(),
+                    dead_entries(older_info, &older, IoPurpose::Recovery)?.into_owned(),
+                );
+                let newer_dead = dead_entries(newer_info, &newer, IoPurpose::Recovery)?;
+                report.pointers_checked += crate::parray::verify_row_hints(
+                    &older,
+                    &older_dead,
+                    &newer,
+                    &newer_dead,
+                    IoPurpose::Recovery,
+                )?;
             }
         }
     }
@@ -185,6 +198,9 @@ fn check_index(
 /// Reads and verifies every block of run `f` of `stage` and checks it against the manifest
 /// (entry count, first and last keys); returns its entry count.
 fn check_run(cache: &TableCache, stage: usize, f: &FileMetaData) -> Result<u64> {
+    if let Some(info) = &f.row {
+        return check_row(cache, stage, f, info);
+    }
     let table = cache.open(f, crate::stats::Part::Stage(stage))?;
     let entries = match &table {
         OpenRun::Sst(t) => t.verify()?,
@@ -212,6 +228,41 @@ fn check_run(cache: &TableCache, stage: usize, f: &FileMetaData) -> Result<u64> 
     it.status()?;
     if entries > 0 && compare_internal(&last, &f.largest).is_ne() {
         return bad("last key differs from the manifest's largest key".into());
+    }
+    Ok(entries)
+}
+
+/// [`check_run`] for a row of a row container: its live entries are read and checked (every
+/// one outside the row's dead ranges, the first and last against the manifest when live), its
+/// dead ones only by their index entries (their data pages may be freed).
+fn check_row(cache: &TableCache, stage: usize, f: &FileMetaData, info: &RowInfo) -> Result<u64> {
+    let array = cache.array_for(f, crate::stats::Part::Stage(stage), IoPurpose::Recovery)?;
+    let dead = dead_entries(info, &array, IoPurpose::Recovery)?;
+    let last = array.len().saturating_sub(1);
+    let location = array.path().display().to_string();
+    let bad = |why: String| Error::corruption(location.clone(), why);
+    let entries = array.verify_live(
+        &dead,
+        &mut |i, key| {
+            if info.is_dead(user_key(key)) {
+                return Err(bad(format!("live entry {i} has a key in a dead range")));
+            }
+            if (i == 0 && compare_internal(key, &f.smallest).is_ne())
+                || (i == last && compare_internal(key, &f.largest).is_ne())
+            {
+                return Err(bad(format!(
+                    "entry {i} differs from the manifest's smallest or largest key"
+                )));
+            }
+            Ok(())
+        },
+        IoPurpose::Recovery,
+    )?;
+    if entries != f.num_entries {
+        return Err(bad(format!(
+            "{entries} entries, the manifest recorded {}",
+            f.num_entries
+        )));
     }
     Ok(entries)
 }

@@ -20,9 +20,10 @@ use crate::compaction::{
 use crate::format::{parse_internal_key, ValueType};
 use crate::gindex::{with_handles, IndexedEntry};
 use crate::iterator::InternalIterator;
+use crate::parray::live::{dead_entries, lower_bound_live};
 use crate::pipeline::RunTarget;
 use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter};
-use crate::stages::rows::{skipped_ranges, RowCursor};
+use crate::stages::rows::RowCursor;
 use crate::stats::{IoPurpose, LevelCompactionStats, Part};
 use crate::version::{FileMetaData, Version};
 use crate::{Error, Result};
@@ -98,8 +99,10 @@ impl DbInner {
 
     /// Runs a task whose groups the caller marked busy; frees them when done. Errors poison the
     /// database.
-    pub(crate) fn run_task(&self, task: CompactionTask) -> Result<()> {
-        let result = self.execute(&task);
+    pub(crate) fn run_task(&self, mut task: CompactionTask) -> Result<()> {
+        let result = self
+            .resolve_row_entries(&mut task)
+            .and_then(|()| self.execute(&task));
         let mut state = self.state.lock();
         set_busy(&mut state, &task, false);
         // The task's hold on its input runs ends here, so that they can be deleted now.
@@ -124,6 +127,35 @@ impl DbInner {
         };
         self.bg_cv.notify_all();
         result
+    }
+
+    /// For a row container's task: each input row's dead entry intervals and the entries of
+    /// the task's range in it ([`CompactionTask::row_entries`]), found without reading a dead
+    /// entry.
+    fn resolve_row_entries(&self, task: &mut CompactionTask) -> Result<()> {
+        let Some(range) = &task.range else {
+            return Ok(());
+        };
+        let part = Part::Stage(task.stage);
+        let purpose = IoPurpose::Compaction;
+        let mut resolved = Vec::new();
+        for f in task.inputs.first().map_or(&[][..], |(_, rows)| rows) {
+            let Some(row) = &f.row else {
+                return Err(Error::InvalidArgument(format!(
+                    "run {} of a row task is not a row",
+                    f.number
+                )));
+            };
+            let array = self.table_cache.array_for(f, part, purpose)?;
+            let dead = dead_entries(row, &array, purpose)?.into_owned();
+            let bound =
+                |key: Option<&[u8]>| lower_bound_live(&array, &row.dead, &dead, key, purpose);
+            let first = bound(Some(&range.start))?;
+            let end = bound(range.end.as_deref())?.max(first);
+            resolved.push((dead, (first, end)));
+        }
+        task.row_entries = resolved;
+        Ok(())
     }
 
     fn execute(&self, task: &CompactionTask) -> Result<()> {
@@ -315,12 +347,19 @@ impl DbInner {
         }
         for f in task.input_runs() {
             // A row gives up only its live entries in the task's range.
-            if let (Some(range), Some(row)) = (&task.range, &f.row) {
+            if let (Some(_), Some(row)) = (&task.range, &f.row) {
                 let array = self.table_cache.array_for(f, part, IoPurpose::Compaction)?;
-                let skip = skipped_ranges(&row.dead, range);
+                let i = task.inputs[0].1.iter().position(|r| Arc::ptr_eq(r, f));
+                let Some((dead, keep)) = i.and_then(|i| task.row_entries.get(i)) else {
+                    return Err(Error::InvalidArgument(format!(
+                        "row {} of a row task without its entries",
+                        f.number
+                    )));
+                };
                 children.push(Box::new(RowCursor::new(
                     &array,
-                    skip,
+                    (row.dead.clone(), dead.clone()),
+                    Some(*keep),
                     IoPurpose::Compaction,
                 )));
                 continue;

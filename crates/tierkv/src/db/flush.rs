@@ -357,8 +357,13 @@ fn build_run(
         // A row: a sorted array with hints into `over` and a size sketch.
         let over_array = over
             .map(|f| {
-                db.table_cache
-                    .array_for(f, Part::Stage(0), IoPurpose::Flush)
+                let array = db
+                    .table_cache
+                    .array_for(f, Part::Stage(0), IoPurpose::Flush)?;
+                let info = crate::stages::rows::row_info(f);
+                let entries = crate::parray::live::dead_entries(info, &array, IoPurpose::Flush)?;
+                let dead = (info.dead.clone(), entries.into_owned());
+                Ok::<_, crate::Error>((array, dead))
             })
             .transpose()?;
         let mut writer = RowWriter::create(&**fs, path, over_array, IoPurpose::Flush)?;
@@ -370,6 +375,7 @@ fn build_run(
         let row = RowInfo {
             hints_into: over.map_or(0, |f| f.number),
             dead: Vec::new(),
+            dead_entries: Vec::new(),
             sketch,
         };
         (summary, Some(Box::new(row)))

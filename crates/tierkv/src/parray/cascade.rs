@@ -71,6 +71,7 @@
 //! name an existing floor and an index inside it with ranges that do not run backwards;
 //! otherwise the SAT is `Corruption` (naming the array) rather than a wrong answer.
 
+use super::live::{RowDead, Window};
 use super::reader::PmArray;
 use super::{IndexEntry, KeyHead, KeyValue, NextPtr, NO_FLOOR};
 use crate::format::{compare_internal, user_key, TRAILER_LEN};
@@ -187,6 +188,11 @@ pub(crate) struct PointerBuilder {
     /// Built over one row of a chain: an exhausted row ends the scan (its own pointers name
     /// the row below it, which the new row does not point into).
     chain: bool,
+    /// Over a row: its dead ranges and their entries, which the scan steps over without
+    /// reading them (their data may be freed: `super::live`); and the first interval not yet
+    /// passed.
+    dead: RowDead,
+    dead_next: usize,
     /// The scan position; `None` once every floor is exhausted (later keys get no pointer).
     cursor: Option<Cursor>,
     /// The previous key, to check the increasing order in debug builds.
@@ -233,6 +239,8 @@ impl PointerBuilder {
             floors,
             purpose,
             chain: false,
+            dead: RowDead::default(),
+            dead_next: 0,
             cursor,
             #[cfg(debug_assertions)]
             last_key: Vec::new(),
@@ -242,11 +250,22 @@ impl PointerBuilder {
     /// A builder for a new row of a chain over `older`, the newest row so far (any array):
     /// the new row is built for slot 1 and each of its pointers is the lower bound of its key
     /// in `older` (floor 0), none past `older`'s last key (module doc, "Row chains").
-    pub(crate) fn over_row(older: Arc<PmArray>, purpose: IoPurpose) -> PointerBuilder {
+    ///
+    /// `dead` are `older`'s dead ranges and their entries: a key in a dead range gets the
+    /// first entry of the range's interval (its exact lower bound lies somewhere in the
+    /// interval, whose keys may no longer be read; a search never needs more: it reads a row
+    /// below only where its key is live, see [`super::live`]).
+    pub(crate) fn over_row(
+        older: Arc<PmArray>,
+        dead: RowDead,
+        purpose: IoPurpose,
+    ) -> PointerBuilder {
         PointerBuilder {
             floors: vec![older],
             purpose,
             chain: true,
+            dead,
+            dead_next: 0,
             cursor: Some(Cursor {
                 floor: 0,
                 pos: 0,
@@ -288,6 +307,27 @@ impl PointerBuilder {
             let floor = &self.floors[c.floor];
             let mut last: Option<IndexEntry> = None;
             while c.pos < floor.len() {
+                let (ranges, entries) = &self.dead;
+                while entries.get(self.dead_next).is_some_and(|d| d.1 <= c.pos) {
+                    self.dead_next += 1;
+                }
+                if let Some(&(_, end)) = entries.get(self.dead_next).filter(|d| d.0 <= c.pos) {
+                    // A dead interval: past it when the key is past its range, else here.
+                    let past = ranges[self.dead_next]
+                        .end
+                        .as_deref()
+                        .is_some_and(|b| user_key(ikey) >= b);
+                    if !past {
+                        return Ok(Some(NextPtr {
+                            floor: c.floor as u8,
+                            offset: c.pos,
+                        }));
+                    }
+                    c.pos = end;
+                    c.entry = None;
+                    c.key = None;
+                    continue;
+                }
                 let e = match c.entry {
                     Some(e) => e,
                     None => *c.entry.insert(floor.entry(c.pos, self.purpose)?),
@@ -364,6 +404,7 @@ pub(crate) fn cascade_get(
 ) -> Result<Option<KeyValue>> {
     get_traced(
         floors,
+        None,
         user_key,
         lookup_ikey,
         purpose,
@@ -381,19 +422,21 @@ pub(crate) fn cascade_seek(
     target_ikey: &[u8],
     purpose: IoPurpose,
 ) -> Result<Vec<(u32, Option<KeyValue>)>> {
-    seek(floors, target_ikey, purpose, Links::Sat)
+    seek(floors, None, target_ikey, purpose, Links::Sat)
 }
 
 /// [`cascade_get`] over a row chain (`rows[0]` oldest; module doc, "Row chains"): the newest
 /// version of `user_key` visible at the lookup's sequence in the newest row that holds one.
 pub(crate) fn chain_get(
     rows: &[Arc<PmArray>],
+    windows: &[Window],
     user_key: &[u8],
     lookup_ikey: &[u8],
     purpose: IoPurpose,
 ) -> Result<Option<KeyValue>> {
     get_traced(
         rows,
+        Some(windows),
         user_key,
         lookup_ikey,
         purpose,
@@ -403,18 +446,23 @@ pub(crate) fn chain_get(
 }
 
 /// [`cascade_seek`] over a row chain: every row's first entry `>= target_ikey` (`len` if none)
-/// with its key and value, in one descent.
+/// with its key and value, in one descent. `windows` (one per row, for the target's user key:
+/// [`super::live::window`]) keep the descent off dead entries: in a row where the key is dead
+/// the position is the end of its dead interval, and a position on a dead entry comes without
+/// its key and value (the caller skips dead entries).
 pub(crate) fn chain_seek(
     rows: &[Arc<PmArray>],
+    windows: &[Window],
     target_ikey: &[u8],
     purpose: IoPurpose,
 ) -> Result<Vec<(u32, Option<KeyValue>)>> {
-    seek(rows, target_ikey, purpose, Links::Chain)
+    seek(rows, Some(windows), target_ikey, purpose, Links::Chain)
 }
 
 /// A get by the descent, `step` seeing every floor it searched.
 fn get_traced(
     floors: &[Arc<PmArray>],
+    windows: Option<&[Window]>,
     user_key: &[u8],
     lookup_ikey: &[u8],
     purpose: IoPurpose,
@@ -428,6 +476,7 @@ fn get_traced(
     }
     descend(
         floors,
+        windows,
         lookup_ikey,
         Some(user_key),
         purpose,
@@ -439,15 +488,24 @@ fn get_traced(
 /// Every floor's position for `target_ikey` by one descent (floors it skips: `len`).
 fn seek(
     floors: &[Arc<PmArray>],
+    windows: Option<&[Window]>,
     target_ikey: &[u8],
     purpose: IoPurpose,
     links: Links,
 ) -> Result<Vec<(u32, Option<KeyValue>)>> {
     let mut positions: Vec<(u32, Option<KeyValue>)> =
         floors.iter().map(|f| (f.len(), None)).collect();
-    descend(floors, target_ikey, None, purpose, links, &mut |s, kv| {
-        positions[s.floor] = (s.index, kv);
-    })?;
+    descend(
+        floors,
+        windows,
+        target_ikey,
+        None,
+        purpose,
+        links,
+        &mut |s, kv| {
+            positions[s.floor] = (s.index, kv);
+        },
+    )?;
     Ok(positions)
 }
 
@@ -462,6 +520,7 @@ pub(crate) fn cascade_get_traced(
     let mut steps = Vec::new();
     let r = get_traced(
         floors,
+        None,
         user_key,
         lookup_ikey,
         purpose,
@@ -475,6 +534,7 @@ pub(crate) fn cascade_get_traced(
 #[cfg(test)]
 pub(crate) fn chain_get_traced(
     rows: &[Arc<PmArray>],
+    windows: &[Window],
     user_key: &[u8],
     lookup_ikey: &[u8],
     purpose: IoPurpose,
@@ -482,6 +542,7 @@ pub(crate) fn chain_get_traced(
     let mut steps = Vec::new();
     let r = get_traced(
         rows,
+        Some(windows),
         user_key,
         lookup_ikey,
         purpose,
@@ -493,9 +554,16 @@ pub(crate) fn chain_get_traced(
 
 /// The descent of the module doc. With `want`, returns entry `p` of the first floor where its
 /// user key is `want`; `visit` sees every floor searched, and without `want` (a seek) also
-/// entry `p`'s key and value (`None` past the end).
+/// entry `p`'s key and value (`None` past the end, or when entry `p` is dead).
+///
+/// `windows` (row chains only: one per row, for the target's user key) keep every read off
+/// dead entries: in a row where the key is live the search runs inside the intersection of
+/// the hint window and the live window (both bound the answer); in a row where it is dead
+/// nothing is searched, the position is the end of the dead interval, and the rows below are
+/// bracketed by the live entries around that interval.
 fn descend(
     floors: &[Arc<PmArray>],
+    windows: Option<&[Window]>,
     target: &[u8],
     want: Option<&[u8]>,
     purpose: IoPurpose,
@@ -506,16 +574,44 @@ fn descend(
         Links::Sat => check_floors(floors)?,
         Links::Chain => check_chain(floors)?,
     }
+    if windows.is_some_and(|w| w.len() != floors.len()) {
+        return Err(Error::InvalidArgument(
+            "a chain descent needs one window per row".into(),
+        ));
+    }
     let Some(top) = floors.len().checked_sub(1) else {
         return Ok(None);
     };
     let (mut f, mut lo, mut hi) = (top, 0u32, floors[top].len());
     loop {
         let floor = &floors[f];
-        let found = floor.locate(target, lo, hi, purpose)?;
-        let p = found.index;
-        // b = entry p (none past the end); the search read it unless p == hi.
-        let b = match (found.at, p < floor.len()) {
+        // `p`: the position reported; entries `below_at - 1` and `p` bracket the target (the
+        // search read them, `below` and `found_at`, unless at the ends of its range).
+        let (p, below_at, below, found_at, at_data, p_dead) = match windows.map(|w| w[f]) {
+            Some(Window::Dead { first, end }) => (end, first, None, None, None, true),
+            window => {
+                let (wlo, whi, hi_dead) = match window {
+                    Some(Window::Live { lo, hi, hi_dead }) => (lo, hi, hi_dead),
+                    _ => (0, floor.len(), false),
+                };
+                let (slo, shi) = (lo.max(wlo), hi.min(whi));
+                if slo > shi {
+                    return Err(Error::corruption(
+                        floor.path().display().to_string(),
+                        format!(
+                            "hint window {lo}..{hi} misses the live entries {wlo}..{whi} of \
+                             the target"
+                        ),
+                    ));
+                }
+                let found = floor.locate(target, slo, shi, purpose)?;
+                let p = found.index;
+                let dead = hi_dead && p == whi;
+                (p, p, found.below, found.at, found.at_data, dead)
+            }
+        };
+        // b = entry p (none past the end); the search read it unless p == its range's end.
+        let b = match (found_at, p < floor.len()) {
             (Some(e), _) => Some(e),
             (None, true) => Some(floor.entry(p, purpose)?),
             (None, false) => None,
@@ -527,27 +623,28 @@ fn descend(
             index: p,
         };
         match (want, &b) {
-            (Some(uk), Some(be)) => {
+            (Some(uk), Some(be)) if !p_dead => {
                 visit(step, None);
-                if let Some(kv) = matching(floor, p, be, found.at_data, uk, purpose)? {
+                if let Some(kv) = matching(floor, p, be, at_data, uk, purpose)? {
                     return Ok(Some(kv));
                 }
             }
-            (Some(_), None) | (None, None) => visit(step, None),
-            (None, Some(be)) => {
-                let kv = match found.at_data {
+            (None, Some(be)) if !p_dead => {
+                let kv = match at_data {
                     Some(kv) => kv,
                     None => floor.read_data(p, be, purpose)?,
                 };
                 visit(step, Some(kv));
             }
+            _ => visit(step, None),
         }
         if links == Links::Chain && f == 0 {
             // The bottom row: nothing below it in the chain.
             return Ok(None);
         }
-        // a = entry p - 1 (the search read it unless p == lo), or the virtual min.
-        let next_a = match (p.checked_sub(1), found.below) {
+        // a = entry below_at - 1 (the search read it unless below_at == lo), or the virtual
+        // min.
+        let next_a = match (below_at.checked_sub(1), below) {
             (Some(_), Some(e)) => link(floors, f, e.next, links)?,
             (Some(i), None) => link(floors, f, floor.entry(i, purpose)?.next, links)?,
             (None, _) => f.checked_sub(1).map(|g| NextPtr {
@@ -580,7 +677,7 @@ fn descend(
                 floor.path().display().to_string(),
                 format!(
                     "next pointers of entries {} and {p} run backwards in floor {g}",
-                    p as i64 - 1
+                    below_at as i64 - 1
                 ),
             ));
         }
@@ -655,29 +752,46 @@ pub(crate) fn verify_pointers(floors: &[Arc<PmArray>], purpose: IoPurpose) -> Re
 /// Checks every hint of row `newer` against the row it was built over, `older` (module doc,
 /// "Row chains"): entry `e` points at the lower bound of `e` in `older`, or nowhere when that
 /// is `older`'s end. Returns the number of entries checked; a wrong hint is `Corruption`
-/// naming the entry.
+/// naming the entry. `older_dead` and `newer_dead` are the rows' dead ranges with their entry
+/// intervals: a dead entry of `newer` is not read, and for a key in a dead range of `older`
+/// any entry of that range's interval (or its end) is accepted (the exact lower bound there
+/// can no longer be read; [`PointerBuilder::over_row`]).
 pub(crate) fn verify_row_hints(
     older: &PmArray,
+    older_dead: &RowDead,
     newer: &PmArray,
+    newer_dead: &[(u32, u32)],
     purpose: IoPurpose,
 ) -> Result<u64> {
+    let (ranges, entries) = older_dead;
+    let mut checked = 0;
     for i in 0..newer.len() {
+        if super::live::first_live(newer_dead, i) != i {
+            continue;
+        }
         let entry = newer.entry(i, purpose)?;
         let (key, _) = newer.read(i, purpose)?;
-        let at = older.lower_bound(&key, 0, older.len(), purpose)?;
-        let expected = (at < older.len()).then_some(NextPtr {
-            floor: 0,
-            offset: at,
-        });
-        if entry.next != expected {
+        let ok = match super::live::window(ranges, entries, older.len(), user_key(&key)) {
+            Window::Live { lo, hi, .. } => {
+                let at = older.lower_bound(&key, lo, hi, purpose)?;
+                let expected = (at < older.len()).then_some(NextPtr {
+                    floor: 0,
+                    offset: at,
+                });
+                entry.next == expected
+            }
+            Window::Dead { first, end } => match entry.next {
+                Some(p) => p.floor == 0 && (first..=end).contains(&p.offset),
+                None => end == older.len(),
+            },
+        };
+        if !ok {
             return Err(Error::corruption(
                 newer.entry_location(i),
-                format!(
-                    "row hint {:?}, the row below says {:?}",
-                    entry.next, expected
-                ),
+                format!("row hint {:?} disagrees with the row below", entry.next),
             ));
         }
+        checked += 1;
     }
-    Ok(newer.len() as u64)
+    Ok(checked)
 }

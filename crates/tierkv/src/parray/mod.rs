@@ -84,6 +84,7 @@
 
 mod builder;
 pub(crate) mod cascade;
+pub(crate) mod live;
 mod reader;
 
 #[cfg(test)]

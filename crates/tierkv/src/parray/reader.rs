@@ -494,7 +494,21 @@ impl PmArray {
     /// internal keys, contiguous data offsets covering the data area, that the filter admits
     /// every user key, and the pointers' floors. Returns the number of entries.
     pub(crate) fn verify(&self, purpose: IoPurpose) -> Result<u64> {
-        let mut prev: Vec<u8> = Vec::new();
+        self.verify_live(&[], &mut |_, _| Ok(()), purpose)
+    }
+
+    /// [`PmArray::verify`] for a row whose entries in the intervals `skip` (sorted, disjoint)
+    /// are dead: their index entries are checked (data offsets included) but their key and
+    /// value bytes, which may be freed, are not read; key order is checked among the live
+    /// entries, and `live` sees each live entry's index and internal key (to check it against
+    /// the row's dead ranges).
+    pub(crate) fn verify_live(
+        &self,
+        skip: &[(u32, u32)],
+        live: &mut dyn FnMut(u32, &[u8]) -> Result<()>,
+        purpose: IoPurpose,
+    ) -> Result<u64> {
+        let mut prev: Option<Vec<u8>> = None;
         let mut expected_offset = 0u64;
         for i in 0..self.num_entries {
             let e = self.entry(i, purpose)?;
@@ -503,17 +517,24 @@ impl PmArray {
                 return bad("data offset is not where the previous entry ended");
             }
             expected_offset = e.data_end();
+            if super::live::first_live(skip, i) != i {
+                continue;
+            }
             let (key, _value) = self.read_data(i, &e, purpose)?;
             if parse_internal_key(&key).is_none() {
                 return bad("malformed internal key");
             }
-            if i > 0 && !compare_internal(&prev, &key).is_lt() {
+            if prev
+                .as_deref()
+                .is_some_and(|p| !compare_internal(p, &key).is_lt())
+            {
                 return bad("keys not strictly increasing");
             }
+            live(i, &key)?;
             if !self.may_contain(user_key(&key)) {
                 return bad("filter rejects a key of the array");
             }
-            prev = key;
+            prev = Some(key);
         }
         if expected_offset != self.data_len {
             return Err(Error::corruption(
@@ -595,16 +616,20 @@ impl ArrayIterator {
         self.load(kv);
     }
 
-    /// Positions past the last entry (invalid, without an error).
-    pub(crate) fn seek_to_end(&mut self) {
-        self.pos = self.array.num_entries;
-        self.valid = false;
-    }
-
     #[cfg(test)]
     /// The index of the current entry (`len()` when past the end).
     pub(crate) fn position(&self) -> u32 {
         self.pos
+    }
+
+    /// The index of the current entry (`len()` when past the end).
+    pub(crate) fn index(&self) -> u32 {
+        self.pos
+    }
+
+    /// Makes the iterator invalid with error `e` (sticky, as its own errors).
+    pub(crate) fn fail_with(&mut self, e: Error) {
+        self.fail(e);
     }
 
     fn fail(&mut self, e: Error) {

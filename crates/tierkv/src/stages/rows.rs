@@ -32,16 +32,15 @@
 use super::levels::level_iterator;
 use crate::compaction::{CompactionPolicy, RowPolicy};
 use crate::db::{MergingIterator, TableCache};
-use crate::format::{lookup_key, user_key, MAX_SEQUENCE};
+use crate::format::user_key;
 use crate::iterator::InternalIterator;
 use crate::options::{CompactionOptions, Options, RowOptions};
+use crate::parray::live::{dead_entries, first_live, merge_intervals, window, RowDead, Window};
 use crate::parray::{chain_get, chain_seek, ArrayIterator, KeyValue, PmArray};
 use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{
-    add_range, FileMetaData, GroupOrder, KeyRange, RowInfo, RunKind, StageLayout, StageVersion,
-};
+use crate::version::{FileMetaData, GroupOrder, RowInfo, RunKind, StageLayout, StageVersion};
 use crate::Result;
 use std::sync::Arc;
 
@@ -85,6 +84,7 @@ pub(crate) fn row_info(f: &FileMetaData) -> &RowInfo {
     static NONE: RowInfo = RowInfo {
         hints_into: 0,
         dead: Vec::new(),
+        dead_entries: Vec::new(),
         sketch: Vec::new(),
     };
     f.row.as_deref().unwrap_or(&NONE)
@@ -195,7 +195,16 @@ impl Stage for RowStage {
         let mut found = None;
         for chain in chains(&rows[dead_from..]).into_iter().rev() {
             let arrays = open_rows(cx.tables, cx.part, chain)?;
-            found = chain_get(&arrays, user_key, lookup, cx.purpose)?;
+            let windows = chain
+                .iter()
+                .zip(&arrays)
+                .map(|(f, a)| {
+                    let info = row_info(f);
+                    let entries = dead_entries(info, a, cx.purpose)?;
+                    Ok(window(&info.dead, &entries, a.len(), user_key))
+                })
+                .collect::<Result<Vec<Window>>>()?;
+            found = chain_get(&arrays, &windows, user_key, lookup, cx.purpose)?;
             if found.is_some() {
                 break;
             }
@@ -222,7 +231,15 @@ impl Stage for RowStage {
     ) -> Result<()> {
         for chain in chains(&state.groups[0]).into_iter().rev() {
             let arrays = open_rows(cx.tables, cx.part, chain)?;
-            let dead = chain.iter().map(|f| row_info(f).dead.clone()).collect();
+            let dead = chain
+                .iter()
+                .zip(&arrays)
+                .map(|(f, a)| {
+                    let info = row_info(f);
+                    let entries = dead_entries(info, a, cx.purpose)?.into_owned();
+                    Ok((info.dead.clone(), entries))
+                })
+                .collect::<Result<Vec<_>>>()?;
             out.push(Box::new(RowsIterator::new(arrays, dead, cx.purpose)));
         }
         for runs in state.groups.iter().skip(1) {
@@ -262,76 +279,48 @@ impl Stage for RowStage {
     }
 }
 
-/// The ranges a cursor over a row skips: the row's dead ranges and everything outside `keep`.
-pub(crate) fn skipped_ranges(dead: &[KeyRange], keep: &KeyRange) -> Vec<KeyRange> {
-    let mut skip = dead.to_vec();
-    if !keep.start.is_empty() {
-        skip = add_range(
-            &skip,
-            &KeyRange {
-                start: Vec::new(),
-                end: Some(keep.start.clone()),
-            },
-        );
-    }
-    if let Some(end) = &keep.end {
-        skip = add_range(
-            &skip,
-            &KeyRange {
-                start: end.clone(),
-                end: None,
-            },
-        );
-    }
-    skip
-}
-
-/// A cursor over one row's entries that skips the user-key ranges `skip` (sorted, disjoint):
-/// the row's dead ranges, and for a compaction everything outside the range it moves.
+/// A cursor over one row's live entries: it skips the row's dead entries by index, never
+/// reading their key or value bytes (their data pages may be freed: `parray::live`), and, for
+/// a compaction, every entry outside the entry interval it moves.
 pub(crate) struct RowCursor {
     inner: ArrayIterator,
-    skip: Vec<KeyRange>,
+    array: Arc<PmArray>,
+    /// The dead key ranges and their entry intervals.
+    dead: RowDead,
+    /// Entry intervals skipped: the dead ones and those outside `keep`; sorted, disjoint.
+    skip: Vec<(u32, u32)>,
+    purpose: IoPurpose,
 }
 
 impl RowCursor {
-    /// A cursor over `array` skipping `skip`.
-    pub(crate) fn new(array: &Arc<PmArray>, skip: Vec<KeyRange>, purpose: IoPurpose) -> Self {
+    /// A cursor over the live entries of `array` (whose dead ranges are `dead`) inside the
+    /// entry interval `keep` (`None`: all).
+    pub(crate) fn new(
+        array: &Arc<PmArray>,
+        dead: RowDead,
+        keep: Option<(u32, u32)>,
+        purpose: IoPurpose,
+    ) -> Self {
+        let mut skip = dead.1.clone();
+        if let Some((first, end)) = keep {
+            skip.push((0, first));
+            skip.push((end, array.len()));
+        }
         RowCursor {
             inner: array.iter(purpose),
-            skip,
+            array: Arc::clone(array),
+            skip: merge_intervals(skip),
+            dead,
+            purpose,
         }
     }
 
-    /// Positions on entry `i` (whose key and value are `kv` when already read), then past
-    /// skipped ranges.
+    /// Positions on the first live entry at or after entry `i` (whose key and value are `kv`
+    /// when already read and `i` is live).
     fn position(&mut self, i: u32, kv: Option<KeyValue>) {
-        self.inner.seek_to_index(i, kv);
-        self.settle();
-    }
-
-    /// Moves past entries in skipped ranges: a seek to the end of the range holding the current
-    /// key, or the end of the row for an unbounded one.
-    fn settle(&mut self) {
-        while self.inner.valid() {
-            let uk = user_key(self.inner.key());
-            let i = self.skip.partition_point(|r| r.start.as_slice() <= uk);
-            let Some(r) = i.checked_sub(1).map(|i| &self.skip[i]) else {
-                return;
-            };
-            if !r.contains(uk) {
-                return;
-            }
-            match &r.end {
-                Some(end) => {
-                    let target = lookup_key(end, MAX_SEQUENCE);
-                    self.inner.seek(&target);
-                }
-                None => {
-                    self.inner.seek_to_end();
-                    return;
-                }
-            }
-        }
+        let live = first_live(&self.skip, i);
+        let kv = if live == i { kv } else { None };
+        self.inner.seek_to_index(live.min(self.array.len()), kv);
     }
 }
 
@@ -340,16 +329,22 @@ impl InternalIterator for RowCursor {
         self.inner.valid()
     }
     fn seek_to_first(&mut self) {
-        self.inner.seek_to_first();
-        self.settle();
+        self.position(0, None);
     }
     fn seek(&mut self, target: &[u8]) {
-        self.inner.seek(target);
-        self.settle();
+        let (ranges, entries) = &self.dead;
+        let p = match window(ranges, entries, self.array.len(), user_key(target)) {
+            Window::Dead { end, .. } => Ok(end),
+            Window::Live { lo, hi, .. } => self.array.lower_bound(target, lo, hi, self.purpose),
+        };
+        match p {
+            Ok(p) => self.position(p, None),
+            Err(e) => self.inner.fail_with(e),
+        }
     }
     fn next(&mut self) {
-        self.inner.next();
-        self.settle();
+        let next = self.inner.index().saturating_add(1);
+        self.position(next, None);
     }
     fn key(&self) -> &[u8] {
         self.inner.key()
@@ -366,24 +361,23 @@ impl InternalIterator for RowCursor {
 /// seek positions every row in one hint-guided descent.
 pub(crate) struct RowsIterator {
     rows: Vec<Arc<PmArray>>,
+    /// Per row, its dead ranges and their entry intervals (for the seek's windows).
+    dead: Vec<RowDead>,
     merge: MergingIterator<RowCursor>,
     purpose: IoPurpose,
 }
 
 impl RowsIterator {
     /// An unpositioned iterator over `rows` (a chain, oldest first) with their dead ranges.
-    pub(crate) fn new(
-        rows: Vec<Arc<PmArray>>,
-        dead: Vec<Vec<KeyRange>>,
-        purpose: IoPurpose,
-    ) -> Self {
+    pub(crate) fn new(rows: Vec<Arc<PmArray>>, dead: Vec<RowDead>, purpose: IoPurpose) -> Self {
         let cursors = rows
             .iter()
-            .zip(dead)
-            .map(|(a, d)| RowCursor::new(a, d, purpose))
+            .zip(&dead)
+            .map(|(a, d)| RowCursor::new(a, d.clone(), None, purpose))
             .collect();
         RowsIterator {
             rows,
+            dead,
             merge: MergingIterator::new(cursors),
             purpose,
         }
@@ -399,8 +393,15 @@ impl InternalIterator for RowsIterator {
     }
     fn seek(&mut self, target: &[u8]) {
         let (rows, purpose) = (&self.rows, self.purpose);
+        let uk = user_key(target);
+        let windows: Vec<Window> = rows
+            .iter()
+            .zip(&self.dead)
+            .map(|(a, (ranges, entries))| window(ranges, entries, a.len(), uk))
+            .collect();
         self.merge.reposition(|cursors| {
-            for (c, (p, kv)) in cursors.iter_mut().zip(chain_seek(rows, target, purpose)?) {
+            let positions = chain_seek(rows, &windows, target, purpose)?;
+            for (c, (p, kv)) in cursors.iter_mut().zip(positions) {
                 c.position(p, kv);
             }
             Ok(())

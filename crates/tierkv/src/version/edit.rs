@@ -40,6 +40,11 @@ const STAGE_ADDED_ROW: u32 = 6;
 /// numbers, 0 for none. Optional: a stage without trees never writes it, so manifests of other
 /// designs, and those written before it existed, read unchanged.
 const STAGE_TREES: u32 = 7;
+/// A row added to a row container with the entries of its dead ranges: the fields of
+/// `STAGE_ADDED_ROW`, then the count of entry intervals (0, or one per dead range) and per
+/// interval its first and end entry (varint32 each). Rows recorded by `STAGE_ADDED_ROW` (the
+/// format before it) read with their intervals unknown.
+const STAGE_ADDED_ROW_ENTRIES: u32 = 8;
 
 /// The tier's code in the manifest.
 pub(crate) fn tier_code(tier: Tier) -> u32 {
@@ -268,7 +273,7 @@ fn encode_stage(s: &StageEdit) -> Vec<u8> {
     }
     for (group, f) in &s.added {
         let tag = match (&f.row, f.set) {
-            (Some(_), _) => STAGE_ADDED_ROW,
+            (Some(_), _) => STAGE_ADDED_ROW_ENTRIES,
             (None, 0) => STAGE_ADDED_RUN,
             (None, _) => STAGE_ADDED_SET_RUN,
         };
@@ -311,9 +316,14 @@ fn encode_row(b: &mut Vec<u8>, row: &RowInfo) {
         put_length_prefixed(b, key);
         put_varint64(b, *offset);
     }
+    put_varint32(b, row.dead_entries.len() as u32);
+    for (first, end) in &row.dead_entries {
+        put_varint32(b, *first);
+        put_varint32(b, *end);
+    }
 }
 
-fn decode_row(d: &mut Decoder) -> std::result::Result<RowInfo, &'static str> {
+fn decode_row(d: &mut Decoder, with_entries: bool) -> std::result::Result<RowInfo, &'static str> {
     let hints_into = d.varint64().ok_or("row hints")?;
     let n = d.varint32().ok_or("row dead ranges")?;
     let mut dead = Vec::new();
@@ -332,9 +342,18 @@ fn decode_row(d: &mut Decoder) -> std::result::Result<RowInfo, &'static str> {
         let key = d.length_prefixed().ok_or("row sketch")?.to_vec();
         sketch.push((key, d.varint64().ok_or("row sketch")?));
     }
+    let mut dead_entries = Vec::new();
+    if with_entries {
+        let n = d.varint32().ok_or("row dead entries")?;
+        for _ in 0..n {
+            let first = d.varint32().ok_or("row dead entries")?;
+            dead_entries.push((first, d.varint32().ok_or("row dead entries")?));
+        }
+    }
     Ok(RowInfo {
         hints_into,
         dead,
+        dead_entries,
         sketch,
     })
 }
@@ -367,7 +386,10 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                 let g = group(&mut d)?;
                 s.deleted.push((g, d.varint64().ok_or("deleted run")?));
             }
-            tag @ (STAGE_ADDED_RUN | STAGE_ADDED_SET_RUN | STAGE_ADDED_ROW) => {
+            tag @ (STAGE_ADDED_RUN
+            | STAGE_ADDED_SET_RUN
+            | STAGE_ADDED_ROW
+            | STAGE_ADDED_ROW_ENTRIES) => {
                 let g = group(&mut d)?;
                 let kind = d.u8().and_then(RunKind::from_code).ok_or("run kind")?;
                 let tier = d.varint32().and_then(tier_from_code).ok_or("run tier")?;
@@ -387,7 +409,8 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                         Some(set) if set != 0 => (set, None),
                         _ => return Err("run set"),
                     },
-                    STAGE_ADDED_ROW => (0, Some(Box::new(decode_row(&mut d)?))),
+                    STAGE_ADDED_ROW => (0, Some(Box::new(decode_row(&mut d, false)?))),
+                    STAGE_ADDED_ROW_ENTRIES => (0, Some(Box::new(decode_row(&mut d, true)?))),
                     _ => (0, None),
                 };
                 s.added.push((g, FileMetaData { set, row, ..f }));
@@ -466,6 +489,7 @@ mod tests {
                             end: None,
                         },
                     ],
+                    dead_entries: vec![(0, 3), (40, 50)],
                     sketch: vec![(b"a".to_vec(), 0), (b"m".to_vec(), 4096)],
                 })),
                 ..run(14, Tier::Pm)
@@ -505,6 +529,42 @@ mod tests {
         assert!(VersionEdit::decode(&twice, "m")
             .unwrap_err()
             .is_corruption());
+    }
+
+    /// A row recorded by the format before dead entry intervals (stage sub-tag 6) reads with
+    /// its intervals unknown; the current sub-tag 8 carries them.
+    #[test]
+    fn rows_of_the_older_format_read_with_unknown_dead_entries() {
+        let info = RowInfo {
+            hints_into: 3,
+            dead: vec![KeyRange {
+                start: b"b".to_vec(),
+                end: Some(b"d".to_vec()),
+            }],
+            dead_entries: Vec::new(),
+            sketch: vec![(b"a".to_vec(), 0)],
+        };
+        let mut s = StageEdit::default();
+        s.added.push((
+            0,
+            FileMetaData {
+                kind: RunKind::PmArray,
+                row: Some(Box::new(info.clone())),
+                ..run(9, Tier::Pm)
+            },
+        ));
+        let block = encode_stage(&s);
+        assert_eq!(block[0] as u32, STAGE_ADDED_ROW_ENTRIES);
+        assert_eq!(*block.last().unwrap(), 0, "no intervals");
+        let mut old = vec![STAGE_ADDED_ROW as u8];
+        old.extend_from_slice(&block[1..block.len() - 1]);
+        let d = decode_stage(&old).unwrap();
+        assert_eq!(d, s);
+        assert!(d.added[0].1.row.as_ref().unwrap().dead_entries.is_empty());
+        // With intervals, the current sub-tag round-trips them.
+        let mut s2 = s.clone();
+        s2.added[0].1.row.as_mut().unwrap().dead_entries = vec![(2, 7)];
+        assert_eq!(decode_stage(&encode_stage(&s2)).unwrap(), s2);
     }
 
     /// The tree roles (stage sub-tag 7) round-trip, alone or with other changes, and a stage

@@ -189,6 +189,13 @@ pub struct RowInfo {
     /// the row's entries there are dead (their data, or newer data, is below the row
     /// container). In a triangle, a range dead in a row is dead in every older row.
     pub dead: Vec<KeyRange>,
+    /// Per dead range (in the same order), the row's entries in it: entry indices
+    /// `[first, end)` (`first == end` when the range holds none of the row's keys). Empty when
+    /// unknown: a row recorded by a manifest of the format before these were kept, none of
+    /// whose pages was freed (readers then find the entries by searching the row). The data
+    /// pages that lie wholly inside dead entries may be freed; searches and cursors never read
+    /// the key or value bytes of a dead entry (`crate::parray::live`).
+    pub dead_entries: Vec<(u32, u32)>,
     /// The row's size sketch: `(user key, bytes of the row's entries before the first entry
     /// of that key)` at evenly spaced entries, increasing, the first the row's smallest key
     /// at 0; compaction planning estimates the bytes of a key range from it.
@@ -196,6 +203,30 @@ pub struct RowInfo {
 }
 
 impl RowInfo {
+    /// Adds `range`, whose entries in the row are `entries`, to the dead ranges, merging the
+    /// ranges (and entry intervals) it touches. REQUIRES: the entries of every dead range are
+    /// known ([`RowInfo::dead_entries`] has one interval per range).
+    pub fn add_dead(&mut self, range: &KeyRange, entries: (u32, u32)) {
+        debug_assert_eq!(self.dead.len(), self.dead_entries.len());
+        if range.is_empty() {
+            return;
+        }
+        let mut merged = (range.clone(), entries);
+        let mut out: Vec<(KeyRange, (u32, u32))> = Vec::with_capacity(self.dead.len() + 1);
+        for (r, e) in self.dead.iter().zip(&self.dead_entries) {
+            let touching = add_range(std::slice::from_ref(r), &merged.0).len() == 1;
+            if touching {
+                merged.0 = add_range(std::slice::from_ref(r), &merged.0).remove(0);
+                merged.1 = (merged.1 .0.min(e.0), merged.1 .1.max(e.1));
+            } else {
+                out.push((r.clone(), *e));
+            }
+        }
+        let at = out.partition_point(|(r, _)| r.start < merged.0.start);
+        out.insert(at, merged);
+        (self.dead, self.dead_entries) = out.into_iter().unzip();
+    }
+
     /// True if `key` is in a dead range.
     pub fn is_dead(&self, key: &[u8]) -> bool {
         let i = self.dead.partition_point(|r| r.start.as_slice() <= key);
@@ -721,6 +752,16 @@ fn check_range(f: &FileMetaData) -> Result<()> {
             .any(|w| w[0].end.as_ref().is_none_or(|e| *e >= w[1].start))
         {
             return bad("dead ranges out of order or touching");
+        }
+        let known = &row.dead_entries;
+        if !known.is_empty()
+            && (known.len() != row.dead.len()
+                || known
+                    .iter()
+                    .any(|&(a, b)| a > b || u64::from(b) > f.num_entries)
+                || known.windows(2).any(|w| w[0].1 > w[1].0))
+        {
+            return bad("dead entry intervals do not match the dead ranges");
         }
         if row
             .sketch
