@@ -148,6 +148,9 @@ pub enum Metric {
     /// LAB-DB's log on SSD at the end of the run: the bytes of its value arrays
     /// (`final_stats.stats.labdb.value_bytes`; `labdb` only).
     LabLogBytes,
+    /// PM pool bytes in allocated chunks at the end of the run:
+    /// `figures.footprint.pm_allocated_bytes` (TierKV engines with PM).
+    PmAllocatedBytes,
 }
 
 impl Metric {
@@ -173,6 +176,7 @@ impl Metric {
             Metric::OpenSeconds => "seconds to open (recovery)".into(),
             Metric::BackgroundSeconds => "flush + compaction seconds".into(),
             Metric::LabLogBytes => "bytes of LAB-DB's value arrays at the end".into(),
+            Metric::PmAllocatedBytes => "PM pool bytes allocated at the end".into(),
         }
     }
 
@@ -198,6 +202,7 @@ impl Metric {
             Metric::OpenSeconds => "open s".into(),
             Metric::BackgroundSeconds => "flush+compaction s".into(),
             Metric::LabLogBytes => "log bytes".into(),
+            Metric::PmAllocatedBytes => "PM allocated".into(),
         }
     }
 
@@ -304,6 +309,7 @@ impl Metric {
                 Metric::SsdBytesWritten => f.tiers.first().map(|t| t.bytes_written as f64),
                 Metric::SsdBytesRead => f.tiers.first().map(|t| t.bytes_read as f64),
                 Metric::StallSeconds => Some(f.stall_seconds),
+                Metric::PmAllocatedBytes => Some(f.footprint.pm_allocated_bytes as f64),
                 _ => None,
             };
         }
@@ -532,6 +538,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     trianglekv::FLATTEN,
     trianglekv::TAIL,
     trianglekv::YCSB,
+    trianglekv::PAGES,
     slmdb::MEMTABLE,
     slmdb::OPERATIONS,
     slmdb::YCSB,

@@ -902,6 +902,13 @@ pub fn format_stats(s: &StatsSummary) -> String {
             st.flush_dropped_versions
         );
     }
+    if st.row_pages_freed_bytes > 0 {
+        let _ = writeln!(
+            o,
+            "Row pages freed:        {} of PM wholly in rows' dead ranges",
+            b(st.row_pages_freed_bytes)
+        );
+    }
     if let Some(g) = &st.global_index {
         let _ = writeln!(
             o,

@@ -203,6 +203,10 @@ pub struct RowOptions {
     /// A flushed memtable whose keys overlap no live row and no L1 table goes straight to L1
     /// as an SSTable (the paper's sequential load). Default true.
     pub sequential_bypass: bool,
+    /// Free the PM pages of a row that lie wholly in its dead ranges once no reader may read
+    /// them (section 3.1 of the paper); off, a row's space returns only when all of it is dead.
+    /// Default true.
+    pub free_dead_pages: bool,
 }
 
 impl RowOptions {
@@ -225,6 +229,7 @@ impl Default for RowOptions {
             trigger: 0.6,
             slowdown: 0.9,
             sequential_bypass: true,
+            free_dead_pages: true,
         }
     }
 }

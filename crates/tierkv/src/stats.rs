@@ -163,6 +163,8 @@ pub struct Counters {
     pub pm_flush_fallbacks: AtomicU64,
     /// Entries flushes left out: versions shadowed for every reader by a newer one.
     pub flush_dropped_versions: AtomicU64,
+    /// PM bytes of row pages freed inside live rows (dead ranges: `rows.free_dead_pages`).
+    pub row_pages_freed_bytes: AtomicU64,
     /// Entries a compaction copied that a flush replaced before the global index moved to
     /// them (garbage at birth).
     pub index_stale_copies: AtomicU64,
@@ -481,6 +483,7 @@ impl Default for Counters {
             wal_syncs: AtomicU64::new(0),
             pm_flush_fallbacks: AtomicU64::new(0),
             flush_dropped_versions: AtomicU64::new(0),
+            row_pages_freed_bytes: AtomicU64::new(0),
             index_stale_copies: AtomicU64::new(0),
             index_adopted_tables: AtomicU64::new(0),
             jobs: parking_lot::Mutex::new(JobLog::default()),
@@ -821,6 +824,9 @@ pub struct DbStats {
     /// Entries flushes left out: versions shadowed for every reader by a newer one.
     #[serde(default)]
     pub flush_dropped_versions: u64,
+    /// PM bytes of row pages freed inside live rows since open (`trianglekv`, `matrixkv`: the
+    /// pages wholly in dead ranges).
+    pub row_pages_freed_bytes: u64,
     /// Entries a compaction copied that a flush replaced before the global index moved to
     /// them (`slmdb`).
     #[serde(default)]
@@ -943,6 +949,7 @@ impl DbStats {
                 + sum(Tier::Pm, P::Flush, false),
             pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
             flush_dropped_versions: g(&c.flush_dropped_versions),
+            row_pages_freed_bytes: g(&c.row_pages_freed_bytes),
             index_stale_copies: g(&c.index_stale_copies),
             index_adopted_tables: g(&c.index_adopted_tables),
             io,

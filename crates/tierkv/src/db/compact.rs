@@ -120,6 +120,12 @@ impl DbInner {
                     self.bg_cv.notify_all();
                     return Err(e);
                 }
+                if let Err(e) = self.free_dead_row_pages() {
+                    let mut state = self.state.lock();
+                    let e = state.poison("freeing dead row pages failed", e);
+                    self.bg_cv.notify_all();
+                    return Err(e);
+                }
                 self.bg_cv.notify_all();
                 return Ok(());
             }

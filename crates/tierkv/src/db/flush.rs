@@ -98,9 +98,13 @@ impl DbInner {
                     drop(state);
                     self.delete_files(obsolete);
                     let scanned = self.scan_index_leaves();
+                    let freed = self.free_dead_row_pages();
                     state = self.state.lock();
                     if let Err(e) = scanned {
                         state.poison("global index leaf scan failed", e);
+                    }
+                    if let Err(e) = freed {
+                        state.poison("freeing dead row pages failed", e);
                     }
                     if self.stages[0].lab().is_some() {
                         state = self.lab_maintenance(state);

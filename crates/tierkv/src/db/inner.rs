@@ -13,7 +13,7 @@ use crate::stats::{
 use crate::tier::Tier;
 use crate::version::{parse_file_name, FileKind, FileMetaData, Version, VersionSet};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
@@ -48,6 +48,8 @@ pub(crate) struct State {
     /// ranges grew): older versions and readers may still hold it, so a removed run of the
     /// same number is deleted only once no one holds any of its metadata.
     pub superseded_runs: Vec<Arc<FileMetaData>>,
+    /// Per row, the dead entry intervals whose pages were last freed (`free_dead_row_pages`).
+    pub freed_rows: HashMap<u64, Vec<(u32, u32)>>,
     pub shutting_down: bool,
     /// Number of manual compactions waiting or running (automatic ones yield to them).
     pub manual_compactions: usize,
@@ -74,6 +76,7 @@ impl State {
             removed_runs: Vec::new(),
             scanned_numbers: None,
             superseded_runs: Vec::new(),
+            freed_rows: HashMap::new(),
             shutting_down: false,
             manual_compactions: 0,
         }

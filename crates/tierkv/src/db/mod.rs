@@ -27,6 +27,7 @@ mod flush;
 mod inner;
 mod iter;
 mod obsolete;
+mod punch;
 mod read;
 mod recovery;
 mod snapshot;

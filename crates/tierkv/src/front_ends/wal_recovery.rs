@@ -107,6 +107,10 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
     db.clog_end_recovery(&mut state, true)?;
     let obsolete = db.collect_obsolete_files(&mut state);
     db.delete_files(obsolete);
+    // Row pages a crash left unfreed after their dead ranges were recorded (no reader yet).
+    drop(state);
+    db.free_dead_row_pages()?;
+    let mut state = db.state.lock();
     if let Some(lab) = &front.lab {
         lab.finish_recovery(db, number)?;
     }

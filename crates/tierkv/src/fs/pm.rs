@@ -19,10 +19,16 @@
 //!                  name); any other value is damage
 //!   size word:     the file's size in the low 48 bits, check16(entry offset, size) above
 //!   flags:         bit 0 = log space: a log file (its chunks are zeroed before use) or a
-//!                  persistent memtable (not zeroed: never read as a record log)
+//!                  persistent memtable (not zeroed: never read as a record log);
+//!                  bit 1 = positioned: the file's chunks carry position words (files created
+//!                  by builds before it have no position words, and no holes)
 //! chunk:           next u64 (0 = last; else the next chunk's offset, whose low 16 bits are
 //!                  zero, plus check16(this chunk, next chunk)) | magic u64 "TKVCHUNK" |
-//!                  48 reserved | data...
+//!                  position u64 | 40 reserved | data...
+//!   position:      in a positioned file, 0 = the chunk directly follows the chunk linking to
+//!                  it; else its index in the file (low 48 bits) and check16(position word's
+//!                  offset, index) above: the chunks before it back to the linking chunk are
+//!                  holes ([`PmFs::punch`])
 //! ```
 //!
 //! `check16(a, b)` is the upper and lower halves of `crc32c(a u64 ++ b u64)` XORed: every field
@@ -58,6 +64,14 @@
 //!   "persist data, fence, persist size, fence" order.
 //! * remove: `state = 0` persisted, then the chunks return to the allocator once no reader
 //!   holds the file (like an unlinked POSIX file).
+//! * punch (a finished file's chunks whose data lies wholly in a range, never its first or
+//!   last chunk): the first chunk kept after the hole gets its position word (8-byte atomic,
+//!   persisted; until the next store it still directly follows its linking chunk, so the word
+//!   names the position it has), then the last chunk kept before the hole links past it
+//!   (8-byte atomic, persisted), then the chunks of the hole return to the allocator. A crash
+//!   between the stores leaves the file whole; after the link, the hole's chunks are
+//!   unreferenced (free at the next open). A read of a hole is `Corruption`: the caller
+//!   promised never to read there again.
 //!
 //! **Ownership.** `PmFs` is one owner of the pool's chunks ([`PmFsOwner`], a
 //! [`super::PmOwner`]): at open it reports the directory chunk and every chunk reachable from a
@@ -118,6 +132,10 @@ const CHUNK_HEADER_BYTES: u64 = 64;
 const NAME_MAX: usize = 80;
 const LIVE_TAG: u64 = 0x4556_494c;
 const FLAG_LOG: u32 = 1;
+/// Entry flag: the file's chunks carry position words (module doc).
+const FLAG_POSITIONED: u32 = 2;
+/// Where a chunk keeps its position word.
+const CHUNK_POSITION_OFFSET: u64 = 16;
 /// Sizes live in the low 48 bits of the size word.
 const SIZE_MAX: u64 = (1 << 48) - 1;
 /// Chunk offsets are multiples of the chunk size, so their low 16 bits hold a link check.
@@ -233,7 +251,10 @@ fn table_reserve(space: &SpaceState) -> u64 {
 struct PmFile {
     pool: Arc<PmPool>,
     entry: u64,
+    /// The file's chunks by index; 0 for a hole ([`PmFs::punch`]).
     chunks: RwLock<Vec<u64>>,
+    /// The chunks carry position words, so the file may have holes.
+    positioned: bool,
     /// Persisted size: the file's content.
     size: AtomicU64,
     removed: AtomicBool,
@@ -245,6 +266,7 @@ impl Drop for PmFile {
     fn drop(&mut self) {
         if self.removed.load(Ordering::Acquire) {
             let chunks = self.chunks.get_mut();
+            chunks.retain(|&c| c != 0);
             for &c in chunks.iter() {
                 self.pool.free_chunk(c);
             }
@@ -299,8 +321,10 @@ struct FoundFile {
     name: String,
     entry: u64,
     size: u64,
+    /// By index, 0 for a hole.
     chunks: Vec<u64>,
     log: bool,
+    positioned: bool,
 }
 
 impl PmFs {
@@ -518,7 +542,8 @@ impl PmFs {
             let size = decode_checked(e, field(8)).ok_or_else(|| damaged("the size"))?;
             let name = String::from_utf8(name.to_vec())
                 .map_err(|_| self.bad(format!("PM directory entry {i} has a bad name")))?;
-            let chunks = self.chain(&name, first, &mut seen)?;
+            let positioned = flags & FLAG_POSITIONED != 0;
+            let chunks = self.chain(&name, first, positioned, &mut seen)?;
             if size > chunks.len() as u64 * self.data_per_chunk {
                 return Err(self.bad(format!(
                     "PM file {name}: size {size} exceeds its {} chunks",
@@ -531,17 +556,20 @@ impl PmFs {
                 size,
                 chunks,
                 log: flags & FLAG_LOG != 0,
+                positioned,
             });
         }
         Ok(out)
     }
 
-    /// The chunk chain of a file starting at `first`; every chunk is checked (alignment, bounds,
-    /// magic, link check) and may belong to one file only.
+    /// The chunk chain of a file starting at `first`, by index (0 for a hole); every chunk is
+    /// checked (alignment, bounds, magic, link check, position word of a `positioned` file) and
+    /// may belong to one file only.
     fn chain(
         &self,
         name: &str,
         first: u64,
+        positioned: bool,
         seen: &mut std::collections::HashSet<u64>,
     ) -> Result<Vec<u64>> {
         let pool = &self.pool;
@@ -559,6 +587,22 @@ impl PmFs {
             }
             if pool.load_u64(c + 8)? != CHUNK_MAGIC {
                 return Err(self.bad(format!("PM file {name}: chunk {c} has no chunk magic")));
+            }
+            let at = c + CHUNK_POSITION_OFFSET;
+            let word = if positioned { pool.load_u64(at)? } else { 0 };
+            if word != 0 {
+                let index = decode_checked(at, word).ok_or_else(|| {
+                    self.bad(format!(
+                        "PM file {name}: the position word of chunk {c} fails its checksum"
+                    ))
+                })?;
+                if chunks.is_empty() || index < chunks.len() as u64 || index > max_chunks {
+                    return Err(self.bad(format!(
+                        "PM file {name}: chunk {c} claims position {index} after {} chunks",
+                        chunks.len()
+                    )));
+                }
+                chunks.resize(index as usize, 0);
             }
             chunks.push(c);
             let word = pool.load_u64(c)?;
@@ -590,9 +634,10 @@ impl PmFs {
         dir.chunks = dir_chunks;
         let log_chunks = Arc::clone(&self.space.lock().log_chunks);
         for f in files {
-            live.extend_from_slice(&f.chunks);
+            let held = f.chunks.iter().filter(|&&c| c != 0);
+            live.extend(held.clone());
             if f.log {
-                log_chunks.fetch_add(f.chunks.len() as u64, Ordering::AcqRel);
+                log_chunks.fetch_add(held.count() as u64, Ordering::AcqRel);
             }
             dir.files.insert(
                 f.name,
@@ -600,6 +645,7 @@ impl PmFs {
                     pool: Arc::clone(&self.pool),
                     entry: f.entry,
                     chunks: RwLock::new(f.chunks),
+                    positioned: f.positioned,
                     size: AtomicU64::new(f.size),
                     removed: AtomicBool::new(false),
                     log_chunks: f.log.then(|| Arc::clone(&log_chunks)),
@@ -716,12 +762,13 @@ impl PmFs {
             c
         };
         drop(space);
-        let mut h = [0u8; 16];
-        h[8..].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
+        // Next link 0, the magic, position word 0 (a reused chunk may hold an old one).
+        let mut h = [0u8; 24];
+        h[8..16].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
         let written = self
             .pool
             .write(c, &h)
-            .and_then(|()| self.pool.persist(c, 16));
+            .and_then(|()| self.pool.persist(c, 24));
         if let Err(e) = written {
             self.release_chunk(c, class);
             return Err(e.into());
@@ -760,7 +807,7 @@ impl PmFs {
             }
         };
         let log = class != ChunkClass::Table;
-        let flags = if log { FLAG_LOG } else { 0 };
+        let flags = FLAG_POSITIONED | if log { FLAG_LOG } else { 0 };
         let mut raw = vec![0u8; ENTRY_NAME_OFFSET + name.len()];
         raw[8..16].copy_from_slice(&encode_checked(entry, 0).to_le_bytes());
         raw[16..24].copy_from_slice(&chunk.to_le_bytes());
@@ -784,6 +831,7 @@ impl PmFs {
             pool: Arc::clone(&self.pool),
             entry,
             chunks: RwLock::new(vec![chunk]),
+            positioned: true,
             size: AtomicU64::new(0),
             removed: AtomicBool::new(false),
             log_chunks: log.then(|| Arc::clone(&self.space.lock().log_chunks)),
@@ -1074,12 +1122,23 @@ fn read_file(
     while !out.is_empty() {
         let (idx, within) = (pos / dpc, pos % dpc);
         let n = (out.len() as u64).min(dpc - within) as usize;
-        let at = chunks[idx as usize] + CHUNK_HEADER_BYTES + within;
+        let at = chunk_at(&chunks, idx, path, pos)? + CHUNK_HEADER_BYTES + within;
         fs.pool.read(at, &mut out[..n])?;
         out = &mut out[n..];
         pos += n as u64;
     }
     Ok(())
+}
+
+/// Chunk `idx` of a file (`Corruption` naming `path` and file offset `pos` for a hole).
+fn chunk_at(chunks: &[u64], idx: u64, path: &Path, pos: u64) -> Result<u64> {
+    match chunks.get(idx as usize) {
+        Some(&c) if c != 0 => Ok(c),
+        _ => Err(Error::corruption(
+            format!("{} at offset {pos}", path.display()),
+            "read of a range whose chunks were freed",
+        )),
+    }
 }
 
 impl RandomAccessFile for PmReadable {
@@ -1123,7 +1182,11 @@ impl PmWords {
         }
         let dpc = self.fs.data_per_chunk;
         let chunks = self.file.chunks.read();
-        Ok(chunks[(offset / dpc) as usize] + CHUNK_HEADER_BYTES + offset % dpc)
+        Ok(
+            chunk_at(&chunks, offset / dpc, &self.path, offset)?
+                + CHUNK_HEADER_BYTES
+                + offset % dpc,
+        )
     }
 
     /// The 8-byte word at `offset` (atomic, Acquire).
@@ -1156,7 +1219,7 @@ impl PmWords {
             let at = offset + pos as u64;
             let (idx, within) = (at / dpc, at % dpc);
             let n = ((data.len() - pos) as u64).min(dpc - within) as usize;
-            let pool_at = chunks[idx as usize] + CHUNK_HEADER_BYTES + within;
+            let pool_at = chunk_at(&chunks, idx, &self.path, at)? + CHUNK_HEADER_BYTES + within;
             self.fs.pool.write(pool_at, &data[pos..pos + n])?;
             self.fs.pool.persist(pool_at, n as u64)?;
             pos += n;
@@ -1173,9 +1236,8 @@ impl PmWords {
         while pos < end {
             let (idx, within) = (pos / dpc, pos % dpc);
             let n = (end - pos).min(dpc - within);
-            self.fs
-                .pool
-                .msync(chunks[idx as usize] + CHUNK_HEADER_BYTES + within, n)?;
+            let c = chunk_at(&chunks, idx, &self.path, pos)?;
+            self.fs.pool.msync(c + CHUNK_HEADER_BYTES + within, n)?;
             pos += n;
         }
         Ok(())
@@ -1190,6 +1252,47 @@ impl PmFs {
             file: self.get(path)?,
             path: path.to_path_buf(),
         })
+    }
+
+    /// Frees the chunks of the finished file at `path` whose data lies wholly inside the file
+    /// offsets `[start, end)`, except its first and last chunk (module doc, "punch"); returns
+    /// the bytes of pool freed. The file keeps its size; a later read of a freed range is
+    /// `Corruption`. A file of the format before position words (not `positioned`) is left
+    /// whole. REQUIRES: no writer appends to the file, and no reader will read the range again
+    /// (readers holding the file may still be reading elsewhere in it).
+    pub(crate) fn punch(&self, path: &Path, start: u64, end: u64) -> Result<u64> {
+        let file = self.get(path)?;
+        if !file.positioned {
+            return Ok(0);
+        }
+        let dpc = self.data_per_chunk;
+        let mut chunks = file.chunks.write();
+        let len = chunks.len() as u64;
+        let first = start.div_ceil(dpc).max(1);
+        let last = (end / dpc).min(len.saturating_sub(1));
+        let hole: Vec<u64> = (first..last).filter(|&i| chunks[i as usize] != 0).collect();
+        if hole.is_empty() {
+            return Ok(0);
+        }
+        // The chunks kept around the hole: chunk 0 and the last chunk are never holes.
+        let before = (0..first)
+            .rev()
+            .find(|&i| chunks[i as usize] != 0)
+            .unwrap_or(0);
+        let after = (last..len)
+            .find(|&i| chunks[i as usize] != 0)
+            .unwrap_or(len - 1);
+        let (pred, succ) = (chunks[before as usize], chunks[after as usize]);
+        let at = succ + CHUNK_POSITION_OFFSET;
+        self.pool
+            .store_u64_persist(at, encode_checked(at, after))
+            .and_then(|()| self.pool.store_u64_persist(pred, encode_link(pred, succ)))
+            .map_err(|e| with_path(e.into(), "punch", path))?;
+        for &i in &hole {
+            self.pool.free_chunk(chunks[i as usize]);
+            chunks[i as usize] = 0;
+        }
+        Ok(hole.len() as u64 * self.pool.chunk_size())
     }
 
     /// The pool offset of byte `offset` of the file at `path` (damage tests).
@@ -1402,6 +1505,153 @@ mod tests {
         assert_eq!(fs.dir.lock().chunks.len(), 2);
         assert!(
             checked.load(Ordering::SeqCst) >= 6 * 4,
+            "too few fences walked"
+        );
+    }
+
+    /// A file of `chunks` full chunks plus 100 bytes, each byte a function of its offset.
+    fn spanning_file(fs: &PmFs, path: &Path, chunks: u64) -> Vec<u8> {
+        let n = fs.data_per_chunk() * chunks + 100;
+        let data: Vec<u8> = (0..n).map(|i| (i * 13 % 251) as u8).collect();
+        let mut w = fs.create(path).unwrap();
+        w.append(&data).unwrap();
+        w.sync().unwrap();
+        data
+    }
+
+    /// Reads `len` bytes at `at` of `path`.
+    fn read_at(fs: &PmFs, path: &Path, at: u64, len: u64) -> Result<Vec<u8>> {
+        let f = fs.open_readable(path)?;
+        let mut b = vec![0u8; len as usize];
+        f.read_exact_at(at, &mut b)?;
+        Ok(b)
+    }
+
+    /// Chunk `i` of `data` (file offsets `[i * dpc, (i + 1) * dpc)`, cut at the end).
+    fn chunk_of(data: &[u8], dpc: u64, i: u64) -> (u64, &[u8]) {
+        let (a, b) = (i * dpc, ((i + 1) * dpc).min(data.len() as u64));
+        (a, &data[a as usize..b as usize])
+    }
+
+    /// Punching frees the chunks wholly inside the range (never the first or the last), keeps
+    /// every other byte where it was, makes a read of a hole corruption naming the file, grows
+    /// holes, survives reopening, and a removal then frees each remaining chunk once.
+    #[test]
+    fn punched_chunks_are_freed_and_the_rest_survives_reopen() {
+        let o = growth_pool_options(4 << 20);
+        let p = PmPool::create_crash_sim(&o, false).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
+        let path = Path::new("/db/000007.arr");
+        let dpc = fs.data_per_chunk();
+        let data = spanning_file(&fs, path, 8); // chunks 0..=8
+        let used = used_chunks(&p);
+        assert_eq!(used, 1 + 9);
+        // Chunks 2, 3 and 4 lie wholly inside; 1 and 5 only partly.
+        let freed = fs.punch(path, dpc + 10, 5 * dpc + 3).unwrap();
+        assert_eq!(freed, 3 * p.chunk_size());
+        assert_eq!(used_chunks(&p), used - 3);
+        let check = |fs: &PmFs, holes: &[u64]| {
+            for i in 0..9 {
+                let (at, want) = chunk_of(&data, dpc, i);
+                let got = read_at(fs, path, at, want.len() as u64);
+                if holes.contains(&i) {
+                    let e = got.unwrap_err();
+                    assert!(e.is_corruption() && e.to_string().contains("000007"), "{e}");
+                } else {
+                    assert_eq!(got.unwrap(), want, "chunk {i}");
+                }
+            }
+            assert_eq!(fs.file_size(path).unwrap(), data.len() as u64);
+        };
+        check(&fs, &[2, 3, 4]);
+        // A read across a hole's edge fails too; punching again frees nothing.
+        assert!(read_at(&fs, path, 2 * dpc - 5, 10).is_err());
+        assert_eq!(fs.punch(path, dpc + 10, 5 * dpc + 3).unwrap(), 0);
+        // The whole file: every chunk but the first and the last.
+        let freed = fs.punch(path, 0, data.len() as u64).unwrap();
+        assert_eq!(freed, 4 * p.chunk_size(), "chunks 1, 5, 6, 7");
+        check(&fs, &[1, 2, 3, 4, 5, 6, 7]);
+        let img = p.crash_image(tierkv_pm::CrashImage::Strict).unwrap();
+        let p2 = PmPool::open_crash_image(img, &o).unwrap();
+        let fs2 = PmFs::open(Arc::clone(&p2), "test2", PmFsOpen::Existing(ID)).unwrap();
+        check(&fs2, &[1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(used_chunks(&p2), 1 + 2);
+        fs2.remove(path).unwrap();
+        assert_eq!(used_chunks(&p2), 1);
+        // A file of the format before position words (its entry without the flag; a stale
+        // position word in a chunk means nothing there) is read as a plain chain and never
+        // punched.
+        let data = spanning_file(&fs2, path, 3);
+        let file = fs2.get(path).unwrap();
+        let (entry, first) = (file.entry, file.chunks.read()[0]);
+        let second = file.chunks.read()[1];
+        drop(file);
+        p2.store_u64_persist(second + CHUNK_POSITION_OFFSET, 0xdead_beef)
+            .unwrap();
+        let name = b"000007.arr";
+        p2.write(entry + 28, &0u32.to_le_bytes()).unwrap();
+        p2.persist(entry + 28, 4).unwrap();
+        p2.store_u64_persist(entry, live_state(entry, first, 0, name))
+            .unwrap();
+        let fs3 = PmFs::open(Arc::clone(&p2), "test3", PmFsOpen::Existing(ID)).unwrap();
+        assert_eq!(fs3.read_all(path).unwrap(), data);
+        assert_eq!(fs3.punch(path, 0, data.len() as u64).unwrap(), 0);
+        assert_eq!(fs3.read_all(path).unwrap(), data);
+    }
+
+    /// A crash at any fence of a punch leaves the file whole or with its hole, every byte
+    /// outside the hole as written, and no chunk leaked.
+    #[test]
+    fn a_crash_while_punching_loses_nothing_and_leaks_nothing() {
+        use tierkv_pm::CrashImage;
+        let o = growth_pool_options(4 << 20);
+        let p = PmPool::create_crash_sim(&o, true).unwrap();
+        let fs = PmFs::open(Arc::clone(&p), "test", PmFsOpen::Create(ID)).unwrap();
+        let path = Path::new("/db/000009.arr");
+        let dpc = fs.data_per_chunk();
+        let data = spanning_file(&fs, path, 6);
+        // Punched once already, so that the second punch extends a hole.
+        fs.punch(path, dpc, 2 * dpc).unwrap();
+        let checked = Arc::new(AtomicU64::new(0));
+        {
+            let checked = Arc::clone(&checked);
+            let weak = Arc::downgrade(&p);
+            let (o, data) = (o.clone(), data.clone());
+            p.set_fence_hook(Some(Box::new(move |fence| {
+                let Some(p) = weak.upgrade() else { return };
+                let kinds = [CrashImage::Strict, CrashImage::AllPending]
+                    .into_iter()
+                    .chain((0..4).map(|t| CrashImage::Torn(fence * 10 + t)));
+                for kind in kinds {
+                    let img = p.crash_image(kind).unwrap();
+                    let p2 = PmPool::open_crash_image(img, &o).unwrap();
+                    let fs2 = PmFs::open(Arc::clone(&p2), "img", PmFsOpen::Existing(ID))
+                        .unwrap_or_else(|e| panic!("fence {fence} {kind:?}: {e}"));
+                    let chunks = fs2.get(path).unwrap().chunks.read().clone();
+                    let held = chunks.iter().filter(|&&c| c != 0).count() as u64;
+                    assert_eq!(
+                        used_chunks(&p2),
+                        1 + held,
+                        "fence {fence} {kind:?}: a chunk leaked"
+                    );
+                    assert!(held == 6 || held == 4, "fence {fence} {kind:?}: {chunks:?}");
+                    for (i, &c) in chunks.iter().enumerate() {
+                        let (at, want) = chunk_of(&data, dpc, i as u64);
+                        let got = read_at(&fs2, path, at, want.len() as u64);
+                        if c == 0 {
+                            assert!(got.is_err(), "fence {fence} {kind:?}: hole {i} read");
+                        } else {
+                            assert_eq!(got.unwrap(), want, "fence {fence} {kind:?}: chunk {i}");
+                        }
+                    }
+                    checked.fetch_add(1, Ordering::SeqCst);
+                }
+            })));
+        }
+        assert_eq!(fs.punch(path, dpc, 4 * dpc).unwrap(), 2 * p.chunk_size());
+        p.set_fence_hook(None);
+        assert!(
+            checked.load(Ordering::SeqCst) >= 2 * 6,
             "too few fences walked"
         );
     }

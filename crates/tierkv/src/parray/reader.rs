@@ -287,6 +287,11 @@ impl PmArray {
         self.file_size
     }
 
+    /// Bytes of the data area (the keys and values), at the start of the file.
+    pub(crate) fn data_len(&self) -> u64 {
+        self.data_len
+    }
+
     /// The file's path.
     pub(crate) fn path(&self) -> &Path {
         &self.path
