@@ -608,6 +608,7 @@ fn per_level_compaction_figures_add_up_on_leveled() {
             .unwrap();
     }
     db.compact_range(None, None).unwrap();
+    db.wait_for_background_work().unwrap();
     let s = db.stats();
     check_sums(&s, "leveled");
     assert!(s.compactions > 0 && s.ssd_written_compaction > 0, "{s:?}");
@@ -654,6 +655,7 @@ fn per_level_figures_add_up_on_every_design() {
         db.flush().unwrap();
         db.wait_for_background_work().unwrap();
         db.compact_range(None, None).unwrap();
+        db.wait_for_background_work().unwrap();
         let s = db.stats();
         check_sums(&s, design.name());
         assert!(s.compactions > 0, "{design}: {s:?}");
@@ -661,6 +663,7 @@ fn per_level_figures_add_up_on_every_design() {
         drop(db);
         // After a reopen that replays a WAL, the flush rows count recovery's flushes too.
         let db = Db::open(DB, tiny(&env)).unwrap();
+        db.wait_for_background_work().unwrap();
         check_sums(&db.stats(), &format!("{design} reopened"));
     }
 }
@@ -694,6 +697,9 @@ fn stalled_writes(opts: Options) -> DbStats {
     for w in writers {
         w.join().unwrap();
     }
+    // The sums checked compare counters read one after the other: a flush still running
+    // could land between two of the reads.
+    db.wait_for_background_work().unwrap();
     db.stats()
 }
 
