@@ -39,6 +39,13 @@ pub struct PmOptions {
     /// only L0 in PM). Default false.
     #[serde(default)]
     pub wal_on_ssd: bool,
+    /// Write through FluidKV's FastStore: each writer thread appends to its own PM log and
+    /// inserts into a concurrent DRAM index, with no write group or leader
+    /// (`front_ends/fast_store.rs`). For designs whose log is on PM in front of a DRAM memtable
+    /// (not `labdb`, not the PM-memtable designs). `WriteOptions::disable_wal` is ignored under
+    /// it (every write is logged). Default false.
+    #[serde(default)]
+    pub thread_logs: bool,
     /// A pool to use instead of opening `path` (crash-simulation tests).
     #[serde(skip)]
     pub pool: Option<Arc<PmPool>>,
@@ -57,6 +64,7 @@ impl Default for PmOptions {
             },
             wal_on_pm: false,
             wal_on_ssd: false,
+            thread_logs: false,
             pool: None,
         }
     }
@@ -472,6 +480,17 @@ impl Options {
         }
         if t.bloom_bits_per_key > 64 {
             return bad("table.bloom_bits_per_key must be <= 64".into());
+        }
+        if self.pm.thread_logs
+            && (self.design.wal_tier(self) != crate::tier::Tier::Pm
+                || self.design.memtable_on_pm()
+                || self.design == crate::Design::LABDB)
+        {
+            return bad(format!(
+                "pm.thread_logs needs a design whose log is on PM in front of a DRAM memtable; \
+                 {} is not one under these options",
+                self.design
+            ));
         }
         let lab = &self.labdb;
         if !(lab.immutable_at > 0.0 && lab.immutable_at <= 1.0) {

@@ -183,7 +183,7 @@ impl Backend {
 
     fn options(&self, rng: &mut SmallRng) -> (PathBuf, Options) {
         let o = small_options(rng);
-        match self {
+        let (dir, mut o) = match self {
             Backend::Mem(design, fs, pool) => (
                 PathBuf::from("/db"),
                 support::design_options(o, *design, fs, pool.as_ref()),
@@ -194,7 +194,15 @@ impl Backend {
                 o.pm.size_bytes = support::pool_options(*design).size;
                 (p.clone(), o)
             }
-        }
+        };
+        // FluidKV's FastStore in front of the designs that log to PM, drawn at every open: a
+        // reopen may switch front ends over logs the other one wrote.
+        o.pm.thread_logs = false;
+        let thread_logs_ok = o.design.wal_tier(&o) == tierkv::Tier::Pm
+            && !o.design.memtable_on_pm()
+            && o.design != Design::LABDB;
+        o.pm.thread_logs = thread_logs_ok && rng.gen_bool(0.5);
+        (dir, o)
     }
 }
 

@@ -87,11 +87,21 @@ fn a_pool_of_another_database_is_refused() {
 /// A pool far too small for the write buffer: memtables rotate when their WAL fills its share
 /// of the pool, tables go to SSD when the pool has no room for them, every write succeeds, and
 /// the database reopens (again and again) with all of it and no orphan file.
+///
+/// The same with FluidKV's thread logs (`pm.thread_logs`): a write that finds no room for its
+/// log record waits for a flush, or rotates the write buffer so that one frees its logs.
 #[test]
 fn a_full_pool_keeps_taking_writes_and_always_reopens() {
+    for thread_logs in [false, true] {
+        full_pool_keeps_taking_writes(thread_logs);
+    }
+}
+
+fn full_pool_keeps_taking_writes(thread_logs: bool) {
     let dir = tempfile::tempdir().unwrap();
     let pool = dir.path().join("small.pool");
     let mut o = pm_options(Design::LEVELED_PM, &pool);
+    o.pm.thread_logs = thread_logs;
     o.write_buffer_size = 1 << 20;
     o.pm.chunk_bytes = 64 << 10;
     o.pm.size_bytes = 6 * (64 << 10); // one chunk more than the minimum
@@ -103,7 +113,13 @@ fn a_full_pool_keeps_taking_writes_and_always_reopens() {
             db.put(&key(i), &[i as u8; 120]).unwrap();
         }
         let s = db.stats();
-        assert!(s.flushes > 5, "small WALs rotate memtables early: {s:?}");
+        // The WAL rotates its memtable when it fills its share of the pool; thread logs rotate
+        // when a write finds no room (a "PM pool full" stall).
+        let early = if thread_logs { 2 } else { 5 };
+        assert!(
+            s.flushes > early,
+            "small logs rotate write buffers early: {s:?}"
+        );
         assert!(s.pm_flush_fallbacks > 0, "tables went to SSD: {s:?}");
     }
     // No background compaction after the fill: the files on disk can be compared with the
@@ -136,9 +152,16 @@ fn a_full_pool_keeps_taking_writes_and_always_reopens() {
 /// leaves the database writable (it is not poisoned).
 #[test]
 fn a_write_larger_than_the_pool_fails_cleanly() {
+    for thread_logs in [false, true] {
+        write_larger_than_the_pool_fails_cleanly(thread_logs);
+    }
+}
+
+fn write_larger_than_the_pool_fails_cleanly(thread_logs: bool) {
     let dir = tempfile::tempdir().unwrap();
     let pool = dir.path().join("p.pool");
     let mut o = pm_options(Design::LEVELED_PM, &pool);
+    o.pm.thread_logs = thread_logs;
     o.pm.chunk_bytes = 64 << 10;
     o.pm.size_bytes = 8 * (64 << 10);
     let db = Db::open(dir.path(), o.clone()).unwrap();

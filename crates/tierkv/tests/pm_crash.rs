@@ -100,6 +100,7 @@ fn options(design: Design, fs: &MemFs, pool: Arc<PmPool>) -> Options {
     o.labdb.hot_buffer_bytes = 16 << 10;
     o.labdb.hot_slot_bytes = 512;
     o.labdb.hot_threshold = 2;
+    o.pm.thread_logs = THREAD_LOGS.with(|t| t.get());
     o
 }
 
@@ -215,6 +216,8 @@ thread_local! {
     static CLOG_JOBS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
     /// Tables a global index named that recovery adopted (`slmdb`), over the same images.
     static ADOPTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The workload and every image run with `pm.thread_logs` (FluidKV's FastStore).
+    static THREAD_LOGS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Opens a database on one crash image and checks it against the models (and, for designs with
@@ -282,7 +285,7 @@ struct Captured {
 /// that keep every run on PM (their workloads make three times the fences, each a flush or
 /// compaction step, and the test must fit the CI budget).
 fn torn_images(design: Design) -> (u64, u64) {
-    if design.data_on_pm() {
+    if design.data_on_pm() || THREAD_LOGS.with(|t| t.get()) {
         (8, 4)
     } else {
         (32, 16)
@@ -526,6 +529,21 @@ const FENCE_WALK_A: &[Design] = &[
     Design::TRIANGLEKV,
     Design::MATRIXKV,
 ];
+
+/// `leveled-pm` writing through FluidKV's FastStore (`pm.thread_logs`): every fence of its
+/// thread logs (each log's header, each record), rotations and flushes, recovered by merging
+/// the logs by sequence number.
+#[test]
+fn crash_at_every_pm_fence_thread_logs() {
+    THREAD_LOGS.with(|t| t.set(true));
+    let design = Design::LEVELED_PM;
+    let (fences, writes) = run(design, 3);
+    assert!(
+        fences as usize > writes,
+        "{design} with thread logs: only {fences} fences for {writes} writes"
+    );
+    eprintln!("{design} with thread logs: {fences} fences checked");
+}
 
 #[test]
 fn crash_at_every_pm_fence_a() {

@@ -4,12 +4,16 @@
 //!   SSD or PM and a DRAM memtable, LevelDB's write path with group commit; or, with no WAL, a
 //!   persistent skiplist memtable in PM (SLM-DB's); or, for LAB-DB, its log in place of the
 //!   WAL (`lab_log.rs`: a PM WAL buffer draining into key and value arrays on SSD).
+//! * [`fast_store::FastStore`] (`fast_store.rs`, with `pm.thread_logs`): FluidKV's concurrent
+//!   DRAM index over thread-exclusive PM logs, writers without a leader.
 
 mod buffer;
+mod fast_store;
 mod lab_log;
 mod wal_memtable;
 mod wal_recovery;
 
+pub(crate) use fast_store::parse_header as thread_log_start;
 pub(crate) use lab_log::LabAddrs;
 pub(crate) use lab_log::{enabled as lab_log_enabled, scan as scan_lab_log};
 pub(crate) use wal_memtable::{WalMemtable, MAX_GROUP_BYTES};
@@ -21,6 +25,9 @@ use crate::pipeline::{FrontEnd, FrontEndKind};
 /// The front end of `kind` for `options`.
 pub(crate) fn build(kind: FrontEndKind, options: &Options) -> Box<dyn FrontEnd> {
     match kind {
+        FrontEndKind::WalMemtable if options.pm.thread_logs => {
+            Box::new(fast_store::FastStore::new(options))
+        }
         FrontEndKind::WalMemtable | FrontEndKind::PmMemtable => Box::new(WalMemtable::new(options)),
     }
 }

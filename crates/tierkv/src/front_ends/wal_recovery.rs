@@ -78,8 +78,20 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
     logs.sort_unstable_by_key(|(n, _)| *n);
     let mut edit = VersionEdit::default();
     let mut written: Vec<(u64, Tier)> = Vec::new();
+    let thread_logs = !front.pm_memtable
+        && front.lab.is_none()
+        && logs.iter().try_fold(false, |any, &(n, t)| {
+            Ok::<_, Error>(any || super::fast_store::is_thread_log(db, n, t)?)
+        })?;
     let replayed = if front.pm_memtable {
         reopen_pm_memtables(db, &mut state, &logs, &mut edit, &mut written)
+    } else if thread_logs {
+        // Written with `pm.thread_logs`: merged by sequence number as that front end does.
+        super::fast_store::replay_thread_logs(db, &mut state, &logs, &mut edit, &mut written).map(
+            |last| {
+                state.versions.last_sequence = state.versions.last_sequence.max(last);
+            },
+        )
     } else if front.lab.is_some() {
         super::lab_log::replay(front, db, &mut state, &logs, &mut edit, &mut written)
     } else {
