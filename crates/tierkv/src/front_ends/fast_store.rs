@@ -112,6 +112,8 @@ struct Generation {
     bytes: AtomicU64,
     /// Entries inserted.
     entries: AtomicU64,
+    /// Bytes appended to its logs.
+    log_bytes: AtomicU64,
     logs: Box<[Mutex<Option<SlotLog>>]>,
 }
 
@@ -123,6 +125,7 @@ impl Generation {
             index: SkipMap::new(),
             bytes: AtomicU64::new(0),
             entries: AtomicU64::new(0),
+            log_bytes: AtomicU64::new(0),
             logs: (0..SLOTS).map(|_| Mutex::new(None)).collect(),
         }
     }
@@ -309,10 +312,19 @@ impl FastStore {
                 allow_delay = false;
                 continue;
             }
-            let (full, imm) = {
+            // Full: its index reached the write buffer size, or its logs their share of the
+            // pool (as one WAL's, so that a small pool rotates before it runs out).
+            let share = db
+                .pm
+                .as_ref()
+                .map_or(0, |p| p.wal_chunk_cap * p.pmfs.data_per_chunk());
+            let (full, base, imm) = {
                 let g = self.gens.lock();
+                let a = &g.active;
+                let logs_full = share > 0 && !a.is_empty() && a.log_bytes.load(Relaxed) >= share;
                 (
-                    g.active.bytes.load(Relaxed) >= self.write_buffer_size,
+                    a.bytes.load(Relaxed) >= self.write_buffer_size || logs_full,
+                    a.base,
                     g.imm.len(),
                 )
             };
@@ -330,20 +342,19 @@ impl FastStore {
                 return Ok(());
             }
             drop(state);
-            self.rotate_full(db, false)?;
+            self.rotate_full(db, Some(base))?;
         }
     }
 
-    /// Makes the active generation immutable (when it is full, or with `force` when it holds
-    /// anything) and starts a new one, after the writers inside it are done.
-    fn rotate_full(&self, db: &DbInner, force: bool) -> Result<()> {
+    /// Makes the active generation immutable and starts a new one, after the writers inside it
+    /// are done: the one numbered `full` (found full; nothing if another writer rotated it
+    /// meanwhile), or with `None` the active one if it holds anything.
+    fn rotate_full(&self, db: &DbInner, full: Option<u64>) -> Result<()> {
         let _gate = self.gate.write();
         let active = self.active();
-        let due = if force {
-            !active.is_empty()
-        } else {
-            active.bytes.load(Relaxed) >= self.write_buffer_size
-        };
+        // Not rotated by another writer meanwhile (`full`: the base of the generation found
+        // full), and holding something.
+        let due = !active.is_empty() && full.is_none_or(|base| base == active.base);
         if !due {
             return Ok(());
         }
@@ -385,9 +396,11 @@ impl FastStore {
                 writer.add_record(&header)
             });
             match created {
-                Ok(n) => db
-                    .counters
-                    .add_written(Tier::Pm, Part::FrontEnd, IoPurpose::Wal, n),
+                Ok(n) => {
+                    gen.log_bytes.fetch_add(n, Relaxed);
+                    db.counters
+                        .add_written(Tier::Pm, Part::FrontEnd, IoPurpose::Wal, n)
+                }
                 Err(e) => {
                     // No record of the generation in it: nothing to keep.
                     drop(writer);
@@ -408,12 +421,14 @@ impl FastStore {
     fn append(
         &self,
         db: &DbInner,
+        gen: &Generation,
         log: &mut SlotLog,
         batch: &mut WriteBatch,
         first: u64,
         sync: bool,
     ) -> Result<u64> {
         let n = batch.with_record(first, sync, 0, |rec| log.writer.add_record(rec))?;
+        gen.log_bytes.fetch_add(n, Relaxed);
         db.counters
             .add_written(Tier::Pm, Part::FrontEnd, IoPurpose::Wal, n);
         db.counters.wal_appends.fetch_add(1, Relaxed);
@@ -476,7 +491,10 @@ impl FrontEnd for FastStore {
                     .map(|()| {
                         let first = self.next_seq.fetch_add(count, AcqRel);
                         let log = slot.as_mut().expect("prepared");
-                        (first, self.append(db, log, &mut batch, first, options.sync))
+                        (
+                            first,
+                            self.append(db, &gen, log, &mut batch, first, options.sync),
+                        )
                     })
             };
             match prepared {
@@ -493,7 +511,7 @@ impl FrontEnd for FastStore {
                         )));
                     }
                     if self.pending_flushes() == 0 && !gen.is_empty() {
-                        self.rotate_full(db, true)?;
+                        self.rotate_full(db, None)?;
                     }
                     let mut state = db.state.lock();
                     db.wait_for_background(&mut state, StallReason::PmPoolFull, &mut stalled);
@@ -541,7 +559,7 @@ impl FrontEnd for FastStore {
     }
 
     fn rotate(&self, db: &DbInner) -> Result<()> {
-        self.rotate_full(db, true)
+        self.rotate_full(db, None)
     }
 
     fn next_flush(&self) -> Option<Arc<dyn FlushSource>> {
