@@ -41,7 +41,7 @@
 //! Locking: gate (shared by writers, exclusive by a rotation) -> the database's state mutex ->
 //! `gens` (a leaf) and a slot's log lock (a leaf, never held with `gens`).
 
-use super::wal_recovery::flush_replayed;
+use super::wal_recovery::{finish_replay, flush_replayed};
 use crate::db::{DbInner, Present, State};
 use crate::format::{compare_internal, lookup_key, make_internal_key, user_key, ValueType};
 use crate::iterator::InternalIterator;
@@ -727,31 +727,12 @@ fn recover(front: &FastStore, db: &DbInner, present: &Present) -> Result<()> {
     logs.sort_unstable_by_key(|(n, _)| *n);
     let mut edit = VersionEdit::default();
     let mut written: Vec<(u64, Tier)> = Vec::new();
-    let replayed = match replay_thread_logs(db, &mut state, &logs, &mut edit, &mut written) {
-        Ok(r) => r,
-        Err(e) => {
-            let kind = db.stages[0].ingest_target().kind;
-            for (number, tier) in written {
-                let _ = db
-                    .fs_for(tier)
-                    .remove(&crate::version::run_file_name(&db.dir, number, kind));
-            }
-            let _ = db.clog_end_recovery(&mut state, false);
-            return Err(e);
-        }
-    };
-    let last = state.versions.last_sequence.max(replayed);
-    state.versions.last_sequence = last;
-    let base = state.versions.new_file_number();
-    edit.log_number = Some(base);
-    edit.log_created = Some(false);
-    state.versions.log_and_apply(edit)?;
-    db.clog_end_recovery(&mut state, true)?;
-    let obsolete = db.collect_obsolete_files(&mut state);
-    db.delete_files(obsolete);
-    drop(state);
-    db.free_dead_row_pages()?;
+    let replayed = replay_thread_logs(db, &mut state, &logs, &mut edit, &mut written).map(|r| {
+        state.versions.last_sequence = state.versions.last_sequence.max(r);
+    });
+    let base = finish_replay(db, state, replayed, edit, written)?;
     let mut state = db.state.lock();
+    let last = state.versions.last_sequence;
     {
         let mut g = front.gens.lock();
         g.active = Arc::new(Generation::new(base, last + 1));

@@ -97,31 +97,7 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
     } else {
         replay(front, db, &mut state, &logs, &mut edit, &mut written)
     };
-    if let Err(e) = replayed {
-        // Runs a global index may already name stay: the next open adopts them, or sweeps
-        // them if the index does not name them.
-        let indexed = db.stages[0].index().is_some();
-        for (number, tier) in written.into_iter().filter(|_| !indexed) {
-            let kind = db.stages[0].ingest_target().kind;
-            let _ = db
-                .fs_for(tier)
-                .remove(&run_file_name(&db.dir, number, kind));
-        }
-        let _ = db.clog_end_recovery(&mut state, false);
-        return Err(e);
-    }
-    // Name the runs and the next WAL's number, then free the replayed WALs, then create the new
-    // WAL: the new WAL never needs space the old ones still hold.
-    let number = state.versions.new_file_number();
-    edit.log_number = Some(number);
-    edit.log_created = Some(false);
-    state.versions.log_and_apply(edit)?;
-    db.clog_end_recovery(&mut state, true)?;
-    let obsolete = db.collect_obsolete_files(&mut state);
-    db.delete_files(obsolete);
-    // Row pages a crash left unfreed after their dead ranges were recorded (no reader yet).
-    drop(state);
-    db.free_dead_row_pages()?;
+    let number = finish_replay(db, state, replayed, edit, written)?;
     let mut state = db.state.lock();
     if let Some(lab) = &front.lab {
         lab.finish_recovery(db, number)?;
@@ -168,6 +144,42 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
         std::sync::atomic::Ordering::Release,
     );
     Ok(())
+}
+
+/// Ends a replay of the live logs into the first stage. On failure: removes the runs it wrote
+/// (but those a global index may already name: the next open adopts them, or sweeps them if the
+/// index does not name them) and ends the compaction log's recovery. On success: one manifest
+/// record names the runs and a new log number whose log does not exist yet, then the replayed
+/// logs and other obsolete files are deleted and dead row pages freed (a crash may have left
+/// them unfreed; no reader exists yet). Returns the new log number.
+pub(super) fn finish_replay(
+    db: &DbInner,
+    mut state: parking_lot::MutexGuard<'_, State>,
+    replayed: Result<()>,
+    mut edit: VersionEdit,
+    written: Vec<(u64, Tier)>,
+) -> Result<u64> {
+    if let Err(e) = replayed {
+        let indexed = db.stages[0].index().is_some();
+        for (number, tier) in written.into_iter().filter(|_| !indexed) {
+            let kind = db.stages[0].ingest_target().kind;
+            let _ = db
+                .fs_for(tier)
+                .remove(&run_file_name(&db.dir, number, kind));
+        }
+        let _ = db.clog_end_recovery(&mut state, false);
+        return Err(e);
+    }
+    let number = state.versions.new_file_number();
+    edit.log_number = Some(number);
+    edit.log_created = Some(false);
+    state.versions.log_and_apply(edit)?;
+    db.clog_end_recovery(&mut state, true)?;
+    let obsolete = db.collect_obsolete_files(&mut state);
+    db.delete_files(obsolete);
+    drop(state);
+    db.free_dead_row_pages()?;
+    Ok(number)
 }
 
 /// Replays `logs` into memtables flushed into the first stage (added to `edit`, listed in
