@@ -41,7 +41,7 @@
 //! Locking: gate (shared by writers, exclusive by a rotation) -> the database's state mutex ->
 //! `gens` (a leaf) and a slot's log lock (a leaf, never held with `gens`).
 
-use super::wal_recovery::{finish_replay, flush_replayed};
+use super::wal_recovery::{finish_replay, flush_replayed, live_logs};
 use crate::db::{DbInner, Present, State};
 use crate::format::{compare_internal, lookup_key, make_internal_key, user_key, ValueType};
 use crate::iterator::InternalIterator;
@@ -719,12 +719,7 @@ pub(super) fn replay_thread_logs(
 /// generation.
 fn recover(front: &FastStore, db: &DbInner, present: &Present) -> Result<()> {
     let mut state = db.state.lock();
-    let mut logs: Vec<(u64, Tier)> = present
-        .keys()
-        .filter(|(k, n, _)| *k == FileKind::Log && *n >= state.versions.log_number)
-        .map(|(_, n, t)| (*n, *t))
-        .collect();
-    logs.sort_unstable_by_key(|(n, _)| *n);
+    let logs = live_logs(&state, present);
     let mut edit = VersionEdit::default();
     let mut written: Vec<(u64, Tier)> = Vec::new();
     let replayed = replay_thread_logs(db, &mut state, &logs, &mut edit, &mut written).map(|r| {

@@ -67,15 +67,21 @@ pub(super) fn verify_oldest_wal(
     Ok(())
 }
 
-/// Replays the live WALs of `present`, then starts a new WAL and manifest.
-pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> Result<()> {
-    let mut state = db.state.lock();
+/// The logs of `present` the version still needs (numbered from its log number), oldest first.
+pub(super) fn live_logs(state: &State, present: &Present) -> Vec<(u64, Tier)> {
     let mut logs: Vec<(u64, Tier)> = present
         .keys()
         .filter(|(k, n, _)| *k == FileKind::Log && *n >= state.versions.log_number)
         .map(|(_, n, t)| (*n, *t))
         .collect();
     logs.sort_unstable_by_key(|(n, _)| *n);
+    logs
+}
+
+/// Replays the live WALs of `present`, then starts a new WAL and manifest.
+pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> Result<()> {
+    let mut state = db.state.lock();
+    let logs = live_logs(&state, present);
     let mut edit = VersionEdit::default();
     let mut written: Vec<(u64, Tier)> = Vec::new();
     let thread_logs = !front.pm_memtable
