@@ -38,8 +38,11 @@
 //! from a power failure's cut and ends the replay there. The replayed writes are flushed into
 //! the first stage and the old logs retired, as the WAL front end does.
 //!
-//! Locking: gate (shared by writers, exclusive by a rotation) -> the database's state mutex ->
-//! `gens` (a leaf) and a slot's log lock (a leaf, never held with `gens`).
+//! Locking: gate (shared by writers, exclusive by a rotation) -> a slot's log lock (a writer
+//! creating its log takes a file number) -> the database's state mutex -> `gens` (a leaf). The
+//! flush thread takes the slot locks of a flushed generation under the state mutex (to drop
+//! its logs' writers): no writer locks those any more but a sync write's `sync_all`, which
+//! holds no other lock meanwhile.
 
 use super::wal_recovery::{finish_replay, flush_replayed, live_logs};
 use crate::db::{DbInner, Present, State};
@@ -577,7 +580,8 @@ impl FrontEnd for FastStore {
     }
 
     fn flushed(&self, dir: &Path) -> Vec<(Tier, PathBuf)> {
-        let Some(gen) = self.gens.lock().imm.pop_front() else {
+        let popped = self.gens.lock().imm.pop_front();
+        let Some(gen) = popped else {
             return Vec::new();
         };
         // Its logs' writers are dropped here, not with the generation (readers may hold it a
