@@ -44,7 +44,7 @@
 //! its logs' writers): no writer locks those any more but a sync write's `sync_all`, which
 //! holds no other lock meanwhile.
 
-use super::wal_recovery::{finish_replay, flush_replayed, live_logs};
+use super::wal_recovery::{finish_replay, flush_replayed, live_logs, read_log};
 use crate::db::{DbInner, Present, State};
 use crate::format::{compare_internal, lookup_key, make_internal_key, user_key, ValueType};
 use crate::iterator::InternalIterator;
@@ -650,12 +650,7 @@ pub(super) fn replay_thread_logs(
     let mut batches: Vec<(u64, Vec<u8>, String)> = Vec::new();
     let mut start: Option<u64> = None;
     for &(number, tier) in logs {
-        let path = log_file_name(&db.dir, number);
-        let data = db.fs_for(tier).read_all(&path)?;
-        db.counters
-            .add_read(tier, Part::FrontEnd, IoPurpose::Recovery, data.len() as u64);
-        let location = path.display().to_string();
-        let mut reader = LogReader::new(data, location.clone());
+        let (mut reader, location) = read_log(db, number, tier)?;
         let mut log_start = None;
         while let Some(record) = reader.next_record()? {
             if log_start.is_none() {

@@ -67,6 +67,17 @@ pub(super) fn verify_oldest_wal(
     Ok(())
 }
 
+/// Log `number` on `tier` read whole (counted as recovery reads), with its path as errors name
+/// it.
+pub(super) fn read_log(db: &DbInner, number: u64, tier: Tier) -> Result<(LogReader, String)> {
+    let path = log_file_name(&db.dir, number);
+    let data = db.fs_for(tier).read_all(&path)?;
+    db.counters
+        .add_read(tier, Part::FrontEnd, IoPurpose::Recovery, data.len() as u64);
+    let location = path.display().to_string();
+    Ok((LogReader::new(data, location.clone()), location))
+}
+
 /// The logs of `present` the version still needs (numbered from its log number), oldest first.
 pub(super) fn live_logs(state: &State, present: &Present) -> Vec<(u64, Tier)> {
     let mut logs: Vec<(u64, Tier)> = present
@@ -204,12 +215,7 @@ fn replay(
     // WAL cut at a record boundary).
     let mut next_seq: Option<u64> = None;
     'logs: for (i, &(number, tier)) in logs.iter().enumerate() {
-        let path = log_file_name(&db.dir, number);
-        let data = db.fs_for(tier).read_all(&path)?;
-        db.counters
-            .add_read(tier, Part::FrontEnd, IoPurpose::Recovery, data.len() as u64);
-        let location = path.display().to_string();
-        let mut reader = LogReader::new(data, location.clone());
+        let (mut reader, location) = read_log(db, number, tier)?;
         while let Some(record) = reader.next_record()? {
             let batch = decode_batch(&record, "WAL record").map_err(|e| match e {
                 Error::Corruption { reason, .. } => Error::corruption(location.clone(), reason),
