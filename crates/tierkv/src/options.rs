@@ -98,6 +98,14 @@ pub struct TableOptions {
     /// Bloom filter bits per key; 0 disables filters. 10 bits give about a 1% false-positive
     /// rate. Default 10.
     pub bloom_bits_per_key: usize,
+    /// Data blocks per index partition; 0 (the default) keeps one index block per table, read
+    /// into DRAM at open. With `n > 0` the index is partitioned: every `n` data blocks get
+    /// their own index block written after them in the file, and only the top-level index
+    /// (one entry per partition) is held in DRAM, so a lookup reads one index partition and
+    /// one data block. FluidKV's logical sorted table is such a partition with its data
+    /// blocks (`fluidkv`: 32 blocks of 512 bytes). Applies to tables written from now on.
+    #[serde(default)]
+    pub index_partition_blocks: usize,
 }
 
 impl Default for TableOptions {
@@ -106,6 +114,7 @@ impl Default for TableOptions {
             block_size: 4096,
             restart_interval: 16,
             bloom_bits_per_key: 10,
+            index_partition_blocks: 0,
         }
     }
 }
@@ -480,6 +489,9 @@ impl Options {
         }
         if t.bloom_bits_per_key > 64 {
             return bad("table.bloom_bits_per_key must be <= 64".into());
+        }
+        if t.index_partition_blocks > 65536 {
+            return bad("table.index_partition_blocks must be <= 65536".into());
         }
         if self.pm.thread_logs
             && (self.design.wal_tier(self) != crate::tier::Tier::Pm

@@ -17,8 +17,11 @@ use std::path::Path;
 
 /// The table magic number, the last 8 bytes of every table (little-endian).
 pub const TABLE_MAGIC: u64 = 0x7469_6572_6b76_7373; // "tierkvss" as big-endian ASCII
-/// The format version this code writes and the only one it reads.
+/// The format version of a table with one index block (read into DRAM whole).
 pub const FORMAT_VERSION: u32 = 1;
+/// The format version of a table with a partitioned index: the footer's index block is the
+/// top-level index, whose entries point at index partitions, whose entries point at data blocks.
+pub const FORMAT_VERSION_PARTITIONED: u32 = 2;
 /// Bytes after each block: compression type (1) + masked CRC-32C (4).
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Compression type byte for uncompressed blocks (the only supported one).
@@ -66,8 +69,10 @@ impl BlockHandle {
 pub struct Footer {
     /// The filter block; `size == 0` (and `offset == 0`) when the table has no filter.
     pub filter: BlockHandle,
-    /// The index block.
+    /// The index block (the top-level index when `partitioned`).
     pub index: BlockHandle,
+    /// Whether the index is partitioned ([`FORMAT_VERSION_PARTITIONED`]).
+    pub partitioned: bool,
 }
 
 impl Footer {
@@ -78,7 +83,14 @@ impl Footer {
         put_fixed64(&mut v, self.filter.size);
         put_fixed64(&mut v, self.index.offset);
         put_fixed64(&mut v, self.index.size);
-        put_fixed32(&mut v, FORMAT_VERSION);
+        put_fixed32(
+            &mut v,
+            if self.partitioned {
+                FORMAT_VERSION_PARTITIONED
+            } else {
+                FORMAT_VERSION
+            },
+        );
         let crc = mask(crc32c(&v));
         put_fixed32(&mut v, crc);
         put_fixed64(&mut v, TABLE_MAGIC);
@@ -103,7 +115,7 @@ impl Footer {
             return Err("footer checksum mismatch".into());
         }
         let version = decode_fixed32(&src[32..]).ok_or("short footer")?;
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_VERSION_PARTITIONED {
             return Err(format!("unsupported table format version {version}"));
         }
         let f = |i: usize| decode_fixed64(&src[i * 8..]).ok_or("short footer");
@@ -116,6 +128,7 @@ impl Footer {
                 offset: f(2)?,
                 size: f(3)?,
             },
+            partitioned: version == FORMAT_VERSION_PARTITIONED,
         })
     }
 }
@@ -184,25 +197,28 @@ mod tests {
 
     #[test]
     fn footer_round_trip_and_damage() {
-        let f = Footer {
-            filter: BlockHandle {
-                offset: 100,
-                size: 20,
-            },
-            index: BlockHandle {
-                offset: 125,
-                size: 300,
-            },
-        };
-        let enc = f.encode();
-        assert_eq!(enc.len(), FOOTER_LEN);
-        assert_eq!(Footer::decode(&enc).unwrap(), f);
-        for i in 0..enc.len() {
-            let mut bad = enc.clone();
-            bad[i] ^= 0x10;
-            assert!(Footer::decode(&bad).is_err(), "flip at {i} accepted");
+        for partitioned in [false, true] {
+            let f = Footer {
+                filter: BlockHandle {
+                    offset: 100,
+                    size: 20,
+                },
+                index: BlockHandle {
+                    offset: 125,
+                    size: 300,
+                },
+                partitioned,
+            };
+            let enc = f.encode();
+            assert_eq!(enc.len(), FOOTER_LEN);
+            assert_eq!(Footer::decode(&enc).unwrap(), f);
+            for i in 0..enc.len() {
+                let mut bad = enc.clone();
+                bad[i] ^= 0x10;
+                assert!(Footer::decode(&bad).is_err(), "flip at {i} accepted");
+            }
+            assert!(Footer::decode(&enc[1..]).is_err());
         }
-        assert!(Footer::decode(&enc[1..]).is_err());
     }
 
     #[test]

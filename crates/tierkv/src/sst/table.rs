@@ -3,7 +3,10 @@
 //! [`Table::open`] reads the footer, the index block and the filter block once; the index is kept
 //! parsed (separator keys in one buffer plus an array of block handles) and the filter resident,
 //! so a lookup costs a binary search in DRAM, a filter probe, and at most one data block read
-//! (or a block cache hit).
+//! (or a block cache hit). A table with a partitioned index (format version 2, written with
+//! `table.index_partition_blocks > 0`: FluidKV's logical sorted tables) keeps only the top-level
+//! index in DRAM, one entry per index partition; a lookup then reads the partition and one data
+//! block.
 //!
 //! Thread-safety: a [`Table`] is immutable after open and shared as `Arc<Table>` by any number of
 //! threads; a [`TableIterator`] has one owner and keeps its table alive.
@@ -85,7 +88,10 @@ pub struct Table {
     file_size: u64,
     /// Blocks must end at or before this offset (the footer's start).
     data_end: u64,
+    /// The index: of data blocks, or, when `partitioned`, the top-level index of index
+    /// partitions (each an index block over the data blocks written before it).
     index: Index,
+    partitioned: bool,
     index_bytes: u64,
     filter: Option<BloomFilter>,
 }
@@ -215,6 +221,7 @@ impl Table {
             file_size,
             data_end,
             index,
+            partitioned: footer.partitioned,
             index_bytes,
             filter,
         }))
@@ -224,9 +231,72 @@ impl Table {
         Error::corruption(block_location(&self.path, offset), reason)
     }
 
-    /// Reads data block `i` through the cache.
-    fn data_block(&self, i: usize, purpose: IoPurpose, fill_cache: bool) -> Result<Arc<Block>> {
-        self.block_at(self.index.entries[i].handle, purpose, fill_cache)
+    /// An iterator over index partition `top` (read through the cache, as a data block).
+    fn partition(&self, top: usize, purpose: IoPurpose, fill_cache: bool) -> Result<BlockIter> {
+        let block = self.block_at(self.index.entries[top].handle, purpose, fill_cache)?;
+        Ok(BlockIter::new(block, Vec::new()))
+    }
+
+    /// The data block handle `value` of an entry of the partition at `part` holds: it must lie
+    /// before the partition (a partition follows its data blocks).
+    fn partition_entry(&self, part: BlockHandle, value: &[u8]) -> Result<BlockHandle> {
+        let h = BlockHandle::decode_varint(value)
+            .ok_or_else(|| self.corruption_at(part.offset, "bad block handle in index partition"))?;
+        if h.end_with_trailer().is_none_or(|end| end > part.offset) {
+            return Err(self.corruption_at(
+                part.offset,
+                &format!(
+                    "index partition names data block {}+{} past the partition",
+                    h.offset, h.size
+                ),
+            ));
+        }
+        Ok(h)
+    }
+
+    /// Every data block's handle with its index key, in order; a partitioned table's
+    /// partitions are read (bypassing the cache, counted under `purpose`) and checked: keys
+    /// increasing, none past its partition's top-level key, handles in order.
+    fn data_handles(&self, purpose: IoPurpose) -> Result<Vec<(BlockHandle, Vec<u8>)>> {
+        if !self.partitioned {
+            return Ok((0..self.index.entries.len())
+                .map(|i| (self.index.entries[i].handle, self.index.key(i).to_vec()))
+                .collect());
+        }
+        let mut out: Vec<(BlockHandle, Vec<u8>)> = Vec::new();
+        let mut prev_end = 0u64;
+        for top in 0..self.index.entries.len() {
+            let at = self.index.entries[top].handle;
+            let mut it = BlockIter::new(self.read_data_block_uncached(at, purpose)?, Vec::new());
+            it.seek_to_first();
+            let first = out.len();
+            while it.valid() {
+                let h = self.partition_entry(at, it.value())?;
+                if h.offset < prev_end {
+                    return Err(self.corruption_at(at.offset, "data blocks out of order"));
+                }
+                if out
+                    .last()
+                    .is_some_and(|(_, k)| !compare_internal(k, it.key()).is_lt())
+                {
+                    return Err(self.corruption_at(at.offset, "index keys not increasing"));
+                }
+                if compare_internal(it.key(), self.index.key(top)).is_gt() {
+                    return Err(self.corruption_at(at.offset, "key past its top-level entry"));
+                }
+                prev_end = h.end_with_trailer().unwrap_or(u64::MAX);
+                out.push((h, it.key().to_vec()));
+                it.next();
+            }
+            if let Some(r) = it.status() {
+                return Err(self.corruption_at(at.offset, r));
+            }
+            if out.len() == first {
+                return Err(self.corruption_at(at.offset, "empty index partition"));
+            }
+            prev_end = prev_end.max(at.end_with_trailer().unwrap_or(u64::MAX));
+        }
+        Ok(out)
     }
 
     /// Reads the data block at `h` through the cache.
@@ -271,14 +341,15 @@ impl Table {
                 return Ok(None);
             }
         }
+        let mut cursor = BlockCursor::default();
         let mut key_buf = Vec::new();
-        let mut i = self.index.find(lookup_key);
-        while i < self.index.entries.len() {
-            let block = self.data_block(i, purpose, fill_cache)?;
+        let mut at = cursor.seek(self, lookup_key, purpose, fill_cache)?;
+        while let Some(h) = at {
+            let block = self.block_at(h, purpose, fill_cache)?;
             let mut it = BlockIter::new(block, key_buf);
             it.seek(lookup_key);
             if let Some(r) = it.status() {
-                return Err(self.corruption_at(self.index.entries[i].handle.offset, r));
+                return Err(self.corruption_at(h.offset, r));
             }
             if it.valid() {
                 if user_key(it.key()) == uk {
@@ -289,7 +360,7 @@ impl Table {
             // Only possible when the index key is past the block's last key: the answer, if
             // any, starts the next block.
             key_buf = it.into_key_buffer();
-            i += 1;
+            at = cursor.next(self, purpose, fill_cache)?;
         }
         Ok(None)
     }
@@ -306,7 +377,10 @@ impl Table {
         fill_cache: bool,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         check_lookup_key(lookup_key)?;
-        if self
+        // (A partitioned table's data blocks are not all in DRAM: the block's checksum and
+        // bounds are what a wrong handle meets.)
+        if !self.partitioned
+            && self
             .index
             .entries
             .binary_search_by_key(&handle.offset, |e| e.handle.offset)
@@ -336,7 +410,8 @@ impl Table {
             table: Arc::clone(self),
             purpose,
             fill_cache,
-            index_pos: 0,
+            cursor: BlockCursor::default(),
+            block_offset: 0,
             block_iter: None,
             spare_key_buf: Vec::new(),
             err: None,
@@ -363,6 +438,19 @@ impl Table {
     /// Number of data blocks.
     #[cfg(test)]
     pub fn num_data_blocks(&self) -> usize {
+        self.data_handles(IoPurpose::Recovery).map_or(0, |h| h.len())
+    }
+
+    /// Whether the index is partitioned (FluidKV's logical sorted tables).
+    #[cfg(test)]
+    pub fn is_partitioned(&self) -> bool {
+        self.partitioned
+    }
+
+    /// Entries of the index held in DRAM (index partitions when partitioned, else data
+    /// blocks).
+    #[cfg(test)]
+    pub fn resident_index_entries(&self) -> usize {
         self.index.entries.len()
     }
 
@@ -384,8 +472,9 @@ impl Table {
         let mut n = 0u64;
         let mut prev: Vec<u8> = Vec::new();
         let mut key_buf = Vec::new();
-        for i in 0..self.index.entries.len() {
-            let h = self.index.entries[i].handle;
+        let handles = self.data_handles(IoPurpose::Recovery)?;
+        for (i, (h, index_key)) in handles.iter().enumerate() {
+            let h = *h;
             let block = self.read_data_block_uncached(h, IoPurpose::Recovery)?;
             block
                 .check_restarts()
@@ -402,10 +491,10 @@ impl Table {
                 if n > 0 && !compare_internal(&prev, k).is_lt() {
                     return bad("keys not strictly increasing");
                 }
-                if compare_internal(k, self.index.key(i)).is_gt() {
+                if compare_internal(k, index_key).is_gt() {
                     return bad("key past its index entry");
                 }
-                if i > 0 && !compare_internal(self.index.key(i - 1), k).is_lt() {
+                if i > 0 && !compare_internal(&handles[i - 1].1, k).is_lt() {
                     return bad("key not after the previous block's index entry");
                 }
                 if let Some(f) = &self.filter {
@@ -431,13 +520,121 @@ impl Table {
     }
 }
 
-/// A two-level iterator over a table: a position in the parsed index plus an iterator over the
-/// current data block.
+/// A position among a table's data blocks, in order: an entry of the index and, for a
+/// partitioned table, an iterator over the current index partition.
+#[derive(Default)]
+struct BlockCursor {
+    top: usize,
+    part: Option<BlockIter>,
+}
+
+impl BlockCursor {
+    /// Moves to the first data block that may hold a key `>= target`; its handle, `None` past
+    /// the last block.
+    fn seek(
+        &mut self,
+        t: &Table,
+        target: &[u8],
+        purpose: IoPurpose,
+        fill_cache: bool,
+    ) -> Result<Option<BlockHandle>> {
+        self.top = t.index.find(target);
+        self.open_partition(t, Some(target), purpose, fill_cache)
+    }
+
+    /// Moves to the first data block.
+    fn seek_to_first(
+        &mut self,
+        t: &Table,
+        purpose: IoPurpose,
+        fill_cache: bool,
+    ) -> Result<Option<BlockHandle>> {
+        self.top = 0;
+        self.open_partition(t, None, purpose, fill_cache)
+    }
+
+    /// Moves to the next data block.
+    fn next(
+        &mut self,
+        t: &Table,
+        purpose: IoPurpose,
+        fill_cache: bool,
+    ) -> Result<Option<BlockHandle>> {
+        if !t.partitioned {
+            self.top += 1;
+            return Ok(t.index.entries.get(self.top).map(|e| e.handle));
+        }
+        if let Some(it) = self.part.as_mut().filter(|it| it.valid()) {
+            it.next();
+        }
+        self.settle(t, purpose, fill_cache)
+    }
+
+    /// At index entry `self.top`: its data block, or for a partitioned table the partition's
+    /// first entry at or after `target` (its first entry for `None`).
+    fn open_partition(
+        &mut self,
+        t: &Table,
+        target: Option<&[u8]>,
+        purpose: IoPurpose,
+        fill_cache: bool,
+    ) -> Result<Option<BlockHandle>> {
+        self.part = None;
+        if !t.partitioned {
+            return Ok(t.index.entries.get(self.top).map(|e| e.handle));
+        }
+        if self.top >= t.index.entries.len() {
+            return Ok(None);
+        }
+        let mut it = t.partition(self.top, purpose, fill_cache)?;
+        match target {
+            Some(k) => it.seek(k),
+            None => it.seek_to_first(),
+        }
+        self.part = Some(it);
+        self.settle(t, purpose, fill_cache)
+    }
+
+    /// The handle under the partition iterator, moving on to later partitions past exhausted
+    /// ones.
+    fn settle(
+        &mut self,
+        t: &Table,
+        purpose: IoPurpose,
+        fill_cache: bool,
+    ) -> Result<Option<BlockHandle>> {
+        loop {
+            let Some(it) = &self.part else {
+                return Ok(None);
+            };
+            let at = t.index.entries[self.top].handle;
+            if let Some(r) = it.status() {
+                return Err(t.corruption_at(at.offset, r));
+            }
+            if it.valid() {
+                return t.partition_entry(at, it.value()).map(Some);
+            }
+            self.top += 1;
+            self.part = None;
+            if self.top >= t.index.entries.len() {
+                return Ok(None);
+            }
+            let mut it = t.partition(self.top, purpose, fill_cache)?;
+            it.seek_to_first();
+            self.part = Some(it);
+        }
+    }
+}
+
+/// A two-level iterator over a table (three-level for a partitioned index): a position among
+/// the data blocks plus an iterator over the current one.
 pub struct TableIterator {
     table: Arc<Table>,
     purpose: IoPurpose,
     fill_cache: bool,
-    index_pos: usize,
+    cursor: BlockCursor,
+    /// The current data block's offset (for errors).
+    block_offset: u64,
     block_iter: Option<BlockIter>,
     spare_key_buf: Vec<u8>,
     err: Option<Error>,
@@ -447,31 +644,35 @@ impl std::fmt::Debug for TableIterator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TableIterator")
             .field("table", &self.table.path)
-            .field("index_pos", &self.index_pos)
+            .field("block_offset", &self.block_offset)
             .field("valid", &self.valid())
             .finish_non_exhaustive()
     }
 }
 
 impl TableIterator {
-    /// Loads block `index_pos` (dropping the previous one); false (and invalid) past the end or
-    /// on error.
-    fn load_block(&mut self) -> bool {
+    /// Loads the data block `at` names (dropping the previous one); false (and invalid) past
+    /// the end or on error.
+    fn load_block(&mut self, at: Result<Option<BlockHandle>>) -> bool {
         let buf = match self.block_iter.take() {
             Some(it) => it.into_key_buffer(),
             None => std::mem::take(&mut self.spare_key_buf),
         };
-        if self.err.is_some() || self.index_pos >= self.table.index.entries.len() {
-            self.spare_key_buf = buf;
-            return false;
-        }
-        match self
-            .table
-            .data_block(self.index_pos, self.purpose, self.fill_cache)
-        {
-            Ok(b) => {
+        let loaded = at.and_then(|h| match h {
+            Some(h) if self.err.is_none() => {
+                self.block_offset = h.offset;
+                self.table.block_at(h, self.purpose, self.fill_cache).map(Some)
+            }
+            _ => Ok(None),
+        });
+        match loaded {
+            Ok(Some(b)) => {
                 self.block_iter = Some(BlockIter::new(b, buf));
                 true
+            }
+            Ok(None) => {
+                self.spare_key_buf = buf;
+                false
             }
             Err(e) => {
                 self.err = Some(e);
@@ -486,16 +687,15 @@ impl TableIterator {
         loop {
             let Some(it) = &self.block_iter else { return };
             if let Some(r) = it.status() {
-                let off = self.table.index.entries[self.index_pos].handle.offset;
-                self.err = Some(self.table.corruption_at(off, r));
+                self.err = Some(self.table.corruption_at(self.block_offset, r));
                 self.block_iter = None;
                 return;
             }
             if it.valid() {
                 return;
             }
-            self.index_pos += 1;
-            if !self.load_block() {
+            let at = self.cursor.next(&self.table, self.purpose, self.fill_cache);
+            if !self.load_block(at) {
                 return;
             }
             if let Some(it) = &mut self.block_iter {
@@ -511,8 +711,10 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_first(&mut self) {
-        self.index_pos = 0;
-        if self.load_block() {
+        let at = self
+            .cursor
+            .seek_to_first(&self.table, self.purpose, self.fill_cache);
+        if self.load_block(at) {
             if let Some(it) = &mut self.block_iter {
                 it.seek_to_first();
             }
@@ -521,8 +723,10 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        self.index_pos = self.table.index.find(target);
-        if self.load_block() {
+        let at = self
+            .cursor
+            .seek(&self.table, target, self.purpose, self.fill_cache);
+        if self.load_block(at) {
             if let Some(it) = &mut self.block_iter {
                 it.seek(target);
             }

@@ -41,7 +41,14 @@ pub struct TableBuilder {
     block_size: usize,
     offset: u64,
     data_block: BlockBuilder,
+    /// The index block: the whole index, or, with partitions, the open partition.
     index_block: BlockBuilder,
+    /// Data blocks per index partition (0: one index block).
+    partition_blocks: usize,
+    /// Entries in the open partition.
+    partition_entries: usize,
+    /// The top-level index (partitioned tables only): one entry per finished partition.
+    top_index: BlockBuilder,
     /// Handle of the last finished data block, whose index entry waits for the next key.
     pending_handle: Option<BlockHandle>,
     filter: Option<FilterBuilder>,
@@ -111,6 +118,9 @@ impl TableBuilder {
             offset: 0,
             data_block: BlockBuilder::new(options.restart_interval),
             index_block: BlockBuilder::new(1),
+            partition_blocks: options.index_partition_blocks,
+            partition_entries: 0,
+            top_index: BlockBuilder::new(1),
             pending_handle: None,
             filter: (options.bloom_bits_per_key > 0)
                 .then(|| FilterBuilder::new(options.bloom_bits_per_key)),
@@ -148,7 +158,7 @@ impl TableBuilder {
         );
         if let Some(h) = self.pending_handle.take() {
             shortest_separator(&self.last_key, internal_key, &mut self.scratch);
-            self.add_index_entry(h);
+            self.add_index_entry(h)?;
         }
         if let Some(f) = &mut self.filter {
             let uk = user_key(internal_key);
@@ -169,11 +179,32 @@ impl TableBuilder {
         Ok(())
     }
 
-    /// Adds the index entry with key `self.scratch` for `h`.
-    fn add_index_entry(&mut self, h: BlockHandle) {
+    /// Adds the index entry with key `self.scratch` for `h`; with partitions, a partition
+    /// that is now full is written out (its top-level entry has the same key).
+    fn add_index_entry(&mut self, h: BlockHandle) -> Result<()> {
         self.handle_buf.clear();
         h.encode_varint(&mut self.handle_buf);
         self.index_block.add(&self.scratch, &self.handle_buf);
+        self.partition_entries += 1;
+        if self.partition_blocks > 0 && self.partition_entries >= self.partition_blocks {
+            self.flush_partition()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the open index partition and adds its top-level entry (key `self.scratch`, the
+    /// key of its last entry).
+    fn flush_partition(&mut self) -> Result<()> {
+        if self.partition_entries == 0 {
+            return Ok(());
+        }
+        let h = write_raw_block(&mut *self.file, &mut self.offset, self.index_block.finish())?;
+        self.index_block.reset();
+        self.partition_entries = 0;
+        self.handle_buf.clear();
+        h.encode_varint(&mut self.handle_buf);
+        self.top_index.add(&self.scratch, &self.handle_buf);
+        Ok(())
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
@@ -211,7 +242,11 @@ impl TableBuilder {
         self.flush_data_block()?;
         if let Some(h) = self.pending_handle.take() {
             short_successor(&self.last_key, &mut self.scratch);
-            self.add_index_entry(h);
+            self.add_index_entry(h)?;
+        }
+        let partitioned = self.partition_blocks > 0;
+        if partitioned {
+            self.flush_partition()?;
         }
         let filter = match &self.filter {
             Some(f) => {
@@ -220,8 +255,18 @@ impl TableBuilder {
             }
             None => BlockHandle::default(),
         };
-        let index = write_raw_block(&mut *self.file, &mut self.offset, self.index_block.finish())?;
-        let footer = Footer { filter, index }.encode();
+        let index_contents = if partitioned {
+            self.top_index.finish()
+        } else {
+            self.index_block.finish()
+        };
+        let index = write_raw_block(&mut *self.file, &mut self.offset, index_contents)?;
+        let footer = Footer {
+            filter,
+            index,
+            partitioned,
+        }
+        .encode();
         self.file.append(&footer)?;
         self.offset += footer.len() as u64;
         self.file.sync()?;
