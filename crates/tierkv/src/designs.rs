@@ -7,6 +7,7 @@
 //! [`Design::ALL`] (plus its constant below), nothing else: see `docs/ARCHITECTURE.md`, "Adding
 //! a design".
 
+mod fluidkv;
 mod labdb;
 mod leveled;
 mod leveled_pm;
@@ -93,6 +94,11 @@ impl Design {
     /// into leveled SSTables on SSD.
     pub const LABDB: Design = Design(&labdb::SPEC);
 
+    /// FluidKV: FastStore (a concurrent DRAM index over per-thread PM logs) in front of a
+    /// BufferStore of buffer trees and a StableStore of logical sorted tables, all in PM, with
+    /// a load-aware compaction trigger and parallel compaction.
+    pub const FLUIDKV: Design = Design(&fluidkv::SPEC);
+
     /// Every design this build knows, in CLI order.
     pub const ALL: &'static [Design] = &[
         Design::LEVELED,
@@ -105,6 +111,7 @@ impl Design {
         Design::MATRIXKV,
         Design::SLMDB,
         Design::LABDB,
+        Design::FLUIDKV,
     ];
 
     /// The design's name in the CLI, the manifest and the reports.

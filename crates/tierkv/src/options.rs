@@ -139,6 +139,28 @@ pub struct CompactionOptions {
     /// Background compaction threads (flushes have their own thread). Compactions running at
     /// once never share a level. Default 1.
     pub background_compactions: usize,
+    /// Key-range partitions one compaction is split into, each merged by its own thread and
+    /// all committed by one manifest record (RocksDB's `max_subcompactions`; FluidKV's
+    /// parallel compaction, whose `fluidkv` default is the machine's core count). Cuts are
+    /// equal-count quantiles of the inputs' index keys. Applies to merges cut by size (not to
+    /// rows, sets, LAB-DB's tree chunks or SLM-DB's indexed tables). Default 1.
+    #[serde(default = "one")]
+    pub subcompactions: usize,
+    /// Load-aware compaction trigger (FluidKV's section 4.4): a detector thread looks at the
+    /// user gets and writes of each `load_window_ms` window; while writes are at most half of
+    /// them the first group compacts at `read_compaction_trigger` runs instead of
+    /// `level0_compaction_trigger`, and in a window with gets and no writes it flushes the
+    /// memtable whatever its fill (eager flush), so reads find fewer, merged runs. Only the
+    /// leveled stage has a trigger to set (`fluidkv` turns this on). Default false.
+    #[serde(default)]
+    pub load_aware: bool,
+    /// The first group's compaction trigger in read-intensive windows under `load_aware`.
+    /// Default 1 (FluidKV's).
+    #[serde(default = "one")]
+    pub read_compaction_trigger: usize,
+    /// The load detector's window in milliseconds. Default 500 (FluidKV's artifact).
+    #[serde(default = "load_window")]
+    pub load_window_ms: u64,
     /// Schedule no compaction automatically (RocksDB's `disable_auto_compactions`, for bulk
     /// loads that compact once at the end): [`crate::Db::compact_range`] still compacts and
     /// flushes still run. As in RocksDB, the stages' write-pressure rules that only compaction
@@ -163,6 +185,10 @@ impl Default for CompactionOptions {
             level_size_multiplier: 10,
             target_file_size: 64 << 20,
             background_compactions: 1,
+            subcompactions: 1,
+            load_aware: false,
+            read_compaction_trigger: 1,
+            load_window_ms: 500,
             disable_auto_compactions: false,
         }
     }
@@ -399,6 +425,16 @@ pub struct Options {
     pub fs: Arc<dyn FileSystem>,
 }
 
+/// Serde's default for counts whose default is one.
+fn one() -> usize {
+    1
+}
+
+/// Serde's default for `compaction.load_window_ms`.
+fn load_window() -> u64 {
+    500
+}
+
 fn default_fs() -> Arc<dyn FileSystem> {
     Arc::new(PosixFs)
 }
@@ -588,6 +624,15 @@ impl Options {
         }
         if c.background_compactions == 0 || c.background_compactions > 64 {
             return bad("compaction.background_compactions must be in 1..=64".into());
+        }
+        if c.subcompactions == 0 || c.subcompactions > 64 {
+            return bad("compaction.subcompactions must be in 1..=64".into());
+        }
+        if c.read_compaction_trigger == 0 {
+            return bad("compaction.read_compaction_trigger must be >= 1".into());
+        }
+        if !(10..=60_000).contains(&c.load_window_ms) {
+            return bad("compaction.load_window_ms must be in 10..=60000".into());
         }
         if c.disable_auto_compactions {
             if let Some(why) = self.design.spec().needs_auto_compactions {

@@ -165,6 +165,16 @@ pub struct Counters {
     pub flush_dropped_versions: AtomicU64,
     /// PM bytes of row pages freed inside live rows (dead ranges: `rows.free_dead_pages`).
     pub row_pages_freed_bytes: AtomicU64,
+    /// Key-range partitions compactions were split into and merged in parallel
+    /// (`compaction.subcompactions`).
+    pub subcompactions: AtomicU64,
+    /// The load detector's switches between write-intensive and read-intensive modes
+    /// (`fluidkv`).
+    pub load_mode_switches: AtomicU64,
+    /// Flushes the load detector asked for in read-only periods, whatever the memtable's fill.
+    pub eager_flushes: AtomicU64,
+    /// The first group's compaction trigger the load detector set last (0: no detector).
+    pub load_trigger: AtomicU64,
     /// Entries a compaction copied that a flush replaced before the global index moved to
     /// them (garbage at birth).
     pub index_stale_copies: AtomicU64,
@@ -484,6 +494,10 @@ impl Default for Counters {
             pm_flush_fallbacks: AtomicU64::new(0),
             flush_dropped_versions: AtomicU64::new(0),
             row_pages_freed_bytes: AtomicU64::new(0),
+            subcompactions: AtomicU64::new(0),
+            load_mode_switches: AtomicU64::new(0),
+            eager_flushes: AtomicU64::new(0),
+            load_trigger: AtomicU64::new(0),
             index_stale_copies: AtomicU64::new(0),
             index_adopted_tables: AtomicU64::new(0),
             jobs: parking_lot::Mutex::new(JobLog::default()),
@@ -827,6 +841,21 @@ pub struct DbStats {
     /// PM bytes of row pages freed inside live rows since open (`trianglekv`, `matrixkv`: the
     /// pages wholly in dead ranges).
     pub row_pages_freed_bytes: u64,
+    /// Key-range partitions compactions were split into and merged in parallel since open
+    /// (`compaction.subcompactions`).
+    #[serde(default)]
+    pub subcompactions: u64,
+    /// Switches of the load detector between write-intensive and read-intensive modes since
+    /// open (`fluidkv`).
+    #[serde(default)]
+    pub load_mode_switches: u64,
+    /// Flushes the load detector asked for in read-only periods since open (`fluidkv`).
+    #[serde(default)]
+    pub eager_flushes: u64,
+    /// The buffer-tree count that triggers a compaction, as the load detector set it last
+    /// (`fluidkv`: 4 under writes, 1 under reads; 0 without a detector).
+    #[serde(default)]
+    pub load_trigger: u64,
     /// Entries a compaction copied that a flush replaced before the global index moved to
     /// them (`slmdb`).
     #[serde(default)]
@@ -950,6 +979,10 @@ impl DbStats {
             pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
             flush_dropped_versions: g(&c.flush_dropped_versions),
             row_pages_freed_bytes: g(&c.row_pages_freed_bytes),
+            subcompactions: g(&c.subcompactions),
+            load_mode_switches: g(&c.load_mode_switches),
+            eager_flushes: g(&c.eager_flushes),
+            load_trigger: g(&c.load_trigger),
             index_stale_copies: g(&c.index_stale_copies),
             index_adopted_tables: g(&c.index_adopted_tables),
             io,

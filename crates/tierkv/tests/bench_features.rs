@@ -517,7 +517,8 @@ fn designs_that_need_compaction_refuse_to_open_without_it() {
             "nvlsm-fragmented",
             "trianglekv",
             "matrixkv",
-            "labdb"
+            "labdb",
+            "fluidkv"
         ]
     );
 }

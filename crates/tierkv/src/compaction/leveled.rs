@@ -18,6 +18,7 @@ use crate::options::CompactionOptions;
 use crate::pipeline::RunTarget;
 use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind, StageVersion, VersionEdit};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// The target size of `level` (>= 1).
@@ -37,6 +38,9 @@ pub(crate) struct LeveledPolicy {
     /// Where compaction outputs go and what they are made of.
     output_tier: Tier,
     output_kind: RunKind,
+    /// L0's compaction trigger as a load detector sets it (`compaction.load_aware`); `None`:
+    /// `level0_compaction_trigger`.
+    trigger: Option<Arc<AtomicUsize>>,
 }
 
 impl LeveledPolicy {
@@ -51,7 +55,14 @@ impl LeveledPolicy {
             options: options.clone(),
             output_tier: tier,
             output_kind: kind,
+            trigger: None,
         }
+    }
+
+    /// The policy with L0's compaction trigger read from `trigger` (a load detector's).
+    pub fn with_trigger(mut self, trigger: Arc<AtomicUsize>) -> Self {
+        self.trigger = Some(trigger);
+        self
     }
 
     /// The compaction score of every level but the last (`>= 1` means it needs compaction).
@@ -60,7 +71,13 @@ impl LeveledPolicy {
         (0..last)
             .map(|level| {
                 if level == 0 {
-                    state.groups[0].len() as f64 / self.options.level0_compaction_trigger as f64
+                    let trigger = self
+                        .trigger
+                        .as_ref()
+                        .map_or(self.options.level0_compaction_trigger, |t| {
+                            t.load(Relaxed).max(1)
+                        });
+                    state.groups[0].len() as f64 / trigger as f64
                 } else {
                     state.group_bytes(level) as f64
                         / max_bytes_for_level(&self.options, level) as f64

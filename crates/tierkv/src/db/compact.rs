@@ -179,7 +179,7 @@ impl DbInner {
             // Output numbers stay in `pending_outputs` until the manifest names them.
             let mut created = Vec::new();
             let merged = self
-                .merge(
+                .merge_partitions(
                     task,
                     target,
                     job,
@@ -306,9 +306,134 @@ impl DbInner {
         Ok(())
     }
 
+    /// Merges the task's input runs as [`DbInner::merge`] does, split into
+    /// `compaction.subcompactions` key ranges merged in parallel (one thread each) where the
+    /// task allows it; the outputs come back in key order, as one merge's would.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_partitions(
+        &self,
+        task: &CompactionTask,
+        target: RunTarget,
+        job: Option<u64>,
+        outputs: &mut Vec<FileMetaData>,
+        indexed: &mut Vec<Vec<IndexedEntry>>,
+        created: &mut Vec<u64>,
+        tally: &mut MergeTally,
+    ) -> Result<()> {
+        let parts = self.options.compaction.subcompactions;
+        let splittable = parts > 1
+            && matches!(task.plan, OutputPlan::BySize { .. })
+            && task.range.is_none()
+            && task.lab_chunk.is_none()
+            && self.stages[task.stage].index().is_none();
+        let cuts = if splittable {
+            self.partition_cuts(task, parts)?
+        } else {
+            Vec::new()
+        };
+        if cuts.is_empty() {
+            return self.merge(
+                task,
+                target,
+                job,
+                (None, None),
+                outputs,
+                indexed,
+                created,
+                tally,
+            );
+        }
+        self.counters
+            .subcompactions
+            .fetch_add(cuts.len() as u64 + 1, Relaxed);
+        let ranges: Vec<KeyRange<'_>> = (0..=cuts.len())
+            .map(|i| {
+                (
+                    i.checked_sub(1).map(|j| cuts[j].as_slice()),
+                    cuts.get(i).map(|c| c.as_slice()),
+                )
+            })
+            .collect();
+        type Outcome = (
+            Vec<FileMetaData>,
+            Vec<Vec<IndexedEntry>>,
+            Vec<u64>,
+            MergeTally,
+        );
+        let results: Vec<(Result<()>, Outcome)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges
+                .iter()
+                .map(|&range| {
+                    scope.spawn(move || {
+                        let mut p: Outcome = Default::default();
+                        let r = self.merge(
+                            task, target, job, range, &mut p.0, &mut p.1, &mut p.2, &mut p.3,
+                        );
+                        (r, p)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            Err(Error::InvalidArgument(
+                                "a compaction partition panicked".into(),
+                            )),
+                            Default::default(),
+                        )
+                    })
+                })
+                .collect()
+        });
+        let mut first_err = None;
+        for (r, (o, i, c, t)) in results {
+            outputs.extend(o);
+            indexed.extend(i);
+            created.extend(c);
+            tally.read_input_bytes += t.read_input_bytes;
+            tally.read_output_bytes += t.read_output_bytes;
+            tally.entries += t.entries;
+            tally.dropped += t.dropped;
+            if let (Err(e), None) = (r, &first_err) {
+                first_err = Some(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Up to `parts - 1` user keys, strictly increasing, cutting the task's input into key
+    /// ranges of about equal numbers of index entries (data blocks, or index partitions) over
+    /// all input runs; empty when the inputs give too few distinct keys.
+    fn partition_cuts(&self, task: &CompactionTask, parts: usize) -> Result<Vec<Vec<u8>>> {
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for f in task.input_runs() {
+            match self
+                .table_cache
+                .open_for(f, Part::Stage(task.stage), IoPurpose::Compaction)?
+            {
+                crate::runs::OpenRun::Sst(t) => keys.extend(t.index_user_keys()),
+                crate::runs::OpenRun::Array(_) => {
+                    keys.push(f.smallest_user_key().to_vec());
+                    keys.push(f.largest_user_key().to_vec());
+                }
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let mut cuts: Vec<Vec<u8>> = (1..parts)
+            .map(|i| keys[i * keys.len() / parts].clone())
+            .filter(|_| keys.len() >= parts)
+            .collect();
+        cuts.dedup();
+        Ok(cuts)
+    }
+
     /// Merges the task's input runs into new runs written as `target` says and cut as the
     /// task's plan says, appending each finished output's metadata to `outputs` (whose numbers
-    /// are registered as pending outputs).
+    /// are registered as pending outputs). Only user keys in `range` (from its first key, up
+    /// to but not including its second; `None`: unbounded) are merged.
     /// `created` receives every output number as it is allocated (finished or not), `job` is
     /// the task's compaction-log job.
     #[allow(clippy::too_many_arguments)]
@@ -317,6 +442,7 @@ impl DbInner {
         task: &CompactionTask,
         target: RunTarget,
         job: Option<u64>,
+        range: KeyRange<'_>,
         outputs: &mut Vec<FileMetaData>,
         indexed: &mut Vec<Vec<IndexedEntry>>,
         created: &mut Vec<u64>,
@@ -377,7 +503,10 @@ impl DbInner {
             );
         }
         let mut input = super::MergingIterator::new(children);
-        input.seek_to_first();
+        match range.0 {
+            Some(lo) => input.seek(&crate::format::lookup_key(lo, crate::format::MAX_SEQUENCE)),
+            None => input.seek_to_first(),
+        }
         let mut output: Option<Output> = None;
         let mut current_key: Option<Vec<u8>> = None;
         let mut last_seq_for_key = u64::MAX;
@@ -393,6 +522,12 @@ impl DbInner {
         let mut slot = None;
         while input.valid() {
             let ikey = input.key();
+            if range
+                .1
+                .is_some_and(|hi| crate::format::user_key(ikey) >= hi)
+            {
+                break;
+            }
             let read = (ikey.len() + input.value().len()) as u64;
             if input
                 .current_child()
@@ -667,6 +802,10 @@ impl DbInner {
 }
 
 /// What a merge read and dropped.
+/// A range of user keys: from the first (included) to the second (excluded); `None`:
+/// unbounded.
+type KeyRange<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
 #[derive(Debug, Default)]
 struct MergeTally {
     /// Internal key and value bytes read from the input groups (every group but the output).

@@ -26,6 +26,7 @@ mod compact;
 mod flush;
 mod inner;
 mod iter;
+mod load;
 mod obsolete;
 mod punch;
 mod read;
@@ -87,6 +88,13 @@ impl Db {
             threads.push(spawn(
                 format!("tierkv-compact-{i}"),
                 Box::new(move || db.compaction_loop()),
+            )?);
+        }
+        if let Some(trigger) = inner.stages[0].load_trigger() {
+            let (db, trigger) = (Arc::clone(&inner), Arc::clone(trigger));
+            threads.push(spawn(
+                "tierkv-load".into(),
+                Box::new(move || db.load_loop(trigger)),
             )?);
         }
         Ok(Db { inner, threads })

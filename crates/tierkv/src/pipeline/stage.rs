@@ -124,4 +124,10 @@ pub(crate) trait Stage: Send + Sync {
     fn lab(&self) -> Option<&Arc<crate::labdb::l0::LabL0>> {
         None
     }
+
+    /// The first group's compaction trigger, for a stage whose policy reads it from a load
+    /// detector (`compaction.load_aware`: FluidKV's load-aware threshold).
+    fn load_trigger(&self) -> Option<&Arc<std::sync::atomic::AtomicUsize>> {
+        None
+    }
 }

@@ -240,8 +240,9 @@ impl Table {
     /// The data block handle `value` of an entry of the partition at `part` holds: it must lie
     /// before the partition (a partition follows its data blocks).
     fn partition_entry(&self, part: BlockHandle, value: &[u8]) -> Result<BlockHandle> {
-        let h = BlockHandle::decode_varint(value)
-            .ok_or_else(|| self.corruption_at(part.offset, "bad block handle in index partition"))?;
+        let h = BlockHandle::decode_varint(value).ok_or_else(|| {
+            self.corruption_at(part.offset, "bad block handle in index partition")
+        })?;
         if h.end_with_trailer().is_none_or(|end| end > part.offset) {
             return Err(self.corruption_at(
                 part.offset,
@@ -381,11 +382,11 @@ impl Table {
         // bounds are what a wrong handle meets.)
         if !self.partitioned
             && self
-            .index
-            .entries
-            .binary_search_by_key(&handle.offset, |e| e.handle.offset)
-            .ok()
-            .is_none_or(|i| self.index.entries[i].handle != handle)
+                .index
+                .entries
+                .binary_search_by_key(&handle.offset, |e| e.handle.offset)
+                .ok()
+                .is_none_or(|i| self.index.entries[i].handle != handle)
         {
             return Err(self.corruption_at(
                 handle.offset,
@@ -430,6 +431,15 @@ impl Table {
         self.file_size
     }
 
+    /// The user keys of the DRAM-resident index's entries (data blocks' separators, or index
+    /// partitions' for a partitioned table), in order: where a compaction may cut its input
+    /// into key ranges of about equal size.
+    pub fn index_user_keys(&self) -> Vec<Vec<u8>> {
+        (0..self.index.entries.len())
+            .map(|i| user_key(self.index.key(i)).to_vec())
+            .collect()
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -438,7 +448,8 @@ impl Table {
     /// Number of data blocks.
     #[cfg(test)]
     pub fn num_data_blocks(&self) -> usize {
-        self.data_handles(IoPurpose::Recovery).map_or(0, |h| h.len())
+        self.data_handles(IoPurpose::Recovery)
+            .map_or(0, |h| h.len())
     }
 
     /// Whether the index is partitioned (FluidKV's logical sorted tables).
@@ -661,7 +672,9 @@ impl TableIterator {
         let loaded = at.and_then(|h| match h {
             Some(h) if self.err.is_none() => {
                 self.block_offset = h.offset;
-                self.table.block_at(h, self.purpose, self.fill_cache).map(Some)
+                self.table
+                    .block_at(h, self.purpose, self.fill_cache)
+                    .map(Some)
             }
             _ => Ok(None),
         });

@@ -18,6 +18,7 @@ use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{FileMetaData, GroupOrder, RunKind, StageLayout, StageVersion};
 use crate::{Error, Result};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 /// The leveled stage with its options.
@@ -28,26 +29,44 @@ pub(crate) struct LeveledStage {
     /// What every run is made of.
     kind: RunKind,
     policy: LeveledPolicy,
+    /// L0's compaction trigger, set by the load detector (`compaction.load_aware`).
+    load_trigger: Option<Arc<AtomicUsize>>,
 }
 
 impl LeveledStage {
     /// SSTable levels shaped by `options`, L0 on `l0_tier`, L1 and deeper on SSD.
     pub fn new(options: &CompactionOptions, l0_tier: Tier) -> Self {
-        LeveledStage {
-            options: options.clone(),
-            l0_tier,
-            kind: RunKind::Sst,
-            policy: LeveledPolicy::new(options),
-        }
+        LeveledStage::build(options, l0_tier, RunKind::Sst, LeveledPolicy::new(options))
     }
 
     /// Levels of runs of `kind`, every level on `tier` (NVLSM-L: PM sorted arrays on PM).
     pub fn with_runs(options: &CompactionOptions, tier: Tier, kind: RunKind) -> Self {
+        LeveledStage::build(
+            options,
+            tier,
+            kind,
+            LeveledPolicy::with_output(options, tier, kind),
+        )
+    }
+
+    fn build(
+        options: &CompactionOptions,
+        l0_tier: Tier,
+        kind: RunKind,
+        mut policy: LeveledPolicy,
+    ) -> Self {
+        let load_trigger = options
+            .load_aware
+            .then(|| Arc::new(AtomicUsize::new(options.level0_compaction_trigger)));
+        if let Some(t) = &load_trigger {
+            policy = policy.with_trigger(Arc::clone(t));
+        }
         LeveledStage {
             options: options.clone(),
-            l0_tier: tier,
+            l0_tier,
             kind,
-            policy: LeveledPolicy::with_output(options, tier, kind),
+            policy,
+            load_trigger,
         }
     }
 }
@@ -107,6 +126,10 @@ impl Stage for LeveledStage {
 
     fn policy(&self) -> &dyn CompactionPolicy {
         &self.policy
+    }
+
+    fn load_trigger(&self) -> Option<&Arc<AtomicUsize>> {
+        self.load_trigger.as_ref()
     }
 }
 

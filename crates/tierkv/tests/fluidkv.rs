@@ -1,0 +1,220 @@
+//! FluidKV's parts: logical sorted tables (SSTables with a partitioned index) in the PM pool,
+//! compactions split into key-range partitions merged in parallel, and the load detector that
+//! sets the BufferStore's compaction trigger.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tierkv::{Db, Design, Options, ReadOptions, Tier};
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:08}", i.wrapping_mul(2_654_435_761) % 100_000_000).into_bytes()
+}
+
+fn fluidkv(window_ms: u64) -> Options {
+    let mut o = Design::FLUIDKV.options(Options {
+        design: Design::FLUIDKV,
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    });
+    o.pm.chunk_bytes = 64 << 10;
+    o.pm.size_bytes = 128 << 20;
+    o.compaction.target_file_size = 128 << 10;
+    o.compaction.load_window_ms = window_ms;
+    o
+}
+
+/// Writes `n` keys (every fifth deleted again, every third written twice) into `db` and
+/// `model`, starting at `from`.
+fn load(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, from: u64, n: u64) {
+    for i in from..from + n {
+        let v = format!("value-{i}-{}", "x".repeat((i % 40) as usize)).into_bytes();
+        db.put(&key(i), &v).unwrap();
+        model.insert(key(i), v);
+        if i % 3 == 0 {
+            let v2 = format!("again-{i}").into_bytes();
+            db.put(&key(i), &v2).unwrap();
+            model.insert(key(i), v2);
+        }
+        if i % 5 == 0 {
+            db.delete(&key(i)).unwrap();
+            model.remove(&key(i));
+        }
+    }
+}
+
+fn assert_matches(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, upto: u64, ctx: &str) {
+    for i in 0..upto {
+        assert_eq!(
+            db.get(&key(i)).unwrap().as_ref(),
+            model.get(&key(i)),
+            "{ctx}: key {i}"
+        );
+    }
+    let got: Vec<(Vec<u8>, Vec<u8>)> = db.scan(..).unwrap().collect::<tierkv::Result<_>>().unwrap();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(got.len(), want.len(), "{ctx}: scan length");
+    assert!(got == want, "{ctx}: scan differs");
+}
+
+/// The same writes and compactions with one partition and with three give the same database;
+/// the partitioned one counts its partitions, its outputs are disjoint (`check` verifies the
+/// levels), and a snapshot taken halfway reads its own data after the compactions.
+#[test]
+fn partitioned_compactions_keep_every_key_and_snapshot() {
+    for parts in [1usize, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = Design::LEVELED.options(Options {
+            write_buffer_size: 32 << 10,
+            ..Options::default()
+        });
+        o.table.block_size = 512;
+        o.compaction.target_file_size = 32 << 10;
+        o.compaction.max_bytes_for_level_base = 128 << 10;
+        o.compaction.subcompactions = parts;
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        let mut model = BTreeMap::new();
+        load(&db, &mut model, 0, 3000);
+        let snap = db.snapshot();
+        let at_snapshot = model.clone();
+        load(&db, &mut model, 1500, 3000);
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        db.wait_for_background_work().unwrap();
+        assert_matches(&db, &model, 4500, &format!("{parts} partitions"));
+        let r = ReadOptions {
+            snapshot: Some(snap.clone()),
+            ..ReadOptions::default()
+        };
+        for i in 0..3000 {
+            assert_eq!(
+                db.get_with(&r, &key(i)).unwrap().as_ref(),
+                at_snapshot.get(&key(i)),
+                "{parts} partitions, snapshot, key {i}"
+            );
+        }
+        drop(r);
+        drop(snap);
+        let s = db.stats();
+        if parts == 1 {
+            assert_eq!(s.subcompactions, 0);
+        } else {
+            assert!(
+                s.subcompactions >= 3,
+                "{} partitions merged",
+                s.subcompactions
+            );
+        }
+        db.close().unwrap();
+        Db::check(dir.path(), o.clone()).unwrap();
+        let db = Db::open(dir.path(), o).unwrap();
+        assert_matches(&db, &model, 4500, &format!("{parts} partitions, reopened"));
+    }
+}
+
+/// `fluidkv` keeps every run in the pool as tables with a partitioned index: DRAM holds one
+/// index entry per logical sorted table (32 blocks), a small fraction of the keys; its
+/// contents survive reopening and `check`.
+#[test]
+fn fluidkv_keeps_lsts_in_the_pool_and_little_index_in_dram() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = fluidkv(500);
+    assert_eq!(o.table.index_partition_blocks, 32);
+    assert_eq!(o.compaction.num_levels, 2);
+    assert!(o.pm.thread_logs && o.compaction.load_aware);
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    load(&db, &mut model, 0, 20_000);
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    assert_matches(&db, &model, 20_000, "fluidkv");
+    let tables = db.live_tables();
+    assert!(!tables.is_empty());
+    assert!(tables.iter().all(|t| t.tier == Tier::Pm && t.group <= 1));
+    assert!(
+        tables.iter().any(|t| t.group == 1),
+        "nothing reached the StableStore"
+    );
+    let s = db.stats();
+    let entries: u64 = tables.iter().map(|t| t.entries).sum();
+    // About 23 entries per 512-byte block, 32 blocks per LST: one DRAM index entry per ~700
+    // entries; an index entry here is well under 100 bytes.
+    assert!(
+        s.dram.index_bytes * 5 < entries,
+        "{} index bytes for {entries} entries",
+        s.dram.index_bytes
+    );
+    db.close().unwrap();
+    Db::check(dir.path(), o.clone()).unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    assert_matches(&db, &model, 20_000, "fluidkv reopened");
+}
+
+/// Waits up to 20 s for `cond` on the database's stats.
+fn wait_until(db: &Db, what: &str, cond: impl Fn(&tierkv::DbStats) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond(&db.stats()) {
+        assert!(
+            Instant::now() < deadline,
+            "never: {what} ({:?})",
+            db.stats().load_trigger
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Under writes the BufferStore holds up to 4 buffer trees before it compacts; once only
+/// reads come, the detector lowers the trigger to 1 (every buffer tree is compacted into the
+/// StableStore) and flushes the FastStore whatever its fill; writes bring the trigger back.
+#[test]
+fn load_detector_sets_the_trigger_and_flushes_when_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), fluidkv(40)).unwrap();
+    let mut model = BTreeMap::new();
+    // Writes only: the trigger stays at 4.
+    load(&db, &mut model, 0, 200);
+    db.flush().unwrap();
+    load(&db, &mut model, 200, 200);
+    db.flush().unwrap();
+    load(&db, &mut model, 400, 100);
+    db.wait_for_background_work().unwrap();
+    assert_eq!(db.stats().load_trigger, 4);
+    let buffer_trees = || db.live_tables().iter().filter(|t| t.group == 0).count();
+    assert_eq!(buffer_trees(), 2, "two buffer trees wait under writes");
+    // Reads only: the trigger drops to 1, the memtable is flushed and everything compacted.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let reads = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                db.get(&key(n % 500)).unwrap();
+                n += 1;
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            n
+        });
+        wait_until(&db, "read mode", |s| {
+            s.load_trigger == 1 && s.eager_flushes >= 1
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while buffer_trees() > 0 {
+            assert!(Instant::now() < deadline, "buffer trees never compacted");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        h.join().unwrap()
+    });
+    assert!(reads > 0);
+    assert!(db.stats().load_mode_switches >= 1);
+    assert_matches(&db, &model, 500, "after the read-only period");
+    // Writes again: the trigger goes back to 4.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut i = 500;
+    while db.stats().load_trigger != 4 {
+        assert!(Instant::now() < deadline, "write mode never came back");
+        load(&db, &mut model, i, 20);
+        i += 20;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(db.stats().load_mode_switches >= 2);
+    assert_matches(&db, &model, i, "after writes came back");
+}
