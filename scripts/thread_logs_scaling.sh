@@ -10,7 +10,9 @@
 #
 # BIN: the tierkv binary (default target/release/tierkv).
 # Environment: THREADS (default "1 2"), NUM (default 2000000), ROUNDS (default 1),
-#      DISK_DIR (default /tmp), LOG_DIR (default a new temporary directory).
+#      DISK_DIR (default /tmp), LOG_DIR (default a new temporary directory), DESIGNS (the
+#      `--design` list, default "leveled-pm,thread-logs=leveled-pm+pm.thread_logs=true"; e.g.
+#      add `fluidkv`, or `rocksdb` with a binary built with the `rocksdb` feature).
 set -euo pipefail
 
 BIN=${1:-target/release/tierkv}
@@ -19,12 +21,13 @@ NUM=${NUM:-2000000}
 ROUNDS=${ROUNDS:-1}
 DISK_DIR=${DISK_DIR:-/tmp}
 LOG_DIR=${LOG_DIR:-$(mktemp -d)}
+DESIGNS=${DESIGNS:-leveled-pm,thread-logs=leveled-pm+pm.thread_logs=true}
 mkdir -p "$LOG_DIR"
 echo "logs: $LOG_DIR"
 for round in $(seq 1 "$ROUNDS"); do
     for t in $THREADS; do
         WORK=$(mktemp -d "$DISK_DIR/tkv-tl-XXXXXX")
-        "$BIN" bench --design "leveled-pm,thread-logs=leveled-pm+pm.thread_logs=true" \
+        "$BIN" bench --design "$DESIGNS" \
             --benchmarks=fillrandom,readrandom --num="$NUM" --reads=$((NUM / 4)) \
             --key_size=16 --value_size=100 --threads="$t" \
             --pm_path /dev/shm/tierkv-tl.pool --pm_size=4294967296 \

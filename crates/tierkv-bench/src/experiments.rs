@@ -60,6 +60,7 @@
 //! };
 //! ```
 
+mod fluidkv;
 mod labdb;
 mod nvlsm;
 mod slmdb;
@@ -151,6 +152,9 @@ pub enum Metric {
     /// PM pool bytes in allocated chunks at the end of the run:
     /// `figures.footprint.pm_allocated_bytes` (TierKV engines with PM).
     PmAllocatedBytes,
+    /// DRAM held by the open tables' indexes at the end of the run (for a partitioned index,
+    /// its top level): `figures.footprint.dram.index_bytes` (TierKV engines only).
+    DramIndexBytes,
 }
 
 impl Metric {
@@ -177,6 +181,7 @@ impl Metric {
             Metric::BackgroundSeconds => "flush + compaction seconds".into(),
             Metric::LabLogBytes => "bytes of LAB-DB's value arrays at the end".into(),
             Metric::PmAllocatedBytes => "PM pool bytes allocated at the end".into(),
+            Metric::DramIndexBytes => "DRAM of the tables' indexes at the end".into(),
         }
     }
 
@@ -203,6 +208,7 @@ impl Metric {
             Metric::BackgroundSeconds => "flush+compaction s".into(),
             Metric::LabLogBytes => "log bytes".into(),
             Metric::PmAllocatedBytes => "PM allocated".into(),
+            Metric::DramIndexBytes => "DRAM index".into(),
         }
     }
 
@@ -310,6 +316,7 @@ impl Metric {
                 Metric::SsdBytesRead => f.tiers.first().map(|t| t.bytes_read as f64),
                 Metric::StallSeconds => Some(f.stall_seconds),
                 Metric::PmAllocatedBytes => Some(f.footprint.pm_allocated_bytes as f64),
+                Metric::DramIndexBytes => tierkv().map(|_| f.footprint.dram.index_bytes as f64),
                 _ => None,
             };
         }
@@ -544,6 +551,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
     slmdb::YCSB,
     slmdb::PM_LATENCY,
     slmdb::RULES,
+    fluidkv::WRITE,
+    fluidkv::LST,
+    fluidkv::LOAD,
+    fluidkv::BUFFER,
+    fluidkv::FASTSTORE,
     labdb::YCSB,
     labdb::UPDATES,
     labdb::VARIANT_RUNS,

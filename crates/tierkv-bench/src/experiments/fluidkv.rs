@@ -1,0 +1,299 @@
+//! The experiments of FluidKV (Lu et al., "FluidKV: Seamlessly Bridging the Gap between
+//! Indexing Performance and Memory-Footprint on Ultra-Fast Persistent Memory", PVLDB 17(6),
+//! 2024): `fluidkv` against `leveled-pm` (a group-committed PM log in front of leveled
+//! SSTables, L0 in PM) and `leveled-pm` with FluidKV's FastStore front end (the stages' share of
+//! the difference), the logical sorted tables' DRAM index, the load-aware trigger (Fig. 17),
+//! the BufferStore size (Fig. 15) and the FastStore size (Fig. 16).
+//!
+//! Layout (the design brief's): databases in a temporary directory on the disk, the PM pool on
+//! `/dev/shm` (`/dev/shm/tierkv-fluid.pool-<label>`) with the `nvdimm` latency preset (the
+//! paper ran on Optane DC PMM). Scaling (the reading notes'): the paper's 200M 8+8-byte
+//! records at 24-32 threads become 2M records of 16-byte keys and 16-byte values at 2 threads
+//! (this machine's cores), the FastStore at about a fifth of the data (16 MiB). The paper has
+//! no SSD; `leveled-pm`'s L1 and deeper are on the disk, which the page cache absorbs at this
+//! size (no SSD model: the comparison is of the PM designs' structure, not of a disk).
+//! ListDB, the paper's main baseline, is not built; the claims against it are checked against
+//! `leveled-pm` here.
+
+use super::{ops, ratio, Bench, Check, Compare, Experiment, Metric, Phase};
+use crate::verdict::Band;
+
+const PAPER: &str = "FluidKV (Lu et al., PVLDB 17(6), 2024)";
+
+/// The bench flags the `fluidkv` experiments share, after the benchmarks and counts.
+macro_rules! fluid_args {
+    ($($arg:expr),*) => {
+        &[
+            $($arg,)*
+            "--key_size=16",
+            "--value_size=16",
+            "--write_buffer_size=16777216",
+            "--pm_latency=nvdimm",
+            "--pm_path=/dev/shm/tierkv-fluid.pool",
+            "--pm_size=4294967296",
+            "--sample_interval_ms=500",
+        ]
+    };
+}
+
+const FILL: Metric = Metric::OpsPerSec(Bench::all("fillrandom"));
+const READ: Metric = Metric::OpsPerSec(Bench::all("readrandom"));
+
+/// Writes and reads at two threads (Fig. 12), and YCSB (Fig. 13).
+pub const WRITE: Experiment = Experiment {
+    name: "fluidkv-write",
+    paper: PAPER,
+    figure: "Fig. 12 (random writes and reads) and Fig. 13 (YCSB), at this machine's 2 threads",
+    designs: &[
+        "fluidkv",
+        "leveled-pm",
+        "faststore=leveled-pm+pm.thread_logs=true",
+    ],
+    phases: &[
+        Phase {
+            name: "random",
+            bench_args: fluid_args!(
+                "--benchmarks=fillrandom,readrandom",
+                "--num=2000000",
+                "--reads=500000",
+                "--threads=2"
+            ),
+            designs: &[],
+            from: None,
+        },
+        Phase {
+            name: "ycsb",
+            bench_args: fluid_args!(
+                "--benchmarks=ycsb-load,ycsb-a,ycsb-b,ycsb-c,ycsb-f,ycsb-d,ycsb-e",
+                "--num=1000000",
+                "--reads=200000",
+                "--threads=2"
+            ),
+            designs: &[],
+            from: None,
+        },
+    ],
+    scaling: "200M 8+8-byte records at 32 threads -> 2M random puts of 16-byte keys and values \
+              over 2 threads, then 1M random gets; YCSB: 1M records loaded, then 200k \
+              operations per thread per workload (Zipfian 0.99) in one database, E's scans up \
+              to 100 records.",
+    claim: "FluidKV writes 1.2-9x and reads up to 3.9x faster than the baselines (ListDB, PM \
+            B+ trees) at 32 threads; on YCSB load and A it is 1.3-9.5x and 1.1-6.6x faster.",
+    checks: &[
+        ratio(
+            "random writes: fluidkv faster than leveled-pm",
+            "1.2-9x (vs. ListDB and PM B+ trees)",
+            "random",
+            FILL,
+            "fluidkv",
+            "leveled-pm",
+            Band::Above(1.0),
+        ),
+        ratio(
+            "random writes: the stages add to the front end (fluidkv faster than leveled-pm \
+             through the same FastStore)",
+            "not measured",
+            "random",
+            FILL,
+            "fluidkv",
+            "faststore",
+            Band::Above(1.0),
+        ),
+        ratio(
+            "random reads: fluidkv at least as fast as leveled-pm",
+            "up to 3.9x (vs. ListDB)",
+            "random",
+            READ,
+            "fluidkv",
+            "leveled-pm",
+            Band::AtLeast(1.0),
+        ),
+        ratio(
+            "YCSB load: fluidkv faster than leveled-pm",
+            "1.3-9.5x",
+            "ycsb",
+            ops("ycsb-load"),
+            "fluidkv",
+            "leveled-pm",
+            Band::Above(1.0),
+        ),
+        ratio(
+            "YCSB-A: fluidkv faster than leveled-pm",
+            "1.1-6.6x",
+            "ycsb",
+            ops("ycsb-a"),
+            "fluidkv",
+            "leveled-pm",
+            Band::Above(1.0),
+        ),
+        ratio(
+            "YCSB-C: fluidkv at least 0.8x leveled-pm",
+            "0.8-2.2x (single-stage indexes), up to 8x (ListDB)",
+            "ycsb",
+            ops("ycsb-c"),
+            "fluidkv",
+            "leveled-pm",
+            Band::AtLeast(0.8),
+        ),
+    ],
+    rounds: 1,
+};
+
+/// The logical sorted tables' DRAM index against one index entry per data block (section 4.3,
+/// Table 2): the DRAM it takes and what the extra PM read costs a get.
+pub const LST: Experiment = Experiment {
+    name: "fluidkv-lst",
+    paper: PAPER,
+    figure: "section 4.3 and Table 2 (LST: DRAM index per 32 blocks; lookup +11%)",
+    designs: &["fluidkv", "block-index=fluidkv+table.index_partition_blocks=0"],
+    phases: &[Phase {
+        name: "random",
+        bench_args: fluid_args!(
+            "--benchmarks=fillrandom,waitforcompaction,readrandom",
+            "--num=2000000",
+            "--reads=500000",
+            "--threads=2"
+        ),
+        designs: &[],
+        from: None,
+    }],
+    scaling: "the write experiment's load and gets; the same 512-byte blocks with the index \
+              partitioned per 32 blocks (an LST) or one DRAM entry per block.",
+    claim: "A DRAM index entry per LST (1024 records) instead of per record cuts DRAM by about \
+            90% for the whole store; a lookup reads an index block and a data block, 11% slower \
+            than a DRAM index.",
+    checks: &[
+        Check {
+            claim: "DRAM of the table indexes: about 1/32 of one entry per block",
+            paper: "1/1024 of a per-record index",
+            phase: "random",
+            metric: Metric::DramIndexBytes,
+            compare: Compare::Ratio {
+                a: "fluidkv",
+                b: "block-index",
+                band: Band::Below(0.1),
+            },
+        },
+        ratio(
+            "random gets: the index partition's read costs little (>= 0.8x)",
+            "0.9 (1.1 vs 1.227 us)",
+            "random",
+            READ,
+            "fluidkv",
+            "block-index",
+            Band::AtLeast(0.8),
+        ),
+    ],
+    rounds: 1,
+};
+
+/// Reads after writes with and without the load detector (Fig. 17).
+pub const LOAD: Experiment = Experiment {
+    name: "fluidkv-load",
+    paper: PAPER,
+    figure: "Fig. 17 (read throughput after a switch to read-only)",
+    designs: &["fluidkv", "fixed=fluidkv+compaction.load_aware=false"],
+    phases: &[Phase {
+        name: "switch",
+        bench_args: fluid_args!(
+            "--benchmarks=fillrandom,readrandom",
+            "--num=2000000",
+            "--reads=1500000",
+            "--threads=2"
+        ),
+        designs: &[],
+        from: None,
+    }],
+    scaling: "the write experiment's load, then 3M gets right after it (no wait for \
+              compactions): with the detector, the first window with no writes flushes the \
+              FastStore and lowers the trigger to one buffer tree; without it, up to 3 buffer \
+              trees and the FastStore stay in front of the StableStore.",
+    claim: "After a switch to read-only, FluidKV flushes eagerly and compacts every buffer tree, \
+            and its read throughput rises.",
+    checks: &[ratio(
+        "gets after the writes: faster with the load detector",
+        "rises after the switch (Fig. 17)",
+        "switch",
+        READ,
+        "fluidkv",
+        "fixed",
+        Band::Above(1.0),
+    )],
+    rounds: 1,
+};
+
+/// BufferStore sizes (Fig. 15): more buffer trees per compaction, less compaction work.
+pub const BUFFER: Experiment = Experiment {
+    name: "fluidkv-buffer",
+    paper: PAPER,
+    figure: "Fig. 15 (compaction throughput against the BufferStore size)",
+    designs: &[
+        "buffer-1=fluidkv+compaction.load_aware=false+compaction.level0_compaction_trigger=1",
+        "buffer-2=fluidkv+compaction.load_aware=false+compaction.level0_compaction_trigger=2",
+        "buffer-4=fluidkv+compaction.load_aware=false+compaction.level0_compaction_trigger=4",
+        "buffer-8=fluidkv+compaction.load_aware=false+compaction.level0_compaction_trigger=8",
+    ],
+    phases: &[Phase {
+        name: "fill",
+        bench_args: fluid_args!(
+            "--benchmarks=fillrandom,waitforcompaction",
+            "--num=2000000",
+            "--threads=2"
+        ),
+        designs: &[],
+        from: None,
+    }],
+    scaling: "the write experiment's load; the BufferStore holds 1, 2, 4 or 8 buffer trees \
+              (FastStores of 16 MiB) before it is compacted (the detector off).",
+    claim: "A bigger BufferStore compacts faster: twice the buffer trees give about twice the \
+            compaction throughput; no BufferStore is the worst.",
+    checks: &[
+        Check {
+            claim: "compaction work falls as the BufferStore grows",
+            paper: "about 2x per doubling",
+            phase: "fill",
+            metric: Metric::WriteAmpExcludingLog,
+            compare: Compare::Increasing(&["buffer-8", "buffer-4", "buffer-2", "buffer-1"]),
+        },
+        ratio(
+            "flush + compaction time: 8 buffer trees below 1",
+            "about 8x the throughput",
+            "fill",
+            Metric::BackgroundSeconds,
+            "buffer-8",
+            "buffer-1",
+            Band::Below(1.0),
+        ),
+    ],
+    rounds: 1,
+};
+
+/// FastStore sizes (Fig. 16): a bigger FastStore absorbs writes longer.
+pub const FASTSTORE: Experiment = Experiment {
+    name: "fluidkv-faststore",
+    paper: PAPER,
+    figure: "Fig. 16 (stable write time against the FastStore size)",
+    designs: &[
+        "fast-2m=fluidkv+write_buffer_size=2097152",
+        "fast-8m=fluidkv+write_buffer_size=8388608",
+        "fast-32m=fluidkv+write_buffer_size=33554432",
+    ],
+    phases: &[Phase {
+        name: "fill",
+        bench_args: fluid_args!("--benchmarks=fillrandom", "--num=2000000", "--threads=2"),
+        designs: &[],
+        from: None,
+    }],
+    scaling: "FastStores of 1M, 2M and 5M records at 8-16 threads -> 2, 8 and 32 MiB (about \
+              50k, 200k and 800k records) under the write experiment's load.",
+    claim: "A bigger FastStore sustains writes longer before flushes and compactions hold them \
+            back (16 / 18 / 32 s at 8 threads for 1M / 2M / 5M records).",
+    checks: &[Check {
+        claim: "random-write throughput rises with the FastStore",
+        paper: "stable writes 16 / 18 / 32 s",
+        phase: "fill",
+        metric: FILL,
+        compare: Compare::Increasing(&["fast-2m", "fast-8m", "fast-32m"]),
+    }],
+    rounds: 1,
+};
