@@ -145,7 +145,10 @@ pub const LST: Experiment = Experiment {
     name: "fluidkv-lst",
     paper: PAPER,
     figure: "section 4.3 and Table 2 (LST: DRAM index per 32 blocks; lookup +11%)",
-    designs: &["fluidkv", "block-index=fluidkv+table.index_partition_blocks=0"],
+    designs: &[
+        "fluidkv",
+        "block-index=fluidkv+table.index_partition_blocks=0",
+    ],
     phases: &[Phase {
         name: "random",
         bench_args: fluid_args!(
