@@ -4,7 +4,9 @@
 # per writer thread; Lu et al., "FluidKV: Seamlessly Bridging the Gap between Indexing
 # Performance and Memory-Footprint on Ultra-Fast Storage", PVLDB 17(6), 2024), at each thread
 # count of THREADS, back to back: fillrandom of NUM 16-byte keys and 100-byte values split over
-# the threads, then readrandom. Databases on the disk (DISK_DIR), pools on /dev/shm.
+# the threads, then readrandom. Databases on the disk (DISK_DIR), pools on /dev/shm. After each
+# round, `tierkv scaling` draws the round's curves (throughput against threads, a line per
+# design) into LOG_DIR/scaling-r<round> (charts and scaling.md).
 #
 #   scripts/thread_logs_scaling.sh [BIN]
 #
@@ -37,4 +39,5 @@ for round in $(seq 1 "$ROUNDS"); do
         grep -E '^(fillrandom|readrandom) ' "$LOG_DIR/r$round-t$t.log" | sed 's/^/  /' || true
         grep -E '^\| (fillrandom|readrandom) ops/s' "$LOG_DIR/r$round-t$t.log" | sed 's/^/  /' || true
     done
+    "$BIN" scaling --out "$LOG_DIR/scaling-r$round" "$LOG_DIR"/r"$round"-t*.json
 done

@@ -37,6 +37,7 @@ pub mod report;
 pub mod reproduce;
 pub mod rocks;
 pub mod runner;
+pub mod scaling;
 pub mod simulate;
 pub mod snapshot;
 pub mod text;

@@ -32,6 +32,16 @@ enum Command {
     /// judges its checks on the medians over the rounds and writes a markdown report with SVG
     /// charts (--list shows the experiments).
     Reproduce(ReproduceArgs),
+    /// Draws the scaling curve of `tierkv bench` runs at several thread counts: reads their
+    /// --json reports (one per --threads value) and writes, into --out, a chart of each
+    /// benchmark's throughput against threads (a line per design) and a markdown table.
+    Scaling {
+        /// Where the charts and `scaling.md` go (created if needed).
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// The --json reports.
+        reports: Vec<std::path::PathBuf>,
+    },
     /// Writes KEY -> VALUE (creates the database if needed). 0x-prefixed arguments are hex.
     Put {
         #[command(flatten)]
@@ -104,6 +114,9 @@ fn run(command: Command) -> EngineResult<ExitCode> {
         }
         Command::Reproduce(args) => {
             reproduce::reproduce(&args, &mut out)?;
+        }
+        Command::Scaling { out: dir, reports } => {
+            tierkv_bench::scaling::scaling(&reports, &dir, &mut out)?;
         }
         Command::Put { db, key, value } => commands::put(&db, &key, &value)?,
         Command::Get { db, key } => {
