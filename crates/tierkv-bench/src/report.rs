@@ -909,6 +909,20 @@ pub fn format_stats(s: &StatsSummary) -> String {
             b(st.row_pages_freed_bytes)
         );
     }
+    if st.subcompactions > 0 {
+        let _ = writeln!(
+            o,
+            "Subcompactions:         {} key-range partitions merged in parallel",
+            st.subcompactions
+        );
+    }
+    if st.load_trigger > 0 {
+        let _ = writeln!(
+            o,
+            "Load detector:          trigger {} buffer trees now, {} switches, {} eager flushes",
+            st.load_trigger, st.load_mode_switches, st.eager_flushes
+        );
+    }
     if let Some(g) = &st.global_index {
         let _ = writeln!(
             o,

@@ -85,6 +85,12 @@ fn every_ycsb_workload_reads_what_was_written_on_every_design() {
         assert!(s.stats.flushes > 0, "{}: the run flushed", run.design);
         assert!(s.write_amplification > 0.0);
     }
+    // FluidKV's load detector reports its trigger in the text report (and the JSON).
+    let fluid = runs.iter().find(|r| r.design == "fluidkv").unwrap();
+    let st = &fluid.final_stats.as_ref().unwrap().stats;
+    assert!([1, 4].contains(&st.load_trigger), "{}", st.load_trigger);
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("Load detector:          trigger "), "{text}");
 }
 
 #[test]
