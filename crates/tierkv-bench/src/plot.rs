@@ -418,17 +418,24 @@ pub fn throughput_chart(path: &Path, name: &str, runs: &[DesignRun]) -> PlotResu
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
     if !series.is_empty() {
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", LABEL_FONT))
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(&e)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(&e)?;
     }
     root.present().map_err(&e)?;
     Ok(())
+}
+
+/// Draws the series' labels of `chart` at `position`, in the charts' common style.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    chart
+        .configure_series_labels()
+        .label_font(("sans-serif", LABEL_FONT))
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(position)
+        .draw()
 }
 
 /// One design's throughput at each thread count: `(design, [(threads, ops/s)])`, sorted by
@@ -481,14 +488,7 @@ pub fn scaling_chart(path: &Path, name: &str, series: &[ScalingSeries]) -> PlotR
             .map_err(&e)?;
     }
     if !series.is_empty() {
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", LABEL_FONT))
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(&e)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(&e)?;
     }
     root.present().map_err(&e)?;
     Ok(())
@@ -652,14 +652,7 @@ pub fn latency_chart(path: &Path, name: &str, runs: &[DesignRun]) -> PlotResult<
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
     }
-    chart
-        .configure_series_labels()
-        .label_font(("sans-serif", LABEL_FONT))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(&e)?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(&e)?;
     root.present().map_err(&e)?;
     Ok(true)
 }
