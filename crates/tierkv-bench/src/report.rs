@@ -916,6 +916,13 @@ pub fn format_stats(s: &StatsSummary) -> String {
             st.subcompactions
         );
     }
+    if st.reused_runs > 0 {
+        let _ = writeln!(
+            o,
+            "Reused runs:            {} left in place or moved, not rewritten",
+            st.reused_runs
+        );
+    }
     if st.load_trigger > 0 {
         let _ = writeln!(
             o,

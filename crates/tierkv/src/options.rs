@@ -146,6 +146,14 @@ pub struct CompactionOptions {
     /// rows, sets, LAB-DB's tree chunks or SLM-DB's indexed tables). Default 1.
     #[serde(default = "one")]
     pub subcompactions: usize,
+    /// In a compaction of the first group into the next (leveled L0 -> L1), leave the output
+    /// group's runs that no source key falls into where they are, and move the source runs
+    /// that overlap no other input unchanged, instead of rewriting them (FluidKV's reuse of the
+    /// tables a compaction does not touch; `fluidkv` turns this on). Finding the untouched runs
+    /// costs a seek per source run per overlapping output run. Default false (LevelDB and
+    /// RocksDB rewrite every input but a single moved run).
+    #[serde(default)]
+    pub reuse_untouched_runs: bool,
     /// Load-aware compaction trigger (FluidKV's section 4.4): a detector thread looks at the
     /// user gets and writes of each `load_window_ms` window; while writes are at most half of
     /// them the first group compacts at `read_compaction_trigger` runs instead of
@@ -186,6 +194,7 @@ impl Default for CompactionOptions {
             target_file_size: 64 << 20,
             background_compactions: 1,
             subcompactions: 1,
+            reuse_untouched_runs: false,
             load_aware: false,
             read_compaction_trigger: 1,
             load_window_ms: 500,

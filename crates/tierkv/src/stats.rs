@@ -168,6 +168,9 @@ pub struct Counters {
     /// Key-range partitions compactions were split into and merged in parallel
     /// (`compaction.subcompactions`).
     pub subcompactions: AtomicU64,
+    /// Runs a compaction left in place or moved unchanged because no other input's key fell
+    /// into them (`compaction.reuse_untouched_runs`).
+    pub reused_runs: AtomicU64,
     /// The load detector's switches between write-intensive and read-intensive modes
     /// (`fluidkv`).
     pub load_mode_switches: AtomicU64,
@@ -495,6 +498,7 @@ impl Default for Counters {
             flush_dropped_versions: AtomicU64::new(0),
             row_pages_freed_bytes: AtomicU64::new(0),
             subcompactions: AtomicU64::new(0),
+            reused_runs: AtomicU64::new(0),
             load_mode_switches: AtomicU64::new(0),
             eager_flushes: AtomicU64::new(0),
             load_trigger: AtomicU64::new(0),
@@ -845,6 +849,10 @@ pub struct DbStats {
     /// (`compaction.subcompactions`).
     #[serde(default)]
     pub subcompactions: u64,
+    /// Runs compactions left in place or moved unchanged since open
+    /// (`compaction.reuse_untouched_runs`).
+    #[serde(default)]
+    pub reused_runs: u64,
     /// Switches of the load detector between write-intensive and read-intensive modes since
     /// open (`fluidkv`).
     #[serde(default)]
@@ -980,6 +988,7 @@ impl DbStats {
             flush_dropped_versions: g(&c.flush_dropped_versions),
             row_pages_freed_bytes: g(&c.row_pages_freed_bytes),
             subcompactions: g(&c.subcompactions),
+            reused_runs: g(&c.reused_runs),
             load_mode_switches: g(&c.load_mode_switches),
             eager_flushes: g(&c.eager_flushes),
             load_trigger: g(&c.load_trigger),

@@ -218,3 +218,110 @@ fn load_detector_sets_the_trigger_and_flushes_when_read_only() {
     assert!(db.stats().load_mode_switches >= 2);
     assert_matches(&db, &model, i, "after writes came back");
 }
+
+/// Bytes compactions wrote, on either tier.
+fn compaction_written(db: &Db) -> u64 {
+    let s = db.stats();
+    s.pm_written_compaction + s.ssd_written_compaction
+}
+
+/// Writes 500 keys `{prefix}{i:05}` and flushes them into one buffer tree.
+fn buffer_tree(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, prefix: &str) {
+    for i in 0..500 {
+        let (k, v) = (format!("{prefix}{i:05}"), format!("{prefix}-value-{i}"));
+        db.put(k.as_bytes(), v.as_bytes()).unwrap();
+        model.insert(k.into_bytes(), v.into_bytes());
+    }
+    db.flush().unwrap();
+}
+
+/// A compaction leaves a StableStore run no buffer-tree key falls into where it is, and moves
+/// buffer trees that overlap no other input, instead of rewriting them; with the option off
+/// the same compaction rewrites all three. Either way the contents are the same.
+#[test]
+fn compactions_reuse_the_runs_they_do_not_touch() {
+    for reuse in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = fluidkv(500);
+        o.compaction.load_aware = false;
+        o.compaction.level0_compaction_trigger = 8;
+        o.compaction.reuse_untouched_runs = reuse;
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        let mut model = BTreeMap::new();
+        buffer_tree(&db, &mut model, "k4");
+        db.compact_range(None, None).unwrap();
+        let stable: Vec<u64> = db.live_tables().iter().map(|t| t.number).collect();
+        assert_eq!(stable.len(), 1);
+        // Two buffer trees on either side of the StableStore's run.
+        buffer_tree(&db, &mut model, "k3");
+        buffer_tree(&db, &mut model, "k5");
+        let trees: Vec<u64> = db
+            .live_tables()
+            .iter()
+            .filter(|t| t.group == 0)
+            .map(|t| t.number)
+            .collect();
+        assert_eq!(trees.len(), 2);
+        let written_before = compaction_written(&db);
+        let reused_before = db.stats().reused_runs;
+        db.compact_range(None, None).unwrap();
+        let after: Vec<(usize, u64)> = db
+            .live_tables()
+            .iter()
+            .map(|t| (t.group, t.number))
+            .collect();
+        let written = compaction_written(&db) - written_before;
+        if reuse {
+            let mut want: Vec<(usize, u64)> =
+                stable.iter().chain(&trees).map(|&n| (1, n)).collect();
+            want.sort_unstable();
+            let mut got = after.clone();
+            got.sort_unstable();
+            assert_eq!(got, want, "the same three files, all in the StableStore");
+            assert_eq!(written, 0, "nothing rewritten");
+            assert_eq!(db.stats().reused_runs - reused_before, 3);
+        } else {
+            assert!(after
+                .iter()
+                .all(|&(g, n)| g == 1 && !stable.contains(&n) && !trees.contains(&n)));
+            assert!(written > 0);
+            assert_eq!(db.stats().reused_runs, 0);
+        }
+        assert_matches(&db, &model, 0, &format!("reuse {reuse}"));
+        // A buffer tree whose keys lie on both sides of the three runs (none inside them) is
+        // merged alone, its output cut around them: the StableStore stays disjoint.
+        let before: Vec<u64> = db.live_tables().iter().map(|t| t.number).collect();
+        for (k, v) in [("k200000", "low"), ("k600000", "high")] {
+            db.put(k.as_bytes(), v.as_bytes()).unwrap();
+            model.insert(k.as_bytes().to_vec(), v.as_bytes().to_vec());
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        let now: Vec<u64> = db.live_tables().iter().map(|t| t.number).collect();
+        if reuse {
+            assert!(
+                before.iter().all(|n| now.contains(n)),
+                "{before:?} -> {now:?}"
+            );
+            assert_eq!(
+                now.len(),
+                5,
+                "two outputs, cut around the three runs: {now:?}"
+            );
+        }
+        assert_matches(&db, &model, 0, &format!("reuse {reuse}, around the runs"));
+        // A buffer tree inside the reused run's range is merged with it; the others stay.
+        for i in (0..500).step_by(7) {
+            let (k, v) = (format!("k4{i:05}"), format!("new-{i}"));
+            db.put(k.as_bytes(), v.as_bytes()).unwrap();
+            model.insert(k.into_bytes(), v.into_bytes());
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        assert_matches(&db, &model, 0, &format!("reuse {reuse}, after a merge"));
+        db.close().unwrap();
+        Db::check(dir.path(), o.clone()).unwrap();
+        let db = Db::open(dir.path(), o).unwrap();
+        assert_matches(&db, &model, 0, &format!("reuse {reuse}, reopened"));
+    }
+}

@@ -102,7 +102,8 @@ impl DbInner {
     pub(crate) fn run_task(&self, mut task: CompactionTask) -> Result<()> {
         let result = self
             .resolve_row_entries(&mut task)
-            .and_then(|()| self.execute(&task));
+            .and_then(|()| self.reuse_untouched_runs(&mut task))
+            .and_then(|moved| self.execute(&task, &moved));
         let mut state = self.state.lock();
         set_busy(&mut state, &task, false);
         // The task's hold on its input runs ends here, so that they can be deleted now.
@@ -164,7 +165,74 @@ impl DbInner {
         Ok(())
     }
 
-    fn execute(&self, task: &CompactionTask) -> Result<()> {
+    /// With `compaction.reuse_untouched_runs`, for a task of the first group into the next cut
+    /// by size: the output group's input runs whose key range holds no key of a source run
+    /// leave the task (they stay where they are, FluidKV's reuse of untouched tables), and the
+    /// source runs whose range overlaps no other input run's are moved to the output group
+    /// unchanged (returned; they stay inputs, so that the edit deletes them from the source
+    /// group, and the merge skips them). Each run kept or moved gets a break in the task's
+    /// plan at its smallest key, so that no output spans it.
+    fn reuse_untouched_runs(&self, task: &mut CompactionTask) -> Result<Vec<Arc<FileMetaData>>> {
+        let breaks = match &mut task.plan {
+            OutputPlan::BySize { breaks } => breaks,
+            OutputPlan::IntoSets { .. } => return Ok(Vec::new()),
+        };
+        if !self.options.compaction.reuse_untouched_runs
+            || task.trivial_move
+            || task.range.is_some()
+            || task.lab_chunk.is_some()
+            || self.stages[task.stage].index().is_some()
+            || task.inputs.len() != 2
+            || task.inputs[1].0 != task.output_group
+        {
+            return Ok(Vec::new());
+        }
+        let part = Part::Stage(task.stage);
+        let sources = task.inputs[0].1.clone();
+        let mut untouched = Vec::new();
+        for f in &task.inputs[1].1 {
+            let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
+            let mut touched = false;
+            for s in sources.iter().filter(|s| s.overlaps(Some(lo), Some(hi))) {
+                let mut it = self
+                    .table_cache
+                    .open_for(s, part, IoPurpose::Compaction)?
+                    .iter(IoPurpose::Compaction, false);
+                it.seek(&crate::format::lookup_key(lo, crate::format::MAX_SEQUENCE));
+                it.status()?;
+                if it.valid() && crate::format::user_key(it.key()) <= hi {
+                    touched = true;
+                    break;
+                }
+            }
+            if !touched {
+                untouched.push(f.number);
+            }
+        }
+        let all_outputs = task.inputs[1].1.clone();
+        let moved: Vec<Arc<FileMetaData>> = sources
+            .iter()
+            .filter(|s| {
+                let (lo, hi) = (Some(s.smallest_user_key()), Some(s.largest_user_key()));
+                !sources
+                    .iter()
+                    .chain(&all_outputs)
+                    .any(|o| o.number != s.number && o.overlaps(lo, hi))
+            })
+            .cloned()
+            .collect();
+        task.inputs[1].1.retain(|f| !untouched.contains(&f.number));
+        let kept = all_outputs.iter().filter(|f| untouched.contains(&f.number));
+        breaks.extend(kept.chain(&moved).map(|f| f.smallest_user_key().to_vec()));
+        breaks.sort_unstable();
+        breaks.dedup();
+        self.counters
+            .reused_runs
+            .fetch_add((untouched.len() + moved.len()) as u64, Relaxed);
+        Ok(moved)
+    }
+
+    fn execute(&self, task: &CompactionTask, moved: &[Arc<FileMetaData>]) -> Result<()> {
         let started = std::time::Instant::now();
         let stage = &self.stages[task.stage];
         let policy = stage.policy();
@@ -173,14 +241,26 @@ impl DbInner {
         let mut job = None;
         let mut tally = MergeTally::default();
         let mut index_bytes = 0;
+        // The task the merge runs: without the source runs moved unchanged.
+        let merged_task;
+        let merge_task = if moved.is_empty() {
+            task
+        } else {
+            let mut t = task.clone();
+            for (_, runs) in &mut t.inputs {
+                runs.retain(|f| !moved.iter().any(|m| m.number == f.number));
+            }
+            merged_task = t;
+            &merged_task
+        };
         if !task.trivial_move {
             let target = policy.output(task);
-            job = self.clog_start(task.input_runs().map(|f| f.number).collect())?;
+            job = self.clog_start(merge_task.input_runs().map(|f| f.number).collect())?;
             // Output numbers stay in `pending_outputs` until the manifest names them.
             let mut created = Vec::new();
             let merged = self
                 .merge_partitions(
-                    task,
+                    merge_task,
                     target,
                     job,
                     &mut outputs,
@@ -239,7 +319,11 @@ impl DbInner {
                 pointers: &state.versions.pointers[task.stage],
             },
             task,
-            outputs.clone(),
+            outputs
+                .iter()
+                .cloned()
+                .chain(moved.iter().map(|m| (**m).clone()))
+                .collect(),
         );
         state.versions.last_sequence = self.last_sequence.load(Acquire);
         // A trivial move deletes a run and adds it back elsewhere: only runs the edit does not
@@ -422,9 +506,11 @@ impl DbInner {
         }
         keys.sort_unstable();
         keys.dedup();
+        if keys.len() < parts {
+            return Ok(Vec::new());
+        }
         let mut cuts: Vec<Vec<u8>> = (1..parts)
             .map(|i| keys[i * keys.len() / parts].clone())
-            .filter(|_| keys.len() >= parts)
             .collect();
         cuts.dedup();
         Ok(cuts)

@@ -57,7 +57,7 @@ const FLUIDKV_NEEDS_COMPACTIONS: &str =
 /// The paper's parameters (section 6.1 and the artifact), scaled: LSTs of 32 blocks of 512
 /// bytes, no filters, two groups (BufferStore, StableStore), compaction at 4 buffer trees
 /// under writes and 1 under reads, as many compaction partitions as cores, StableStore files
-/// of 4 MiB (one PM chunk), FastStore on.
+/// of 4 MiB (one PM chunk), runs no buffer-tree key falls into reused, FastStore on.
 fn fluidkv_defaults(o: &mut crate::options::Options) {
     let engine = crate::options::Options::default();
     o.pm.thread_logs = true;
@@ -81,4 +81,5 @@ fn fluidkv_defaults(o: &mut crate::options::Options) {
         c.subcompactions = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     }
     c.load_aware = true;
+    c.reuse_untouched_runs = true;
 }
