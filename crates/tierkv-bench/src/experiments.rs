@@ -556,6 +556,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     fluidkv::LOAD,
     fluidkv::BUFFER,
     fluidkv::FASTSTORE,
+    fluidkv::REUSE,
     labdb::YCSB,
     labdb::UPDATES,
     labdb::VARIANT_RUNS,

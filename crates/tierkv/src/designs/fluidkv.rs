@@ -14,8 +14,9 @@
 //!   4 buffer trees under writes, at 1 under reads, and flushes eagerly when read-only.
 //! * Parallel compaction (`compaction.subcompactions` = the machine's cores): the buffer
 //!   trees and the overlapping StableStore runs are merged in key-range partitions, one
-//!   thread each, committed by one manifest record; a buffer tree that overlaps nothing is
-//!   moved, not rewritten.
+//!   thread each, committed by one manifest record; StableStore runs no buffer-tree key falls
+//!   into stay and buffer trees that overlap no other input are moved, not rewritten
+//!   (`compaction.reuse_untouched_runs`).
 //!
 //! `docs/designs/fluidkv.md` maps the paper's sections to this code and lists where the
 //! design differs (a StableStore file holds many LSTs, so reuse is per file; values are
