@@ -81,20 +81,20 @@ impl Db {
         let db = Arc::clone(&inner);
         threads.push(spawn(
             "tierkv-flush".into(),
-            Box::new(move || db.flush_loop()),
+            Box::new(move || guarded(&db, "the flush thread", |db| db.flush_loop())),
         )?);
         for i in 0..inner.options.compaction.background_compactions {
             let db = Arc::clone(&inner);
             threads.push(spawn(
                 format!("tierkv-compact-{i}"),
-                Box::new(move || db.compaction_loop()),
+                Box::new(move || guarded(&db, "a compaction thread", |db| db.compaction_loop())),
             )?);
         }
         if let Some(trigger) = inner.stages[0].load_trigger() {
             let (db, trigger) = (Arc::clone(&inner), Arc::clone(trigger));
             threads.push(spawn(
                 "tierkv-load".into(),
-                Box::new(move || db.load_loop(trigger)),
+                Box::new(move || guarded(&db, "the load detector", |db| db.load_loop(trigger))),
             )?);
         }
         Ok(Db { inner, threads })
@@ -331,6 +331,18 @@ impl Db {
         fs: &dyn FileSystem,
     ) -> Result<crate::version::CreationFields> {
         crate::version::read_creation_fields(fs, path.as_ref())
+    }
+}
+
+/// Runs a background thread's loop; if it panics (a bug), the database is poisoned and every
+/// waiter woken, so that writers waiting for that thread's work get an error instead of waiting
+/// forever (the panic's message goes to stderr as usual).
+fn guarded(db: &Arc<DbInner>, what: &str, body: impl FnOnce(&DbInner)) {
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(db)));
+    if ran.is_err() {
+        let mut state = db.state.lock();
+        let _ = state.poison(what, Error::Poisoned("it panicked".into()));
+        db.bg_cv.notify_all();
     }
 }
 
