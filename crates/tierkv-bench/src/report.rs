@@ -1724,6 +1724,7 @@ mod tests {
                 block_cache_bytes: 30,
                 global_index_bytes: 0,
                 l0_tree_bytes: 0,
+                list_tower_bytes: 0,
             },
             ..DbStats::default()
         }

@@ -283,6 +283,7 @@ impl KvEngine for RocksEngine {
                 memtable_kept_bytes: 0,
                 global_index_bytes: 0,
                 l0_tree_bytes: 0,
+                list_tower_bytes: 0,
             },
             ..tierkv::DbStats::default()
         })

@@ -12,6 +12,7 @@ mod labdb;
 mod leveled;
 mod leveled_pm;
 mod leveled_pmtable;
+mod listdb;
 mod matrixkv;
 mod nvlsm;
 mod nvlsm_fragmented;
@@ -98,6 +99,9 @@ impl Design {
     /// BufferStore of buffer trees and a StableStore of logical sorted tables, all in PM, with
     /// a load-aware compaction trigger and parallel compaction.
     pub const FLUIDKV: Design = Design(&fluidkv::SPEC);
+    /// FluidKV's baseline, ListDB: a shared PM log whose entries become persistent skiplist
+    /// nodes, L0 lists zipped into one L1 list.
+    pub const LISTDB: Design = Design(&listdb::SPEC);
 
     /// Every design this build knows, in CLI order.
     pub const ALL: &'static [Design] = &[
@@ -112,6 +116,7 @@ impl Design {
         Design::SLMDB,
         Design::LABDB,
         Design::FLUIDKV,
+        Design::LISTDB,
     ];
 
     /// The design's name in the CLI, the manifest and the reports.

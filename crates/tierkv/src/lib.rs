@@ -42,6 +42,7 @@ pub(crate) mod options;
 pub(crate) mod parray;
 pub(crate) mod pbtree;
 pub(crate) mod pipeline;
+pub(crate) mod plist;
 pub(crate) mod pmtable;
 pub(crate) mod runs;
 pub(crate) mod sst;

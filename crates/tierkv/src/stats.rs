@@ -675,6 +675,9 @@ pub struct DramFootprint {
     /// LAB-DB's L0 trees' inner nodes (one separator per PM leaf).
     #[serde(default)]
     pub l0_tree_bytes: u64,
+    /// ListDB's lists' upper levels (one sampled key in eight).
+    #[serde(default)]
+    pub list_tower_bytes: u64,
 }
 
 impl DramFootprint {
@@ -687,7 +690,37 @@ impl DramFootprint {
             + self.block_cache_bytes
             + self.global_index_bytes
             + self.l0_tree_bytes
+            + self.list_tower_bytes
     }
+}
+
+/// Figures of ListDB's heap (`listdb`): its lists, its log and what flushes and zipper
+/// compactions wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListDbStats {
+    /// L0 lists waiting for the zipper.
+    pub l0_lists: usize,
+    /// Entries of the L0 lists (as published).
+    pub l0_entries: u64,
+    /// Bytes of their log entries.
+    pub l0_bytes: u64,
+    /// Entries of the L1 list.
+    pub l1_entries: u64,
+    /// Bytes of its log entries.
+    pub l1_bytes: u64,
+    /// The log's position: bytes of log entries ever appended, plus the unused end of each
+    /// chunk an entry did not fit (the heap frees nothing).
+    pub log_bytes: u64,
+    /// PM chunks the heap holds.
+    pub chunks: u64,
+    /// L0 lists zipped into L1.
+    pub zips: u64,
+    /// Next-word bytes flushes stored (8 per entry linked).
+    pub linked_bytes: u64,
+    /// Next-word bytes the zipper stored (16 per gap spliced).
+    pub spliced_bytes: u64,
+    /// DRAM of the lists' upper levels.
+    pub dram_bytes: u64,
 }
 
 /// Figures of LAB-DB's L0: its two persistent B+ trees and the value arrays they point into.
@@ -878,6 +911,9 @@ pub struct DbStats {
     /// LAB-DB's L0 trees and value arrays (`labdb`).
     #[serde(default)]
     pub labdb: Option<LabStats>,
+    /// ListDB's heap (`listdb`).
+    #[serde(default)]
+    pub listdb: Option<ListDbStats>,
     /// Whether background work is pending: an unflushed immutable buffer, a running
     /// compaction, or a stage whose policy would start one now (never while automatic
     /// compactions are disabled).

@@ -518,7 +518,8 @@ fn designs_that_need_compaction_refuse_to_open_without_it() {
             "trianglekv",
             "matrixkv",
             "labdb",
-            "fluidkv"
+            "fluidkv",
+            "listdb"
         ]
     );
 }

@@ -309,7 +309,7 @@ pub(crate) fn write_flush_run(
     number: u64,
     plan: &FlushPlan,
 ) -> Result<Option<(usize, FileMetaData)>> {
-    if source.is_empty() {
+    if source.is_empty() || source.absorb(db)? {
         return Ok(None);
     }
     if let Some(l0) = db.stages[0].lab() {

@@ -121,6 +121,8 @@ pub(crate) struct PmTier {
     pub index: Option<Arc<crate::pbtree::PbTree>>,
     /// LAB-DB's two L0 trees as opened, until the stage attaches them at open.
     pub lab_trees: parking_lot::Mutex<Option<[crate::pbtree::PbTree; 2]>>,
+    /// ListDB's heap and its log entries to replay, until the front end takes them at open.
+    pub lists: parking_lot::Mutex<Option<crate::plist::OpenedHeap>>,
     /// How errors name the pool (its path, or "PM pool (given)").
     pub location: String,
     /// Lock on the pool file, when the pool was opened from a path.
@@ -259,6 +261,24 @@ impl DbInner {
                 }
             })
             .collect();
+        // ListDB keeps its data in lists the front end owns: they stand in for its (empty)
+        // stage's groups, L0 lists then L1.
+        s.listdb = self.front.list_stats();
+        if let (Some(l), Some(stage)) = (&s.listdb, s.stages.first_mut()) {
+            let groups = vec![
+                LevelStats {
+                    files: l.l0_lists,
+                    bytes: l.l0_bytes,
+                },
+                LevelStats {
+                    files: usize::from(l.l1_entries > 0),
+                    bytes: l.l1_bytes,
+                },
+            ];
+            stage.name = "lists".to_string();
+            stage.pm_groups = groups.clone();
+            stage.groups = groups;
+        }
         s.levels = s.stages.iter().flat_map(|st| st.groups.clone()).collect();
         s.pm_levels = s
             .stages
@@ -298,6 +318,7 @@ impl DbInner {
             block_cache_bytes: self.table_cache.block_cache().usage_bytes(),
             global_index_bytes: s.global_index.as_ref().map_or(0, |g| g.dram_bytes),
             l0_tree_bytes: s.labdb.as_ref().map_or(0, |l| l.dram_bytes),
+            list_tower_bytes: s.listdb.as_ref().map_or(0, |l| l.dram_bytes),
         };
         s.wal_bytes = log_bytes(&*self.fs, &self.dir);
         s

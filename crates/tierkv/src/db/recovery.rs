@@ -436,14 +436,17 @@ pub(crate) fn open_pm(
     let stages = options.design.stages(options);
     let has_index = stages.iter().any(|s| s.index().is_some());
     let has_lab = stages.iter().any(|s| s.lab().is_some());
+    let has_lists = options.design.spec().front_end == crate::pipeline::FrontEndKind::Lists;
     let kinds = crate::fs::PmKinds {
         index: has_index.then_some(lock),
         lab: has_lab.then_some(lock),
+        lists: has_lists.then_some(lock),
     };
     let structures = crate::fs::open_pm_structures(&pool, &location, how, kinds)?;
     let pmfs = structures.pmfs;
     let index = structures.index.map(Arc::new);
     let lab_trees = parking_lot::Mutex::new(structures.lab_trees);
+    let lists = parking_lot::Mutex::new(structures.lists);
     if creating && !pmfs.file_names().is_empty() {
         return Err(Error::InvalidArgument(format!(
             "{location} holds files of another database; remove it or choose another pm path"
@@ -458,6 +461,7 @@ pub(crate) fn open_pm(
         wal_chunk_cap,
         index,
         lab_trees,
+        lists,
         location,
         _lock: pool_lock,
     }))

@@ -6,10 +6,13 @@
 //!   WAL (`lab_log.rs`: a PM WAL buffer draining into key and value arrays on SSD).
 //! * [`fast_store::FastStore`] (`fast_store.rs`, with `pm.thread_logs`): FluidKV's concurrent
 //!   DRAM index over thread-exclusive PM logs, writers without a leader.
+//! * [`list_front::ListFront`] (`list_front.rs`): ListDB's shared PM log whose entries become
+//!   the nodes of its persistent skiplists (`crate::plist`).
 
 mod buffer;
 mod fast_store;
 mod lab_log;
+mod list_front;
 mod wal_memtable;
 mod wal_recovery;
 
@@ -29,5 +32,6 @@ pub(crate) fn build(kind: FrontEndKind, options: &Options) -> Box<dyn FrontEnd> 
             Box::new(fast_store::FastStore::new(options))
         }
         FrontEndKind::WalMemtable | FrontEndKind::PmMemtable => Box::new(WalMemtable::new(options)),
+        FrontEndKind::Lists => Box::new(list_front::ListFront::new(options)),
     }
 }

@@ -303,6 +303,9 @@ pub struct PmStructures {
     pub(crate) index: Option<crate::pbtree::PbTree>,
     /// LAB-DB's two L0 tree roots (`labdb-tree-0`, `labdb-tree-1`), when the design has them.
     pub(crate) lab_trees: Option<[crate::pbtree::PbTree; 2]>,
+    /// ListDB's heap (root `listdb-heap`) and its log entries to replay, when the design
+    /// keeps one.
+    pub(crate) lists: Option<crate::plist::OpenedHeap>,
     /// What the open found and did.
     pub report: PmOpenReport,
 }
@@ -315,6 +318,8 @@ pub struct PmKinds {
     pub index: Option<bool>,
     /// LAB-DB's L0 trees.
     pub lab: Option<bool>,
+    /// ListDB's heap.
+    pub lists: Option<bool>,
 }
 
 /// Opens every structure the engine keeps in `pool` (the file system, and what `kinds`
@@ -336,7 +341,13 @@ pub fn open_pm_structures(
         crate::labdb::l0::TREE_ROOTS
             .map(|name| PbTreeOwner::with_layout(Arc::clone(pool), location, name, Layout::Inline))
     });
+    let mut lists = kinds
+        .lists
+        .map(|_| crate::plist::HeapOwner::new(Arc::clone(pool), location));
     let mut owners: Vec<&mut dyn PmOwner> = vec![&mut pmfs];
+    if let Some(h) = lists.as_mut() {
+        owners.push(h);
+    }
     if let Some(t) = index.as_mut() {
         owners.push(t);
     }
@@ -353,10 +364,15 @@ pub fn open_pm_structures(
         (Some([a, b]), Some(writable)) => Some([a.into_tree(writable)?, b.into_tree(writable)?]),
         _ => None,
     };
+    let lists = match (lists, kinds.lists) {
+        (Some(h), Some(writable)) => Some(h.into_heap(writable)?),
+        _ => None,
+    };
     Ok(PmStructures {
         pmfs: pmfs.into_fs(),
         index,
         lab_trees,
+        lists,
         report,
     })
 }

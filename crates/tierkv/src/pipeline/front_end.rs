@@ -31,6 +31,10 @@ pub(crate) enum FrontEndKind {
     /// SLM-DB's: the same write path with a persistent skiplist memtable in PM and no WAL
     /// (`front_ends/wal_memtable.rs`, `pmtable`).
     PmMemtable,
+    /// ListDB's: one shared PM log whose entries become the nodes of persistent skiplists
+    /// (L0 lists, then one L1 list), under a DRAM memtable (`front_ends/list_front.rs`,
+    /// `plist`).
+    Lists,
 }
 
 /// What readers see of the write buffers at one instant (part of a super version).
@@ -55,6 +59,14 @@ pub(crate) trait FlushSource: Send + Sync {
     /// them instead of writing the values again).
     fn value_addresses(&self) -> Option<Arc<crate::front_ends::LabAddrs>> {
         None
+    }
+
+    /// Makes the buffer durable in the front end's own structures instead of a run (ListDB:
+    /// its log entries are linked into an L0 list); `true` if it did, so the flush writes no
+    /// run. Called by the flush thread without the state mutex.
+    fn absorb(&self, db: &DbInner) -> Result<bool> {
+        let _ = db;
+        Ok(false)
     }
 }
 
@@ -108,6 +120,11 @@ pub(crate) trait FrontEnd: Send + Sync {
     /// buffers: closing the database flushes them first, so that a clean close loses none.
     fn holds_unlogged_writes(&self) -> bool {
         false
+    }
+
+    /// ListDB's heap figures, for the front end that keeps one.
+    fn list_stats(&self) -> Option<crate::stats::ListDbStats> {
+        None
     }
 
     /// Memory regions kept for reuse (tests of the reuse).

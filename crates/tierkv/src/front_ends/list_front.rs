@@ -1,0 +1,598 @@
+//! ListDB as a front end (Kim et al., "ListDB: Union of Write-Ahead Logs and Persistent
+//! SkipLists for Incremental Checkpointing on Persistent Memory", OSDI 2022; the baseline of
+//! FluidKV, Lu et al., PVLDB 17(6), 2024): index-unified logging into one shared PM log, a
+//! DRAM memtable indexing the log entries, flushes that link the entries into L0 lists, and
+//! zipper compactions into the L1 list, all in the `plist` heap.
+//!
+//! The whole of ListDB lives here, not in a stage: its log entries ARE the nodes of its lists,
+//! so the part that owns the log owns the lists (a stage's runs are files the manifest names;
+//! these lists are chains through one heap). The design's stage stays empty; the database's
+//! flush thread drives the flushes through [`FlushSource::absorb`], and runs the zipper in the
+//! same step once `level0_compaction_trigger` L0 lists wait (ListDB runs it on its
+//! own threads; here the flush thread is the one that may change the lists).
+//!
+//! * **Writes.** One writer at a time appends its batch to the log (the shared log tail of
+//!   ListDB, which FluidKV's thread-exclusive logs replace), inserts the entries' offsets into
+//!   the active memtable and publishes its sequence numbers. A write is durable when
+//!   [`ListHeap::append`] returns, so `sync` adds nothing and `disable_wal` is ignored (the log
+//!   is the index).
+//! * **Rotation.** A memtable of `write_buffer_size` bytes becomes immutable with its end (the
+//!   log position after its entries) and waits for the flush thread.
+//! * **Reads.** Memtables newest first (their values read from the log entries), then the L0
+//!   lists newest first, then L1; each answers with the first entry at or after the lookup key.
+//! * **Recovery.** The heap's open rebuilds the lists' DRAM levels; the log entries after the
+//!   last published list are indexed again as the active memtable.
+
+use crate::db::{DbInner, Present};
+use crate::format::{compare_internal, lookup_key, pack_trailer, user_key, ValueType};
+use crate::iterator::InternalIterator;
+use crate::memtable::LookupResult;
+use crate::options::{Options, WriteOptions};
+use crate::pipeline::{FlushSource, FrontEnd, FrontView, WritePressure};
+use crate::plist::{ListHeap, ListIter, ListSet, NewEntry, PList};
+use crate::stats::{IoPurpose, Part, StallReason, StallTracker};
+use crate::tier::Tier;
+use crate::version::{FileKind, VersionEdit, VersionSet};
+use crate::write_batch::BatchOp;
+use crate::{Error, Result, WriteBatch};
+use crossbeam_skiplist::SkipMap;
+use parking_lot::Mutex;
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// DRAM a memtable entry takes besides its key (skiplist node, offset), roughly.
+const ENTRY_OVERHEAD: u64 = 80;
+
+/// An internal key ordered as the engine orders them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct IKey(Box<[u8]>);
+
+impl Ord for IKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_internal(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for IKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A DRAM memtable: internal key -> offset and size of its log entry.
+struct Mem {
+    index: SkipMap<IKey, (u64, u64)>,
+    /// DRAM of its entries (keys and overhead) plus the PM bytes of their log entries: what
+    /// the write buffer size bounds.
+    bytes: AtomicU64,
+    /// DRAM of its entries alone.
+    dram: AtomicU64,
+    /// The log position after its entries (set when it is made immutable).
+    end: AtomicU64,
+}
+
+impl Mem {
+    fn new() -> Self {
+        Mem {
+            index: SkipMap::new(),
+            bytes: AtomicU64::new(0),
+            dram: AtomicU64::new(0),
+            end: AtomicU64::new(0),
+        }
+    }
+
+    fn add(&self, ikey: Vec<u8>, at: u64, logged: u64) {
+        let dram = ikey.len() as u64 + ENTRY_OVERHEAD;
+        self.index
+            .insert(IKey(ikey.into_boxed_slice()), (at, logged));
+        self.bytes.fetch_add(dram + logged, Relaxed);
+        self.dram.fetch_add(dram, Relaxed);
+    }
+
+    fn get(&self, heap: &ListHeap, key: &[u8], snapshot: u64) -> Result<LookupResult> {
+        let look = IKey(lookup_key(key, snapshot).into_boxed_slice());
+        match self.index.lower_bound(Bound::Included(&look)) {
+            Some(e) if user_key(&e.key().0) == key => {
+                found(&e.key().0, || heap.value_of(e.value().0))
+            }
+            _ => Ok(LookupResult::Absent),
+        }
+    }
+}
+
+/// The lookup result of the entry with internal key `ikey`, its value read by `value`.
+fn found(ikey: &[u8], value: impl FnOnce() -> Result<Vec<u8>>) -> Result<LookupResult> {
+    match crate::format::parse_internal_key(ikey).map(|p| p.value_type) {
+        Some(ValueType::Value) => Ok(LookupResult::Found(value()?)),
+        Some(ValueType::Deletion) => Ok(LookupResult::Deleted),
+        None => Err(Error::corruption("ListDB heap", "an entry has a bad type")),
+    }
+}
+
+/// An iterator over a memtable: each step copies the key out, reads the value from the log
+/// entry, and finds the next entry by a search from the key.
+struct MemIter {
+    mem: Arc<Mem>,
+    heap: Arc<ListHeap>,
+    cur: Option<(Vec<u8>, Vec<u8>)>,
+    status: Result<()>,
+}
+
+impl MemIter {
+    fn set(&mut self, e: Option<(Vec<u8>, u64)>) {
+        self.cur = None;
+        if let Some((k, at)) = e {
+            match self.heap.value_of(at) {
+                Ok(v) => self.cur = Some((k, v)),
+                Err(e) => {
+                    if self.status.is_ok() {
+                        self.status = Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    fn entry(
+        e: Option<crossbeam_skiplist::map::Entry<'_, IKey, (u64, u64)>>,
+    ) -> Option<(Vec<u8>, u64)> {
+        e.map(|e| (e.key().0.to_vec(), e.value().0))
+    }
+}
+
+impl InternalIterator for MemIter {
+    fn valid(&self) -> bool {
+        self.cur.is_some()
+    }
+    fn seek_to_first(&mut self) {
+        let e = Self::entry(self.mem.index.front());
+        self.set(e);
+    }
+    fn seek(&mut self, target: &[u8]) {
+        let t = IKey(target.to_vec().into_boxed_slice());
+        let e = Self::entry(self.mem.index.lower_bound(Bound::Included(&t)));
+        self.set(e);
+    }
+    fn next(&mut self) {
+        let Some((k, _)) = self.cur.take() else {
+            return;
+        };
+        let t = IKey(k.into_boxed_slice());
+        let e = Self::entry(self.mem.index.lower_bound(Bound::Excluded(&t)));
+        self.set(e);
+    }
+    fn key(&self) -> &[u8] {
+        &self.cur.as_ref().expect("valid").0
+    }
+    fn value(&self) -> &[u8] {
+        &self.cur.as_ref().expect("valid").1
+    }
+    fn status(&self) -> Result<()> {
+        match &self.status {
+            Ok(()) => Ok(()),
+            Err(e) => Err(e.duplicate()),
+        }
+    }
+}
+
+/// What readers see: memtables newest first, then the lists.
+struct ListView {
+    heap: Option<Arc<ListHeap>>,
+    mems: Vec<Arc<Mem>>,
+    lists: Option<ListSet>,
+}
+
+impl ListView {
+    /// The lists newest first: L0 (newest first), then L1.
+    fn lists_newest_first(&self) -> impl Iterator<Item = &Arc<PList>> + '_ {
+        self.lists
+            .iter()
+            .flat_map(|s| s.l0.iter().rev().chain(std::iter::once(&s.l1)))
+    }
+}
+
+impl FrontView for ListView {
+    fn get(&self, key: &[u8], snapshot: u64) -> Result<LookupResult> {
+        let Some(heap) = &self.heap else {
+            return Ok(LookupResult::Absent);
+        };
+        for m in &self.mems {
+            match m.get(heap, key, snapshot)? {
+                LookupResult::Absent => {}
+                r => return Ok(r),
+            }
+        }
+        let look = lookup_key(key, snapshot);
+        for list in self.lists_newest_first() {
+            if let Some((_, ikey, value)) = heap.seek(list, &look)? {
+                if user_key(&ikey) == key {
+                    return found(&ikey, || Ok(value));
+                }
+            }
+        }
+        Ok(LookupResult::Absent)
+    }
+
+    fn iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) {
+        let Some(heap) = &self.heap else { return };
+        for m in &self.mems {
+            out.push(Box::new(MemIter {
+                mem: Arc::clone(m),
+                heap: Arc::clone(heap),
+                cur: None,
+                status: Ok(()),
+            }));
+        }
+        for list in self.lists_newest_first() {
+            out.push(Box::new(ListIter::new(Arc::clone(heap), Arc::clone(list))));
+        }
+    }
+
+    fn dram_bytes(&self) -> (u64, u64) {
+        // The memtables' DRAM: their keys and nodes (their log entries are in PM).
+        (self.mems.iter().map(|m| m.dram.load(Relaxed)).sum(), 0)
+    }
+}
+
+/// An immutable memtable to flush: it links itself into an L0 list.
+struct MemFlush {
+    mem: Arc<Mem>,
+    heap: Arc<ListHeap>,
+    zip_trigger: usize,
+}
+
+impl FlushSource for MemFlush {
+    fn iter(&self) -> Box<dyn InternalIterator> {
+        Box::new(MemIter {
+            mem: Arc::clone(&self.mem),
+            heap: Arc::clone(&self.heap),
+            cur: None,
+            status: Ok(()),
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.mem.index.is_empty()
+    }
+
+    fn absorb(&self, db: &DbInner) -> Result<bool> {
+        let started = Instant::now();
+        // The versions no reader can see stay out of the list, as a flush into a run leaves
+        // them out (`db::flush`): a newer version of the key is visible to every snapshot.
+        let smallest_snapshot = db.smallest_snapshot();
+        let mut nodes: Vec<(Vec<u8>, u64)> = Vec::with_capacity(self.mem.index.len());
+        let mut last: Option<(Vec<u8>, u64)> = None;
+        let mut dropped = 0u64;
+        let mut bytes = 0u64;
+        for e in self.mem.index.iter() {
+            let ikey = &e.key().0;
+            let p = crate::format::parse_internal_key(ikey)
+                .ok_or_else(|| Error::corruption("ListDB memtable", "malformed internal key"))?;
+            let shadowed = last
+                .as_ref()
+                .is_some_and(|(k, seq)| k.as_slice() == p.user_key && *seq <= smallest_snapshot);
+            if shadowed {
+                dropped += 1;
+            } else {
+                nodes.push((ikey.to_vec(), e.value().0));
+                bytes += e.value().1;
+            }
+            match &mut last {
+                Some((k, seq)) if k.as_slice() == p.user_key => *seq = p.sequence,
+                _ => last = Some((p.user_key.to_vec(), p.sequence)),
+            }
+        }
+        db.counters
+            .flush_dropped_versions
+            .fetch_add(dropped, Relaxed);
+        self.heap
+            .publish_l0(&nodes, self.mem.end.load(Acquire), bytes)?;
+        db.counters.add_written(
+            Tier::Pm,
+            Part::Stage(0),
+            IoPurpose::Flush,
+            8 * nodes.len() as u64,
+        );
+        db.counters.add_flush(
+            0,
+            Tier::Pm,
+            8 * nodes.len() as u64,
+            u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        );
+        if self.heap.lists().l0.len() >= self.zip_trigger {
+            // Each L0 list zipped is one compaction of stage 0 into its second group: it
+            // reads the list (and L1's keys on the way) and writes next words only.
+            for z in self.heap.zip_all()? {
+                db.counters.compactions.fetch_add(1, Relaxed);
+                db.counters
+                    .add_written(Tier::Pm, Part::Stage(0), IoPurpose::Compaction, z.spliced);
+                db.counters.jobs.lock().push(crate::stats::CompactionJob {
+                    stage: 0,
+                    from_group: 0,
+                    to_group: 1,
+                    reason: "Zipper".to_string(),
+                    trivial_move: false,
+                    input_runs: 2,
+                    input_bytes: z.bytes,
+                    output_bytes: z.spliced,
+                    micros: z.micros,
+                    end_micros: 0,
+                });
+                db.counters
+                    .add_compaction(&crate::stats::LevelCompactionStats {
+                        stage: 0,
+                        group: 1,
+                        compactions: 1,
+                        micros: z.micros,
+                        read_input_bytes: z.bytes,
+                        written_bytes: z.spliced,
+                        read_input_runs: 1,
+                        read_output_runs: 1,
+                        input_entries: z.entries,
+                        ..Default::default()
+                    });
+            }
+        }
+        Ok(true)
+    }
+}
+
+struct Mems {
+    active: Arc<Mem>,
+    /// Oldest first.
+    imm: VecDeque<Arc<Mem>>,
+}
+
+/// The ListDB front end (module doc).
+pub(crate) struct ListFront {
+    write_buffer_size: u64,
+    max_write_buffer_number: usize,
+    zip_trigger: usize,
+    heap: OnceLock<Arc<ListHeap>>,
+    /// The shared log: one appender at a time, from the sequence numbers to their publication.
+    log: Mutex<()>,
+    mems: Mutex<Mems>,
+}
+
+impl ListFront {
+    pub(crate) fn new(options: &Options) -> Self {
+        ListFront {
+            write_buffer_size: options.write_buffer_size as u64,
+            max_write_buffer_number: options.max_write_buffer_number,
+            zip_trigger: options
+                .compaction
+                .level0_compaction_trigger
+                .clamp(1, crate::plist::L0_SLOTS - 1),
+            heap: OnceLock::new(),
+            log: Mutex::new(()),
+            mems: Mutex::new(Mems {
+                active: Arc::new(Mem::new()),
+                imm: VecDeque::new(),
+            }),
+        }
+    }
+
+    fn heap(&self) -> Result<&Arc<ListHeap>> {
+        self.heap
+            .get()
+            .ok_or_else(|| Error::InvalidArgument("the ListDB heap is not open".into()))
+    }
+
+    /// Throttles on the number of immutable memtables and rotates a full active one.
+    fn make_room(&self, db: &DbInner) -> Result<()> {
+        let mut allow_delay = true;
+        let mut stalled = StallTracker::default();
+        loop {
+            let mut state = db.state.lock();
+            if let Some(e) = &state.bg_error {
+                return Err(e.duplicate());
+            }
+            let (pressure, stage) = db.write_pressure(&state);
+            if allow_delay && pressure == WritePressure::Slowdown {
+                drop(state);
+                let t = Instant::now();
+                std::thread::sleep(Duration::from_millis(1));
+                db.add_stall(t, StallReason::Slowdown(stage), &mut stalled);
+                allow_delay = false;
+                continue;
+            }
+            let (full, imm) = {
+                let m = self.mems.lock();
+                (
+                    m.active.bytes.load(Relaxed) >= self.write_buffer_size,
+                    m.imm.len(),
+                )
+            };
+            if pressure == WritePressure::Stop || (full && imm + 1 >= self.max_write_buffer_number)
+            {
+                let reason = if pressure == WritePressure::Stop {
+                    StallReason::Stop(stage)
+                } else {
+                    StallReason::MemtableLimit
+                };
+                db.wait_for_background(&mut state, reason, &mut stalled);
+                continue;
+            }
+            drop(state);
+            if full {
+                self.rotate_active(db, true)?;
+            }
+            return Ok(());
+        }
+    }
+
+    /// Makes the active memtable immutable if it holds anything (and, with `only_full`, is
+    /// full: another writer may have rotated it meanwhile).
+    fn rotate_active(&self, db: &DbInner, only_full: bool) -> Result<()> {
+        let _log = self.log.lock();
+        let end = match self.heap.get() {
+            Some(h) => h.tail_position(),
+            None => return Ok(()),
+        };
+        let mut state = db.state.lock();
+        if let Some(e) = &state.bg_error {
+            return Err(e.duplicate());
+        }
+        {
+            let mut m = self.mems.lock();
+            let a = &m.active;
+            if a.index.is_empty() || (only_full && a.bytes.load(Relaxed) < self.write_buffer_size) {
+                return Ok(());
+            }
+            a.end.store(end, Release);
+            let old = std::mem::replace(&mut m.active, Arc::new(Mem::new()));
+            m.imm.push_back(old);
+        }
+        state.install_super_version(self);
+        db.bg_cv.notify_all();
+        Ok(())
+    }
+}
+
+impl FrontEnd for ListFront {
+    fn write(&self, db: &DbInner, _options: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.make_room(db)?;
+        let heap = Arc::clone(self.heap()?);
+        let count = batch.len() as u64;
+        let user_bytes = batch.user_bytes();
+        let _log = self.log.lock();
+        let first = db.last_sequence.load(Acquire) + 1;
+        let mut ops = Vec::with_capacity(batch.len());
+        for op in batch.iter_ops() {
+            ops.push(op?);
+        }
+        let entries: Vec<NewEntry<'_>> = ops
+            .iter()
+            .zip(first..)
+            .map(|(op, seq)| match op {
+                BatchOp::Put(k, v) => NewEntry {
+                    seq,
+                    kind: ValueType::Value as u8,
+                    key: k,
+                    value: v,
+                },
+                BatchOp::Delete(k) => NewEntry {
+                    seq,
+                    kind: ValueType::Deletion as u8,
+                    key: k,
+                    value: &[],
+                },
+            })
+            .collect();
+        let ats = match heap.append(&entries) {
+            Ok(ats) => ats,
+            // Nothing was logged: the write fails, the database stays usable.
+            Err(e @ (Error::NoSpace(_) | Error::InvalidArgument(_))) => return Err(e),
+            Err(e) => return Err(db.state.lock().poison("log append failed", e)),
+        };
+        let mem = Arc::clone(&self.mems.lock().active);
+        let mut logged = 0;
+        for (e, at) in entries.iter().zip(ats) {
+            let bytes = crate::plist::node_bytes(e.key.len(), e.value.len());
+            logged += bytes;
+            let trailer = pack_trailer(e.seq, ValueType::from_u8(e.kind).expect("written"));
+            let mut ikey = Vec::with_capacity(e.key.len() + 8);
+            ikey.extend_from_slice(e.key);
+            ikey.extend_from_slice(&trailer.to_le_bytes());
+            mem.add(ikey, at, bytes);
+        }
+        db.last_sequence.store(first + count - 1, Release);
+        drop(_log);
+        db.counters
+            .add_written(Tier::Pm, Part::FrontEnd, IoPurpose::Wal, logged);
+        db.counters.wal_appends.fetch_add(1, Relaxed);
+        db.counters
+            .user_bytes_written
+            .fetch_add(user_bytes, Relaxed);
+        db.counters.user_writes.fetch_add(count, Relaxed);
+        Ok(())
+    }
+
+    fn view(&self) -> Arc<dyn FrontView> {
+        let m = self.mems.lock();
+        let mems = std::iter::once(&m.active)
+            .chain(m.imm.iter().rev())
+            .cloned()
+            .collect();
+        let heap = self.heap.get().cloned();
+        let lists = heap.as_ref().map(|h| h.lists());
+        Arc::new(ListView { heap, mems, lists })
+    }
+
+    fn rotate(&self, db: &DbInner) -> Result<()> {
+        self.rotate_active(db, false)
+    }
+
+    fn next_flush(&self) -> Option<Arc<dyn FlushSource>> {
+        let heap = Arc::clone(self.heap.get()?);
+        let m = self.mems.lock();
+        m.imm.front().map(|mem| {
+            Arc::new(MemFlush {
+                mem: Arc::clone(mem),
+                heap,
+                zip_trigger: self.zip_trigger,
+            }) as Arc<dyn FlushSource>
+        })
+    }
+
+    fn retire_flushed(&self, _edit: &mut VersionEdit) {}
+
+    fn flushed(&self, _dir: &Path) -> Vec<(Tier, PathBuf)> {
+        self.mems.lock().imm.pop_front();
+        Vec::new()
+    }
+
+    fn pending_flushes(&self) -> usize {
+        self.mems.lock().imm.len()
+    }
+
+    fn verify(&self, _dir: &Path, _versions: &VersionSet, _present: &Present) -> Result<()> {
+        // No files: the heap checks itself when the pool is opened.
+        Ok(())
+    }
+
+    fn is_obsolete(&self, kind: FileKind, _number: u64, _versions: &VersionSet) -> Option<bool> {
+        // A log file is never ListDB's: one left by another front end is obsolete.
+        (kind == FileKind::Log).then_some(true)
+    }
+
+    fn kept_bytes(&self) -> u64 {
+        0
+    }
+
+    fn list_stats(&self) -> Option<crate::stats::ListDbStats> {
+        self.heap.get().map(|h| h.stats())
+    }
+
+    fn recover(&self, db: &DbInner, _present: &Present) -> Result<()> {
+        let pm = db
+            .pm
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument("ListDB needs its PM pool".into()))?;
+        let (heap, log) = pm
+            .lists
+            .lock()
+            .take()
+            .ok_or_else(|| Error::InvalidArgument("the ListDB heap was not opened".into()))?;
+        let mem = Mem::new();
+        for at in log {
+            let (ikey, value) = heap.entry_of(at)?;
+            let bytes = crate::plist::node_bytes(ikey.len() - 8, value.len());
+            mem.add(ikey, at, bytes);
+        }
+        let mut state = db.state.lock();
+        let last = state.versions.last_sequence.max(heap.max_seq_at_open());
+        state.versions.last_sequence = last;
+        let _ = self.heap.set(heap);
+        self.mems.lock().active = Arc::new(mem);
+        state.install_super_version(self);
+        db.last_sequence.store(last, Release);
+        Ok(())
+    }
+}
