@@ -976,6 +976,9 @@ pub fn format_stats(s: &StatsSummary) -> String {
     if d.global_index_bytes > 0 {
         let _ = writeln!(o, "  global index:         {}", b(d.global_index_bytes));
     }
+    if d.list_tower_bytes > 0 {
+        let _ = writeln!(o, "  list upper levels:    {}", b(d.list_tower_bytes));
+    }
     if d.l0_tree_bytes > 0 {
         let _ = writeln!(o, "  L0 tree inner nodes:  {}", b(d.l0_tree_bytes));
     }

@@ -2,9 +2,10 @@
 //! hands over write buffers that are ready to flush into the first stage.
 //!
 //! The trait is shaped so that every front end of the papers fits; `docs/ARCHITECTURE.md`
-//! sketches three besides today's: SLM-DB's persistent skiplist memtable without a WAL,
-//! FluidKV's thread-exclusive PM logs under a concurrent DRAM index, and LAB-DB's PM WAL
-//! buffer in front of an SSD value log.
+//! describes them: LevelDB's WAL and memtable, SLM-DB's persistent skiplist memtable without a
+//! WAL, FluidKV's thread-exclusive PM logs under a concurrent DRAM index, LAB-DB's PM WAL
+//! buffer in front of an SSD value log, and ListDB's shared log whose entries become skiplist
+//! nodes.
 //!
 //! Locking: the database calls [`FrontEnd::view`], [`FrontEnd::next_flush`],
 //! [`FrontEnd::retire_flushed`] and [`FrontEnd::flushed`] with its state mutex held (so a flush

@@ -560,32 +560,41 @@ impl ListHeap {
         Ok(next)
     }
 
-    fn head_of(&self, at: u64) -> Result<NodeHead> {
-        let mut h = [0u8; NODE_HEADER];
-        self.pool.read(at, &mut h)?;
-        let next = decode_checked(at, le64(&h, 0))
+    fn parse_head(&self, at: u64, h: &[u8]) -> Result<NodeHead> {
+        let next = decode_checked(at, le64(h, 0))
             .ok_or_else(|| self.bad(format!("node at {at}: next word fails its check")))?;
         Ok(NodeHead {
             next,
-            trailer: le64(&h, 8),
-            key_len: le32(&h, 16),
-            value_len: le32(&h, 20),
-            key_crc: le32(&h, 24),
-            value_crc: le32(&h, 28),
+            trailer: le64(h, 8),
+            key_len: le32(h, 16),
+            value_len: le32(h, 20),
+            key_crc: le32(h, 24),
+            value_crc: le32(h, 28),
         })
     }
 
     /// The internal key and fixed fields of the node at `at`, checked.
     fn ikey_of(&self, at: u64) -> Result<(Vec<u8>, NodeHead)> {
-        let h = self.head_of(at)?;
+        // One read for the header and a short key (a search visits nodes for their keys).
+        let mut first = [0u8; NODE_HEADER + 32];
+        let n = (first.len() as u64).min(self.pool.size().saturating_sub(at)) as usize;
+        if n < NODE_HEADER {
+            return Err(self.bad(format!("node at {at} runs past the pool")));
+        }
+        self.pool.read(at, &mut first[..n])?;
+        let h = self.parse_head(at, &first[..NODE_HEADER])?;
         let chunk = at - at % self.pool.chunk_size();
         let end = at + node_bytes(h.key_len as usize, h.value_len as usize);
         if at < chunk + CHUNK_HEADER || end > chunk + self.pool.chunk_size() {
             return Err(self.bad(format!("node at {at} runs past its chunk")));
         }
         let mut k = vec![0u8; h.key_len as usize + TRAILER_LEN];
-        self.pool
-            .read(at + NODE_HEADER as u64, &mut k[..h.key_len as usize])?;
+        let kl = h.key_len as usize;
+        if NODE_HEADER + kl <= n {
+            k[..kl].copy_from_slice(&first[NODE_HEADER..NODE_HEADER + kl]);
+        } else {
+            self.pool.read(at + NODE_HEADER as u64, &mut k[..kl])?;
+        }
         if unmask(h.key_crc) != key_crc(at, &h, &k[..h.key_len as usize]) {
             return Err(self.bad(format!("node at {at}: key fails its checksum")));
         }
@@ -596,13 +605,19 @@ impl ListHeap {
     /// The node at `at` whole, checked.
     fn node(&self, at: u64) -> Result<(Vec<u8>, Vec<u8>, NodeHead)> {
         let (ikey, h) = self.ikey_of(at)?;
+        let v = self.value_with(at, &h)?;
+        Ok((ikey, v, h))
+    }
+
+    /// The value of the node at `at` whose fixed fields are `h` (read and checked already).
+    fn value_with(&self, at: u64, h: &NodeHead) -> Result<Vec<u8>> {
         let mut v = vec![0u8; h.value_len as usize];
         self.pool
             .read(at + NODE_HEADER as u64 + u64::from(h.key_len), &mut v)?;
         if unmask(h.value_crc) != crc32c(&v) {
             return Err(self.bad(format!("node at {at}: value fails its checksum")));
         }
-        Ok((ikey, v, h))
+        Ok(v)
     }
 
     /// The value of the node at `at`, checked.
@@ -955,10 +970,10 @@ impl ListHeap {
             if next == 0 {
                 return Ok(None);
             }
-            let (ikey, _) = self.ikey_of(next)?;
+            let (ikey, h) = self.ikey_of(next)?;
             if compare_internal(&ikey, target) != Cmp::Less {
-                let (k, v, _) = self.node(next)?;
-                return Ok(Some((next, k, v)));
+                let v = self.value_with(next, &h)?;
+                return Ok(Some((next, ikey, v)));
             }
             cur = next;
         }
