@@ -58,6 +58,8 @@ fn flushes_link_and_zips_splice_without_copying_and_everything_survives_reopen()
         }
     }
     db.flush().unwrap();
+    // The zipper runs on its own thread.
+    db.wait_for_background_work().unwrap();
     let s = db.stats();
     let l = s.listdb.expect("listdb figures");
     assert!(l.zips >= 2 && s.compactions == l.zips, "{l:?}");

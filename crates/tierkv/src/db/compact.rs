@@ -61,6 +61,7 @@ impl DbInner {
     pub(crate) fn background_pending(&self) -> bool {
         let state = self.state.lock();
         self.front.pending_flushes() > 0
+            || self.front.background_busy()
             || state.busy.iter().flatten().any(|&b| b)
             || self.choose_task(&state).is_some()
     }

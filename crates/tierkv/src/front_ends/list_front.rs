@@ -36,7 +36,7 @@ use crate::version::{FileKind, VersionEdit, VersionSet};
 use crate::write_batch::BatchOp;
 use crate::{Error, Result, WriteBatch};
 use crossbeam_skiplist::SkipMap;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -244,7 +244,7 @@ impl FrontView for ListView {
 struct MemFlush {
     mem: Arc<Mem>,
     heap: Arc<ListHeap>,
-    zip_trigger: usize,
+    zipper: Arc<Zipper>,
 }
 
 impl FlushSource for MemFlush {
@@ -291,6 +291,7 @@ impl FlushSource for MemFlush {
         db.counters
             .flush_dropped_versions
             .fetch_add(dropped, Relaxed);
+        self.zipper.wait_for_slot()?;
         self.heap
             .publish_l0(&nodes, self.mem.end.load(Acquire), bytes)?;
         db.counters.add_written(
@@ -305,41 +306,115 @@ impl FlushSource for MemFlush {
             8 * nodes.len() as u64,
             u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         );
-        if self.heap.lists().l0.len() >= self.zip_trigger {
-            // Each L0 list zipped is one compaction of stage 0 into its second group: it
-            // reads the list (and L1's keys on the way) and writes next words only.
-            for z in self.heap.zip_all()? {
-                db.counters.compactions.fetch_add(1, Relaxed);
-                db.counters
-                    .add_written(Tier::Pm, Part::Stage(0), IoPurpose::Compaction, z.spliced);
-                db.counters.jobs.lock().push(crate::stats::CompactionJob {
-                    stage: 0,
-                    from_group: 0,
-                    to_group: 1,
-                    reason: "Zipper".to_string(),
-                    trivial_move: false,
-                    input_runs: 2,
-                    input_bytes: z.bytes,
-                    output_bytes: z.spliced,
-                    micros: z.micros,
-                    end_micros: 0,
-                });
-                db.counters
-                    .add_compaction(&crate::stats::LevelCompactionStats {
-                        stage: 0,
-                        group: 1,
-                        compactions: 1,
-                        micros: z.micros,
-                        read_input_bytes: z.bytes,
-                        written_bytes: z.spliced,
-                        read_input_runs: 1,
-                        read_output_runs: 1,
-                        input_entries: z.entries,
-                        ..Default::default()
-                    });
-            }
-        }
+        self.zipper.wake();
         Ok(true)
+    }
+}
+
+/// The zipper thread's shared state: it zips every L0 list into L1 once `trigger` of them
+/// wait, while the flush thread goes on linking memtables into new L0 lists.
+struct Zipper {
+    heap: Arc<ListHeap>,
+    counters: Arc<crate::stats::Counters>,
+    trigger: usize,
+    state: Mutex<ZipState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct ZipState {
+    stop: bool,
+    busy: bool,
+    /// A zip that failed (or panicked): the next flush reports it, which poisons the database.
+    error: Option<Error>,
+}
+
+impl Zipper {
+    fn wake(&self) {
+        let _st = self.state.lock();
+        self.cv.notify_all();
+    }
+
+    /// True while a zip runs or is due.
+    fn busy(&self) -> bool {
+        let st = self.state.lock();
+        st.error.is_none() && (st.busy || self.heap.lists().l0.len() >= self.trigger)
+    }
+
+    /// Waits until an L0 slot is free (the flush thread, before publishing a list).
+    fn wait_for_slot(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.error {
+                return Err(e.duplicate());
+            }
+            if self.heap.lists().l0.len() < crate::plist::L0_SLOTS {
+                return Ok(());
+            }
+            self.cv.notify_all();
+            self.cv.wait_for(&mut st, Duration::from_millis(100));
+        }
+    }
+
+    fn run(&self) {
+        loop {
+            {
+                let mut st = self.state.lock();
+                loop {
+                    if st.stop {
+                        return;
+                    }
+                    if st.error.is_none() && self.heap.lists().l0.len() >= self.trigger {
+                        break;
+                    }
+                    self.cv.wait(&mut st);
+                }
+                st.busy = true;
+            }
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.zip_once()))
+                .unwrap_or_else(|_| Err(Error::Poisoned("the zipper thread panicked".into())));
+            let mut st = self.state.lock();
+            st.busy = false;
+            if let Err(e) = r {
+                st.error = Some(e);
+            }
+            self.cv.notify_all();
+        }
+    }
+
+    /// Zips every L0 list into L1. Each zip is one compaction of stage 0 into its second
+    /// group: it reads the list (and L1's keys on the way) and writes next words only.
+    fn zip_once(&self) -> Result<()> {
+        let c = &self.counters;
+        for z in self.heap.zip_all()? {
+            c.compactions.fetch_add(1, Relaxed);
+            c.add_written(Tier::Pm, Part::Stage(0), IoPurpose::Compaction, z.spliced);
+            c.jobs.lock().push(crate::stats::CompactionJob {
+                stage: 0,
+                from_group: 0,
+                to_group: 1,
+                reason: "Zipper".to_string(),
+                trivial_move: false,
+                input_runs: 2,
+                input_bytes: z.bytes,
+                output_bytes: z.spliced,
+                micros: z.micros,
+                end_micros: 0,
+            });
+            c.add_compaction(&crate::stats::LevelCompactionStats {
+                stage: 0,
+                group: 1,
+                compactions: 1,
+                micros: z.micros,
+                read_input_bytes: z.bytes,
+                written_bytes: z.spliced,
+                read_input_runs: 1,
+                read_output_runs: 1,
+                input_entries: z.entries,
+                ..Default::default()
+            });
+        }
+        Ok(())
     }
 }
 
@@ -355,6 +430,8 @@ pub(crate) struct ListFront {
     max_write_buffer_number: usize,
     zip_trigger: usize,
     heap: OnceLock<Arc<ListHeap>>,
+    zipper: OnceLock<Arc<Zipper>>,
+    zipper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The shared log: one appender at a time, from the sequence numbers to their publication.
     log: Mutex<()>,
     mems: Mutex<Mems>,
@@ -370,6 +447,8 @@ impl ListFront {
                 .level0_compaction_trigger
                 .clamp(1, crate::plist::L0_SLOTS - 1),
             heap: OnceLock::new(),
+            zipper: OnceLock::new(),
+            zipper_thread: Mutex::new(None),
             log: Mutex::new(()),
             mems: Mutex::new(Mems {
                 active: Arc::new(Mem::new()),
@@ -455,6 +534,18 @@ impl ListFront {
     }
 }
 
+impl Drop for ListFront {
+    fn drop(&mut self) {
+        if let Some(z) = self.zipper.get() {
+            z.state.lock().stop = true;
+            z.cv.notify_all();
+        }
+        if let Some(t) = self.zipper_thread.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
 impl FrontEnd for ListFront {
     fn write(&self, db: &DbInner, _options: &WriteOptions, batch: WriteBatch) -> Result<()> {
         self.make_room(db)?;
@@ -531,12 +622,13 @@ impl FrontEnd for ListFront {
 
     fn next_flush(&self) -> Option<Arc<dyn FlushSource>> {
         let heap = Arc::clone(self.heap.get()?);
+        let zipper = Arc::clone(self.zipper.get()?);
         let m = self.mems.lock();
         m.imm.front().map(|mem| {
             Arc::new(MemFlush {
                 mem: Arc::clone(mem),
                 heap,
-                zip_trigger: self.zip_trigger,
+                zipper,
             }) as Arc<dyn FlushSource>
         })
     }
@@ -570,6 +662,10 @@ impl FrontEnd for ListFront {
         self.heap.get().map(|h| h.stats())
     }
 
+    fn background_busy(&self) -> bool {
+        self.zipper.get().is_some_and(|z| z.busy())
+    }
+
     fn recover(&self, db: &DbInner, _present: &Present) -> Result<()> {
         let pm = db
             .pm
@@ -589,6 +685,20 @@ impl FrontEnd for ListFront {
         let mut state = db.state.lock();
         let last = state.versions.last_sequence.max(heap.max_seq_at_open());
         state.versions.last_sequence = last;
+        let zipper = Arc::new(Zipper {
+            heap: Arc::clone(&heap),
+            counters: Arc::clone(&db.counters),
+            trigger: self.zip_trigger,
+            state: Mutex::new(ZipState::default()),
+            cv: Condvar::new(),
+        });
+        let z = Arc::clone(&zipper);
+        let thread = std::thread::Builder::new()
+            .name("tierkv-zipper".into())
+            .spawn(move || z.run())
+            .map_err(|e| Error::io("spawn the zipper thread", "tierkv-zipper", e))?;
+        *self.zipper_thread.lock() = Some(thread);
+        let _ = self.zipper.set(zipper);
         let _ = self.heap.set(heap);
         self.mems.lock().active = Arc::new(mem);
         state.install_super_version(self);

@@ -123,6 +123,12 @@ pub(crate) trait FrontEnd: Send + Sync {
         false
     }
 
+    /// True while the front end's own background work (ListDB's zipper) runs or is due:
+    /// `wait_for_background_work` waits for it too.
+    fn background_busy(&self) -> bool {
+        false
+    }
+
     /// ListDB's heap figures, for the front end that keeps one.
     fn list_stats(&self) -> Option<crate::stats::ListDbStats> {
         None
