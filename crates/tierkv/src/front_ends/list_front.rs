@@ -382,11 +382,30 @@ impl Zipper {
         }
     }
 
-    /// Zips every L0 list into L1. Each zip is one compaction of stage 0 into its second
-    /// group: it reads the list (and L1's keys on the way) and writes next words only.
+    /// Waits (up to 100 ms) for the L0 lists to be fewer than `n`; the zipper's error if it
+    /// failed.
+    fn wait_below(&self, n: usize) -> Result<()> {
+        let mut st = self.state.lock();
+        if let Some(e) = &st.error {
+            return Err(e.duplicate());
+        }
+        if self.heap.lists().l0.len() >= n {
+            self.cv.wait_for(&mut st, Duration::from_millis(100));
+        }
+        Ok(())
+    }
+
+    /// Zips every L0 list there is now into L1, oldest first, waking waiters after each.
+    /// Each zip is one compaction of stage 0 into its second group: it reads the list (and
+    /// L1's keys on the way) and writes next words only.
     fn zip_once(&self) -> Result<()> {
         let c = &self.counters;
-        for z in self.heap.zip_all()? {
+        let due = self.heap.lists().l0.len();
+        for _ in 0..due {
+            let Some(z) = self.heap.zip_oldest()? else {
+                break;
+            };
+            self.wake();
             c.compactions.fetch_add(1, Relaxed);
             c.add_written(Tier::Pm, Part::Stage(0), IoPurpose::Compaction, z.spliced);
             c.jobs.lock().push(crate::stats::CompactionJob {
@@ -429,6 +448,9 @@ pub(crate) struct ListFront {
     write_buffer_size: u64,
     max_write_buffer_number: usize,
     zip_trigger: usize,
+    /// L0 lists at which each write is delayed once, and at which writes wait.
+    slowdown_lists: usize,
+    stop_lists: usize,
     heap: OnceLock<Arc<ListHeap>>,
     zipper: OnceLock<Arc<Zipper>>,
     zipper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -446,6 +468,11 @@ impl ListFront {
                 .compaction
                 .level0_compaction_trigger
                 .clamp(1, crate::plist::L0_SLOTS - 1),
+            slowdown_lists: options.compaction.level0_slowdown_trigger.max(1),
+            stop_lists: options
+                .compaction
+                .level0_stop_trigger
+                .clamp(1, crate::plist::L0_SLOTS),
             heap: OnceLock::new(),
             zipper: OnceLock::new(),
             zipper_thread: Mutex::new(None),
@@ -473,6 +500,25 @@ impl ListFront {
                 return Err(e.duplicate());
             }
             let (pressure, stage) = db.write_pressure(&state);
+            // The L0 lists hold writes back as L0 tables do (the engine's triggers; the stop
+            // at most the heap's slots): every list is one more search for each get.
+            let lists = self.heap.get().map_or(0, |h| h.lists().l0.len());
+            if lists >= self.stop_lists {
+                drop(state);
+                let t = Instant::now();
+                if let Some(z) = self.zipper.get() {
+                    if let Err(e) = z.wait_below(self.stop_lists) {
+                        return Err(db.state.lock().poison("zipper compaction failed", e));
+                    }
+                }
+                db.add_stall(t, StallReason::Stop(0), &mut stalled);
+                continue;
+            }
+            let (pressure, stage) = if lists >= self.slowdown_lists {
+                (pressure.max(WritePressure::Slowdown), stage)
+            } else {
+                (pressure, stage)
+            };
             if allow_delay && pressure == WritePressure::Slowdown {
                 drop(state);
                 let t = Instant::now();

@@ -823,9 +823,16 @@ impl ListHeap {
 
     /// Zips every L0 list into L1, oldest first (module docs: zipper); returns what each zip
     /// did.
+    #[cfg(test)]
     pub(crate) fn zip_all(&self) -> Result<Vec<Zipped>> {
         let l0 = self.lists.read().l0.clone();
         l0.iter().map(|x| self.zip(x)).collect()
+    }
+
+    /// Zips the oldest L0 list into L1, if there is one.
+    pub(crate) fn zip_oldest(&self) -> Result<Option<Zipped>> {
+        let oldest = self.lists.read().l0.first().cloned();
+        oldest.map(|x| self.zip(&x)).transpose()
     }
 
     /// Zips the L0 list `x` into L1 and frees its slot.
