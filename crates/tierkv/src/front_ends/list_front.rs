@@ -182,19 +182,20 @@ impl InternalIterator for MemIter {
 }
 
 /// What readers see: memtables newest first, then the lists.
+///
+/// The lists are the heap's as they are when a read starts, not when the view was taken: a
+/// zip moves entries from an L0 list into L1 without changing what the lists hold together,
+/// and a list published since holds only entries a read started before it does not see (their
+/// sequences are above its own), so any set the heap shows reads correctly; the current one is
+/// the shortest to search (a zipped L0 list's chain runs on through L1).
 struct ListView {
     heap: Option<Arc<ListHeap>>,
     mems: Vec<Arc<Mem>>,
-    lists: Option<ListSet>,
 }
 
-impl ListView {
-    /// The lists newest first: L0 (newest first), then L1.
-    fn lists_newest_first(&self) -> impl Iterator<Item = &Arc<PList>> + '_ {
-        self.lists
-            .iter()
-            .flat_map(|s| s.l0.iter().rev().chain(std::iter::once(&s.l1)))
-    }
+/// The lists of `set` newest first: L0 (newest first), then L1.
+fn newest_first(set: &ListSet) -> impl Iterator<Item = &Arc<PList>> + '_ {
+    set.l0.iter().rev().chain(std::iter::once(&set.l1))
 }
 
 impl FrontView for ListView {
@@ -209,7 +210,8 @@ impl FrontView for ListView {
             }
         }
         let look = lookup_key(key, snapshot);
-        for list in self.lists_newest_first() {
+        let set = heap.lists();
+        for list in newest_first(&set) {
             if let Some((_, ikey, value)) = heap.seek(list, &look)? {
                 if user_key(&ikey) == key {
                     return found(&ikey, || Ok(value));
@@ -229,7 +231,8 @@ impl FrontView for ListView {
                 status: Ok(()),
             }));
         }
-        for list in self.lists_newest_first() {
+        let set = heap.lists();
+        for list in newest_first(&set) {
             out.push(Box::new(ListIter::new(Arc::clone(heap), Arc::clone(list))));
         }
     }
@@ -658,8 +661,7 @@ impl FrontEnd for ListFront {
             .cloned()
             .collect();
         let heap = self.heap.get().cloned();
-        let lists = heap.as_ref().map(|h| h.lists());
-        Arc::new(ListView { heap, mems, lists })
+        Arc::new(ListView { heap, mems })
     }
 
     fn rotate(&self, db: &DbInner) -> Result<()> {
