@@ -7,9 +7,8 @@
 //! The whole of ListDB lives here, not in a stage: its log entries ARE the nodes of its lists,
 //! so the part that owns the log owns the lists (a stage's runs are files the manifest names;
 //! these lists are chains through one heap). The design's stage stays empty; the database's
-//! flush thread drives the flushes through [`FlushSource::absorb`], and runs the zipper in the
-//! same step once `level0_compaction_trigger` L0 lists wait (ListDB runs it on its
-//! own threads; here the flush thread is the one that may change the lists).
+//! flush thread drives the flushes through [`FlushSource::absorb`], and a zipper thread of the
+//! front end's zips the L0 lists into L1 once `level0_compaction_trigger` of them wait.
 //!
 //! * **Writes.** One writer at a time appends its batch to the log (the shared log tail of
 //!   ListDB, which FluidKV's thread-exclusive logs replace), inserts the entries' offsets into
@@ -18,8 +17,11 @@
 //!   is the index).
 //! * **Rotation.** A memtable of `write_buffer_size` bytes becomes immutable with its end (the
 //!   log position after its entries) and waits for the flush thread.
-//! * **Reads.** Memtables newest first (their values read from the log entries), then the L0
-//!   lists newest first, then L1; each answers with the first entry at or after the lookup key.
+//! * **Reads.** Memtables newest first (their values read from the log entries), then the
+//!   heap's current L0 lists newest first, then L1 (see [`ListView`]); each answers with the
+//!   first entry at or after the lookup key.
+//! * **Write pressure.** The L0 lists delay each write once at `level0_slowdown_trigger` and
+//!   stop writes at `level0_stop_trigger` (at most the heap's 32 slots), as L0 tables do.
 //! * **Recovery.** The heap's open rebuilds the lists' DRAM levels; the log entries after the
 //!   last published list are indexed again as the active memtable.
 
