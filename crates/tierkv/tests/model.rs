@@ -546,6 +546,7 @@ const MEMFS_HALF_A: &[Design] = &[
     Design::LEVELED_PM,
     Design::LEVELED_PMTABLE,
     Design::NVLSM,
+    Design::LISTDB,
 ];
 
 fn model_random_sequences_memfs(selected: impl Fn(Design) -> bool) {
