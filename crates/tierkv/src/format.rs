@@ -114,6 +114,23 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
     }
 }
 
+/// An internal key (held as `K`: `Vec<u8>`, `Box<[u8]>`) ordered as [`compare_internal`]
+/// orders internal keys, for ordered maps over them (memtable indexes, skiplist towers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OrderedKey<K>(pub K);
+
+impl<K: AsRef<[u8]> + Eq> Ord for OrderedKey<K> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_internal(self.0.as_ref(), other.0.as_ref())
+    }
+}
+
+impl<K: AsRef<[u8]> + Eq> PartialOrd for OrderedKey<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

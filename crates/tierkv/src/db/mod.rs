@@ -35,6 +35,7 @@ mod snapshot;
 mod table_cache;
 
 pub use check::CheckReport;
+pub(crate) use flush::ShadowFilter;
 pub(crate) use inner::{DbInner, State};
 pub use iter::{DbIterator, MergingIterator};
 pub(crate) use recovery::min_pool_chunks;

@@ -46,7 +46,7 @@
 
 use super::wal_recovery::{finish_replay, flush_replayed, live_logs, read_log};
 use crate::db::{DbInner, Present, State};
-use crate::format::{compare_internal, lookup_key, make_internal_key, user_key, ValueType};
+use crate::format::{lookup_key, make_internal_key, user_key, OrderedKey, ValueType};
 use crate::iterator::InternalIterator;
 use crate::log::{LogReader, LogWriter};
 use crate::memtable::LookupResult;
@@ -82,21 +82,8 @@ const NO_SPACE_TRIES: u32 = 20;
 /// DRAM an index entry takes besides its key and value (skiplist node, boxes), roughly.
 const ENTRY_OVERHEAD: u64 = 96;
 
-/// An internal key ordered as the engine orders them (user key ascending, newest first).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct IKey(Box<[u8]>);
-
-impl Ord for IKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare_internal(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for IKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+/// An internal key ordered as the engine orders them.
+type IKey = OrderedKey<Box<[u8]>>;
 
 /// One slot's log in a generation.
 struct SlotLog {
@@ -137,7 +124,7 @@ impl Generation {
         let ikey = make_internal_key(key, seq, t);
         let bytes = (ikey.len() + value.len()) as u64 + ENTRY_OVERHEAD;
         self.index.insert(
-            IKey(ikey.into_boxed_slice()),
+            OrderedKey(ikey.into_boxed_slice()),
             value.to_vec().into_boxed_slice(),
         );
         self.bytes.fetch_add(bytes, Relaxed);
@@ -145,7 +132,7 @@ impl Generation {
     }
 
     fn get(&self, key: &[u8], snapshot: u64) -> LookupResult {
-        let look = IKey(lookup_key(key, snapshot).into_boxed_slice());
+        let look = OrderedKey(lookup_key(key, snapshot).into_boxed_slice());
         match self.index.lower_bound(Bound::Included(&look)) {
             Some(e) if user_key(&e.key().0) == key => {
                 match crate::format::parse_internal_key(&e.key().0).map(|p| p.value_type) {
@@ -185,7 +172,7 @@ impl InternalIterator for GenIter {
     }
     fn seek(&mut self, target: &[u8]) {
         let gen = Arc::clone(&self.gen);
-        let t = IKey(target.to_vec().into_boxed_slice());
+        let t = OrderedKey(target.to_vec().into_boxed_slice());
         self.set(gen.index.lower_bound(Bound::Included(&t)));
     }
     fn next(&mut self) {
@@ -193,7 +180,7 @@ impl InternalIterator for GenIter {
         let Some((k, _)) = self.cur.take() else {
             return;
         };
-        let t = IKey(k.into_boxed_slice());
+        let t = OrderedKey(k.into_boxed_slice());
         self.set(gen.index.lower_bound(Bound::Excluded(&t)));
     }
     fn key(&self) -> &[u8] {

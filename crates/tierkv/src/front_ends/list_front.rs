@@ -26,7 +26,7 @@
 //!   last published list are indexed again as the active memtable.
 
 use crate::db::{DbInner, Present};
-use crate::format::{compare_internal, lookup_key, pack_trailer, user_key, ValueType};
+use crate::format::{lookup_key, pack_trailer, user_key, OrderedKey, ValueType};
 use crate::iterator::InternalIterator;
 use crate::memtable::LookupResult;
 use crate::options::{Options, WriteOptions};
@@ -39,7 +39,6 @@ use crate::write_batch::BatchOp;
 use crate::{Error, Result, WriteBatch};
 use crossbeam_skiplist::SkipMap;
 use parking_lot::{Condvar, Mutex};
-use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -52,20 +51,7 @@ use std::time::{Duration, Instant};
 const ENTRY_OVERHEAD: u64 = 80;
 
 /// An internal key ordered as the engine orders them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct IKey(Box<[u8]>);
-
-impl Ord for IKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare_internal(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for IKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+type IKey = OrderedKey<Box<[u8]>>;
 
 /// A DRAM memtable: internal key -> offset and size of its log entry.
 struct Mem {
@@ -92,13 +78,13 @@ impl Mem {
     fn add(&self, ikey: Vec<u8>, at: u64, logged: u64) {
         let dram = ikey.len() as u64 + ENTRY_OVERHEAD;
         self.index
-            .insert(IKey(ikey.into_boxed_slice()), (at, logged));
+            .insert(OrderedKey(ikey.into_boxed_slice()), (at, logged));
         self.bytes.fetch_add(dram + logged, Relaxed);
         self.dram.fetch_add(dram, Relaxed);
     }
 
     fn get(&self, heap: &ListHeap, key: &[u8], snapshot: u64) -> Result<LookupResult> {
-        let look = IKey(lookup_key(key, snapshot).into_boxed_slice());
+        let look = OrderedKey(lookup_key(key, snapshot).into_boxed_slice());
         match self.index.lower_bound(Bound::Included(&look)) {
             Some(e) if user_key(&e.key().0) == key => {
                 found(&e.key().0, || heap.value_of(e.value().0))
@@ -157,7 +143,7 @@ impl InternalIterator for MemIter {
         self.set(e);
     }
     fn seek(&mut self, target: &[u8]) {
-        let t = IKey(target.to_vec().into_boxed_slice());
+        let t = OrderedKey(target.to_vec().into_boxed_slice());
         let e = Self::entry(self.mem.index.lower_bound(Bound::Included(&t)));
         self.set(e);
     }
@@ -165,7 +151,7 @@ impl InternalIterator for MemIter {
         let Some((k, _)) = self.cur.take() else {
             return;
         };
-        let t = IKey(k.into_boxed_slice());
+        let t = OrderedKey(k.into_boxed_slice());
         let e = Self::entry(self.mem.index.lower_bound(Bound::Excluded(&t)));
         self.set(e);
     }
@@ -270,27 +256,17 @@ impl FlushSource for MemFlush {
         let started = Instant::now();
         // The versions no reader can see stay out of the list, as a flush into a run leaves
         // them out (`db::flush`): a newer version of the key is visible to every snapshot.
-        let smallest_snapshot = db.smallest_snapshot();
+        let mut filter = crate::db::ShadowFilter::new(db.smallest_snapshot());
         let mut nodes: Vec<(Vec<u8>, u64)> = Vec::with_capacity(self.mem.index.len());
-        let mut last: Option<(Vec<u8>, u64)> = None;
         let mut dropped = 0u64;
         let mut bytes = 0u64;
         for e in self.mem.index.iter() {
             let ikey = &e.key().0;
-            let p = crate::format::parse_internal_key(ikey)
-                .ok_or_else(|| Error::corruption("ListDB memtable", "malformed internal key"))?;
-            let shadowed = last
-                .as_ref()
-                .is_some_and(|(k, seq)| k.as_slice() == p.user_key && *seq <= smallest_snapshot);
-            if shadowed {
+            if filter.shadowed(ikey)? {
                 dropped += 1;
             } else {
                 nodes.push((ikey.to_vec(), e.value().0));
                 bytes += e.value().1;
-            }
-            match &mut last {
-                Some((k, seq)) if k.as_slice() == p.user_key => *seq = p.sequence,
-                _ => last = Some((p.user_key.to_vec(), p.sequence)),
             }
         }
         db.counters

@@ -95,7 +95,7 @@
 #[cfg(test)]
 mod tests;
 
-use crate::format::{compare_internal, SequenceNumber, TRAILER_LEN};
+use crate::format::{compare_internal, OrderedKey, SequenceNumber, TRAILER_LEN};
 use crate::fs::{decode_checked, encode_checked, PmFsOpen, PmOwner};
 use crate::iterator::InternalIterator;
 use crate::util::crc::{crc32c, mask, unmask};
@@ -141,21 +141,8 @@ fn le32(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"))
 }
 
-/// An internal key ordered as the engine orders them (the towers' key).
-#[derive(Clone, PartialEq, Eq)]
-struct IKey(Vec<u8>);
-
-impl Ord for IKey {
-    fn cmp(&self, other: &Self) -> Cmp {
-        compare_internal(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for IKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Cmp> {
-        Some(self.cmp(other))
-    }
-}
+/// An internal key ordered as the engine orders them.
+type IKey = OrderedKey<Vec<u8>>;
 
 /// One entry to append: sequence, type byte, key, value.
 pub(crate) struct NewEntry<'a> {
@@ -179,7 +166,12 @@ pub(crate) struct Towers {
 
 impl Towers {
     fn insert(&self, ikey: &[u8], at: u64) {
-        if self.map.write().insert(IKey(ikey.to_vec()), at).is_none() {
+        if self
+            .map
+            .write()
+            .insert(OrderedKey(ikey.to_vec()), at)
+            .is_none()
+        {
             self.key_bytes
                 .fetch_add(ikey.len() as u64 + 48, Ordering::Relaxed);
         }
@@ -189,7 +181,7 @@ impl Towers {
     fn below(&self, target: &[u8]) -> Option<u64> {
         self.map
             .read()
-            .range(..IKey(target.to_vec()))
+            .range(..OrderedKey(target.to_vec()))
             .next_back()
             .map(|(_, &at)| at)
     }
@@ -198,7 +190,7 @@ impl Towers {
     fn below_entry(&self, target: &[u8]) -> Option<(Vec<u8>, u64)> {
         self.map
             .read()
-            .range(..IKey(target.to_vec()))
+            .range(..OrderedKey(target.to_vec()))
             .next_back()
             .map(|(k, &at)| (k.0.clone(), at))
     }

@@ -57,7 +57,9 @@
 #[cfg(test)]
 mod tests;
 
-use crate::format::{compare_internal, pack_trailer, SequenceNumber, ValueType, TRAILER_LEN};
+use crate::format::{
+    compare_internal, pack_trailer, OrderedKey, SequenceNumber, ValueType, TRAILER_LEN,
+};
 use crate::fs::{check16, decode_checked, encode_checked, PmFs, PmWords, WritableFile};
 use crate::iterator::InternalIterator;
 use crate::memtable::LookupResult;
@@ -99,21 +101,8 @@ fn key_crc(at: u64, fields: &[u8], key: &[u8]) -> u32 {
     crc32c(&b)
 }
 
-/// An internal key ordered as the engine orders them (the DRAM levels' key).
-#[derive(Clone, PartialEq, Eq)]
-struct IKey(Vec<u8>);
-
-impl Ord for IKey {
-    fn cmp(&self, other: &Self) -> Cmp {
-        compare_internal(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for IKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Cmp> {
-        Some(self.cmp(other))
-    }
-}
+/// An internal key ordered as the engine orders them.
+type IKey = OrderedKey<Vec<u8>>;
 
 /// A node's fixed fields.
 #[derive(Clone, Copy)]
@@ -253,7 +242,7 @@ impl PmTable {
             } else {
                 rec.entries += 1;
                 if sampled(at) {
-                    towers.insert(IKey(ikey), at);
+                    towers.insert(OrderedKey(ikey), at);
                 }
                 kept = at;
             }
@@ -346,7 +335,7 @@ impl PmTable {
         let mut cur = self
             .towers
             .read()
-            .range(..IKey(target.to_vec()))
+            .range(..OrderedKey(target.to_vec()))
             .next_back()
             .map_or(0, |(_, &at)| at);
         loop {
@@ -401,7 +390,7 @@ impl PmTable {
             self.words.msync(pred, 8)?;
         }
         if sampled(at) {
-            self.towers.write().insert(IKey(ikey), at);
+            self.towers.write().insert(OrderedKey(ikey), at);
         }
         self.entries.fetch_add(1, Ordering::AcqRel);
         Ok(())

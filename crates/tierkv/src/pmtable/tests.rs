@@ -62,7 +62,7 @@ fn model_all(m: &Entries) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn model_get(m: &Entries, key: &[u8], snapshot: u64) -> LookupResult {
-    let target = IKey(ikey(key, snapshot, ValueType::Value));
+    let target = crate::format::OrderedKey(ikey(key, snapshot, ValueType::Value));
     match m.range(target..).next() {
         Some((k, v)) if &k.0[..k.0.len() - TRAILER_LEN] == key => {
             match ValueType::from_u8(k.0[k.0.len() - TRAILER_LEN]) {
@@ -132,7 +132,7 @@ fn apply(t: &PmTable, m: &mut Entries, b: &Batch, seq: u64) -> u64 {
     let w = writes(b, seq);
     for (key, s, ty, val) in &w {
         t.add(*s, *ty, key, val, false).unwrap();
-        m.insert(IKey(ikey(key, *s, *ty)), val.clone());
+        m.insert(crate::format::OrderedKey(ikey(key, *s, *ty)), val.clone());
     }
     let last = seq + w.len() as u64 - 1;
     t.commit(last, false).unwrap();
@@ -213,7 +213,7 @@ fn a_crash_at_any_fence_keeps_whole_batches() {
         *before.lock() = m.clone();
         let mut next = m.clone();
         for (key, seq, ty, val) in writes(&b, seq) {
-            next.insert(IKey(ikey(&key, seq, ty)), val);
+            next.insert(crate::format::OrderedKey(ikey(&key, seq, ty)), val);
         }
         *after.lock() = next;
         seq = apply(&t, &mut m, &b, seq);
