@@ -92,20 +92,26 @@ impl Driver {
     }
 }
 
+/// A new crash-simulation pool holding a new, empty heap, and a driver over it.
+fn new_heap() -> (Arc<PmPool>, Driver) {
+    let pool = PmPool::create_crash_sim(&options(), true).unwrap();
+    let (heap, _) = open_on(&pool, PmFsOpen::Create(ID), true).unwrap();
+    let d = Driver {
+        heap,
+        mem: Vec::new(),
+        seq: 0,
+    };
+    (pool, d)
+}
+
 fn key(i: u32) -> Vec<u8> {
     format!("key{:05}", (i * 7919) % 1000).into_bytes()
 }
 
 #[test]
 fn flushes_and_zips_keep_every_version_in_order_and_survive_reopen() {
-    let pool = PmPool::create_crash_sim(&options(), true).unwrap();
-    let (heap, log) = open_on(&pool, PmFsOpen::Create(ID), true).unwrap();
-    assert!(log.is_empty());
-    let mut d = Driver {
-        heap,
-        mem: Vec::new(),
-        seq: 0,
-    };
+    let (pool, mut d) = new_heap();
+    assert!(d.heap.log_entries(0).unwrap().is_empty());
     let mut model = Content::new();
     for round in 0..6u32 {
         for i in 0..150u32 {
@@ -168,13 +174,7 @@ enum Step {
 /// lists iterate in order and verify, and it takes more writes, a flush and a zip.
 #[test]
 fn a_crash_at_any_fence_leaves_the_content_before_or_after_the_step() {
-    let pool = PmPool::create_crash_sim(&options(), true).unwrap();
-    let (heap, _) = open_on(&pool, PmFsOpen::Create(ID), true).unwrap();
-    let mut d = Driver {
-        heap,
-        mem: Vec::new(),
-        seq: 0,
-    };
+    let (pool, mut d) = new_heap();
     let before: Arc<StdMutex<Content>> = Arc::default();
     let after: Arc<StdMutex<Content>> = Arc::default();
     let step_now = Arc::new(StdMutex::new(Step::Append));
@@ -305,13 +305,7 @@ fn a_crash_at_any_fence_leaves_the_content_before_or_after_the_step() {
 /// corruption naming the heap, never returned as data.
 #[test]
 fn damage_is_reported_at_open() {
-    let pool = PmPool::create_crash_sim(&options(), true).unwrap();
-    let (heap, _) = open_on(&pool, PmFsOpen::Create(ID), true).unwrap();
-    let mut d = Driver {
-        heap,
-        mem: Vec::new(),
-        seq: 0,
-    };
+    let (pool, mut d) = new_heap();
     for i in 0..50u32 {
         d.put(&[(key(i), vec![7; 30])]);
     }
