@@ -474,9 +474,10 @@ pub fn format_db_summary(s: &DbSummary) -> String {
     if let Some(ix) = &s.global_index {
         let _ = writeln!(
             o,
-            "Global index:    {} keys in {} leaves, {} on PM, {} in DRAM",
+            "Global index:    {} keys in {} leaves and {} inner nodes, {} on PM, {} in DRAM",
             ix.keys,
             ix.leaves,
+            ix.inner_nodes,
             b(ix.pm_bytes),
             b(ix.dram_bytes)
         );

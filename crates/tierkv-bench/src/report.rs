@@ -933,11 +933,14 @@ pub fn format_stats(s: &StatsSummary) -> String {
     if let Some(g) = &st.global_index {
         let _ = writeln!(
             o,
-            "Global index:           {} keys in {} leaves, {} in PM, {} of inner nodes in DRAM; \
-             {} versions held for snapshots, {} tables listed by R2/R3",
+            "Global index:           {} keys in {} leaves, {} in PM ({} inner nodes, {}), \
+             {} of inner nodes in DRAM; {} versions held for snapshots, {} tables listed by \
+             R2/R3",
             g.keys,
             g.leaves,
             b(g.pm_bytes),
+            g.inner_nodes,
+            b(g.inner_pm_bytes),
             b(g.dram_bytes),
             g.held_versions,
             g.listed_tables

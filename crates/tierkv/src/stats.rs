@@ -775,9 +775,15 @@ pub struct GlobalIndexStats {
     pub keys: u64,
     /// Leaves of the tree.
     pub leaves: u64,
-    /// PM bytes of the tree (leaves and key objects).
+    /// PM bytes of the tree (leaves, key objects and inner nodes).
     pub pm_bytes: u64,
-    /// DRAM bytes of the tree's inner nodes.
+    /// The tree's inner nodes (in PM: copy-on-write, published by one 8-byte store).
+    #[serde(default)]
+    pub inner_nodes: u64,
+    /// PM bytes of the inner nodes (part of `pm_bytes`).
+    #[serde(default)]
+    pub inner_pm_bytes: u64,
+    /// DRAM bytes of the tree's inner nodes (PM inner nodes: the cached root offset only).
     pub dram_bytes: u64,
     /// Versions held in DRAM for live snapshots.
     pub held_versions: u64,

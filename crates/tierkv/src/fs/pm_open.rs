@@ -332,14 +332,21 @@ pub fn open_pm_structures(
     how: PmFsOpen,
     kinds: PmKinds,
 ) -> Result<PmStructures> {
-    use crate::pbtree::{Layout, PbTreeOwner};
+    use crate::pbtree::{InnerKind, Layout, PbTreeOwner};
     let mut pmfs = PmFsOwner::new(Arc::clone(pool), location, how.identity())?;
     let mut index = kinds
         .index
         .map(|_| PbTreeOwner::new(Arc::clone(pool), location, crate::gindex::ROOT_NAME));
     let mut lab = kinds.lab.map(|_| {
-        crate::labdb::l0::TREE_ROOTS
-            .map(|name| PbTreeOwner::with_layout(Arc::clone(pool), location, name, Layout::Inline))
+        crate::labdb::l0::TREE_ROOTS.map(|name| {
+            PbTreeOwner::with_layout(
+                Arc::clone(pool),
+                location,
+                name,
+                Layout::Inline,
+                InnerKind::Dram,
+            )
+        })
     });
     let mut lists = kinds
         .lists

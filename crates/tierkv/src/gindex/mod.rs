@@ -599,6 +599,8 @@ impl GlobalIndex {
             keys: t.keys,
             leaves: t.leaves,
             pm_bytes: t.pm_bytes,
+            inner_nodes: t.inner_nodes,
+            inner_pm_bytes: t.inner_pm_bytes,
             dram_bytes: t.dram_bytes,
             held_versions: self.held.lock().values().map(|v| v.len() as u64).sum(),
             listed_tables: self.candidates.lock().listed.len() as u64,

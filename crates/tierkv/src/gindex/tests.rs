@@ -250,6 +250,14 @@ fn the_leaf_scan_lists_tables_when_a_window_spans_too_many() {
     }
     ix.leaf_scan(12).unwrap();
     assert_eq!(ix.listed().len(), 12, "{:?}", ix.listed());
+    // The whole tree is in PM: its inner node too; DRAM holds the root offset alone.
+    let s = ix.stats();
+    assert!(s.leaves > 1, "{s:?}");
+    assert_eq!((s.inner_nodes, s.dram_bytes), (1, 8), "{s:?}");
+    assert!(
+        s.inner_pm_bytes > 0 && s.inner_pm_bytes < s.pm_bytes,
+        "{s:?}"
+    );
     ix.remove_files(&[1, 2]);
     assert_eq!(ix.listed().len(), 10);
     ix.unlist(3);

@@ -74,7 +74,7 @@ use crate::labdb::hot::HotBuffer;
 use crate::labdb::vaddr::{Vaddr, ValueRecord};
 use crate::labdb::vlog::ValueFiles;
 use crate::options::LabOptions;
-use crate::pbtree::{Layout, PbTree, WordOp};
+use crate::pbtree::{InnerKind, Layout, PbTree, WordOp};
 use crate::stats::LabStats;
 use crate::tier::Tier;
 use crate::version::{TreeRoles, Version};
@@ -332,6 +332,7 @@ impl LabL0 {
                             location,
                             TREE_ROOTS[i],
                             Layout::Inline,
+                            InnerKind::Dram,
                         )?;
                         slot.1.retire();
                         slot.1 = Arc::new(fresh);
@@ -741,6 +742,7 @@ impl LabL0 {
             &a.location,
             TREE_ROOTS[i],
             Layout::Inline,
+            InnerKind::Dram,
         )?;
         let (old_number, old) = {
             let mut slots = a.slots.write();
@@ -1557,7 +1559,8 @@ mod tests {
             ..PoolOptions::default()
         };
         let pool = PmPool::create_crash_sim(&options, true).unwrap();
-        let mut owner = PbTreeOwner::with_layout(Arc::clone(&pool), "t", "t", Layout::Inline);
+        let mut owner =
+            PbTreeOwner::with_layout(Arc::clone(&pool), "t", "t", Layout::Inline, InnerKind::Dram);
         open_pm_owners(&pool, "t", PmFsOpen::Create(7), &mut [&mut owner]).unwrap();
         let tree = Arc::new(owner.into_tree(true).unwrap());
         for i in 0..300 {

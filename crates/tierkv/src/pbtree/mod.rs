@@ -1,5 +1,5 @@
-//! A persistent B+ tree: leaves in a PM pool, inner nodes in DRAM, failure-atomic under torn
-//! 8-byte writes in any order. The shared index block of LAB-DB's L0 (Kim et al., "LAB-DB",
+//! A persistent B+ tree: leaves in a PM pool, inner nodes in DRAM or in PM ([`InnerKind`]),
+//! failure-atomic under torn 8-byte writes in any order. The shared index block of LAB-DB's L0 (Kim et al., "LAB-DB",
 //! ACM TOS 2024: leaves in PM, inner nodes in DRAM rebuilt at open) and SLM-DB's global index
 //! (Kaiyrakhmet et al., "SLM-DB: Single-Level Key-Value Store with Persistent Memory", FAST
 //! 2019).
@@ -9,8 +9,10 @@
 //! NV-Tree leaf, not FAST-FAIR's sorted in-leaf shifting, which is not failure-atomic when a
 //! torn 8-byte store can land in any order). Leaves form one linked chain in key order from a
 //! permanent head leaf, which the tree's named root in the pool's root directory points at. The
-//! inner nodes are a DRAM ordered map from each leaf's separator (its lowest key when it was
-//! split off; the empty key for the head) to the leaf, rebuilt from the chain at open. Objects
+//! inner nodes route each key to the leaf whose separator (its lowest key when it was split
+//! off; the empty key for the head) is the greatest at or below it: a DRAM ordered map rebuilt
+//! from the chain at open (LAB-DB), or copy-on-write nodes in PM published by one 8-byte store
+//! in the head leaf (SLM-DB: "a B+ tree entirely in PM"); [`inner`] has their protocol. Objects
 //! and leaves live in slots of a volatile slab allocator ([`slab`]) rebuilt at open from what
 //! the chain references.
 //!
@@ -86,8 +88,14 @@
 //!   word is set to the empty leaf's next (persisted); the leaf is freed after. Open unlinks an
 //!   empty leaf a crash left behind.
 //!
-//! Nothing else is persistent: the inner nodes and the allocator are rebuilt from the chain at
-//! open, so an allocation a crash left unpublished is free again and nothing leaks.
+//! * **inner nodes** (PM inner nodes only): a split writes B, then the new inner path naming B
+//!   (both persisted, both unreachable), then the two leaf stores above, then the inner-root
+//!   word; an unlink writes the inner path without the leaf, unlinks, then stores the root
+//!   word. Open repairs inner nodes a crash left one leaf behind ([`inner`]).
+//!
+//! Nothing else is persistent: the allocator is rebuilt at open from what the chain and the
+//! inner nodes reference (DRAM inner nodes are rebuilt from the chain), so an allocation a
+//! crash left unpublished is free again and nothing leaks.
 //!
 //! # Concurrency
 //!
@@ -96,6 +104,7 @@
 //! so they never hold a pointer across an update (an iterator sees each key's payload as of the
 //! refill that read it).
 
+mod inner;
 mod slab;
 #[cfg(test)]
 mod tests;
@@ -103,11 +112,12 @@ mod tests;
 use crate::fs::{decode_checked, encode_checked, PmFsOpen, PmOwner};
 use crate::util::crc::{crc32c, mask, unmask};
 use crate::{Error, Result};
+use inner::{Inner, PmInner, Sep, Walked};
+pub(crate) use inner::{InnerKind, FANOUT};
 use parking_lot::RwLock;
 #[cfg(test)]
 use slab::slot_bytes;
 use slab::{class_of, Slab};
-use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 use tierkv_pm::PmPool;
@@ -308,8 +318,13 @@ pub(crate) struct PbTreeStats {
     pub pm_bytes: u64,
     /// PM chunks held.
     pub chunks: u64,
-    /// DRAM bytes of the inner nodes (separator keys and leaf offsets).
+    /// DRAM bytes of the inner nodes (a DRAM map: separator keys and leaf offsets; PM inner
+    /// nodes: the cached root offset).
     pub dram_bytes: u64,
+    /// PM inner nodes (0 when they are in DRAM).
+    pub inner_nodes: u64,
+    /// PM bytes of the inner nodes' slab slots (part of `pm_bytes`).
+    pub inner_pm_bytes: u64,
 }
 
 /// Reads and checks the structures of one tree: the I/O half, shared by open and updates.
@@ -543,21 +558,32 @@ fn leaf_image(layout: Layout, at: u64, slots: &[Slot], next: u64) -> Vec<u8> {
 }
 
 struct State {
-    /// The inner nodes: separator -> leaf.
-    leaves: BTreeMap<Vec<u8>, u64>,
+    /// The inner nodes: which leaf holds a key.
+    inner: Inner,
+    /// The permanent head leaf.
+    head: u64,
+    /// Leaves in the chain.
+    leaves: u64,
     slab: Slab,
     keys: u64,
+    /// A read-only tree's repairs, made in DRAM only: per leaf, the bitmap without a torn
+    /// split's duplicates (empty when writable: the repairs are in PM).
+    rebits: std::collections::HashMap<u64, u64>,
 }
 
 impl State {
-    /// The leaf whose range holds `key`, and its separator.
-    fn leaf_for(&self, key: &[u8]) -> (&Vec<u8>, u64) {
-        let (sep, &leaf) = self
-            .leaves
-            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
-            .next_back()
-            .expect("the head leaf's separator is the empty key");
-        (sep, leaf)
+    /// The leaf at `at`, with a read-only open's repairs applied.
+    fn read_leaf(&self, pm: &Pm, at: u64) -> Result<Leaf> {
+        let mut leaf = pm.read_leaf(at)?;
+        if let Some(&bits) = self.rebits.get(&at) {
+            for (i, slot) in leaf.slots.iter_mut().enumerate() {
+                if bits & (1 << i) == 0 {
+                    *slot = Slot::Free;
+                }
+            }
+            leaf.bits = bits;
+        }
+        Ok(leaf)
     }
 }
 
@@ -589,6 +615,50 @@ struct Scanned {
     /// Per leaf (index into `leaves`), the bitmap it must get: a torn split's duplicates
     /// dropped.
     rebits: Vec<(usize, u64)>,
+    /// PM inner nodes: the published root, the level-1 separators in key order and every
+    /// node with its slot bytes (`None`: no root published).
+    inner: Option<(u64, Walked)>,
+}
+
+/// A leaf of the chain: where, and its lowest and highest keys (`None`: empty).
+struct ChainLeaf {
+    at: u64,
+    keys: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Whether inner separators `seps` route every key of the leaf chain `chain` (the head first)
+/// to its leaf: the head's separator is the empty key; every other non-empty leaf is named, in
+/// chain order, by a separator above every key before it and at or below its own lowest key;
+/// an empty leaf may be named or not (it holds nothing to route); nothing else is named.
+fn seps_match(seps: &[Sep], chain: &[ChainLeaf]) -> bool {
+    let mut j = 0;
+    let mut prev_sep: Option<&Vec<u8>> = None;
+    let mut prev_max: Option<&Vec<u8>> = None;
+    for (i, leaf) in chain.iter().enumerate() {
+        if seps.get(j).is_none_or(|s| s.1 != leaf.at) {
+            if i == 0 || leaf.keys.is_some() {
+                return false;
+            }
+            continue;
+        }
+        let sep = &seps[j].0;
+        j += 1;
+        let ok = if i == 0 {
+            sep.is_empty()
+        } else {
+            prev_sep.is_some_and(|p| p < sep)
+                && prev_max.is_none_or(|m| m < sep)
+                && leaf.keys.as_ref().is_none_or(|(min, _)| sep <= min)
+        };
+        if !ok {
+            return false;
+        }
+        prev_sep = Some(sep);
+        if let Some((_, max)) = &leaf.keys {
+            prev_max = Some(max);
+        }
+    }
+    j == seps.len()
 }
 
 /// The tree as one owner of its pool's chunks ([`PmOwner`]): open it through
@@ -599,23 +669,27 @@ pub(crate) struct PbTreeOwner {
     head: u64,
     slab: Slab,
     scanned: Option<Scanned>,
+    inner: InnerKind,
+    fanout: usize,
 }
 
 impl PbTreeOwner {
-    /// The tree rooted at `root_name` in `pool`, of the [`Layout::Objects`] layout, not opened
-    /// yet.
+    /// The tree rooted at `root_name` in `pool`, of the [`Layout::Objects`] layout with its
+    /// inner nodes in PM (SLM-DB's global index), not opened yet.
     pub(crate) fn new(pool: Arc<PmPool>, location: &str, root_name: &str) -> PbTreeOwner {
-        PbTreeOwner::with_layout(pool, location, root_name, Layout::Objects)
+        PbTreeOwner::with_layout(pool, location, root_name, Layout::Objects, InnerKind::Pm)
     }
 
-    /// The tree rooted at `root_name` in `pool`, of leaf layout `layout`, not opened yet. The
-    /// layout must be the one the tree was created with (a leaf of the other fails its
-    /// magic: corruption).
+    /// The tree rooted at `root_name` in `pool`, of leaf layout `layout` and inner nodes
+    /// `inner`, not opened yet. The layout must be the one the tree was created with (a leaf
+    /// of the other fails its magic: corruption), and so must the inner kind (a tree with PM
+    /// inner nodes opened for DRAM ones is refused).
     pub(crate) fn with_layout(
         pool: Arc<PmPool>,
         location: &str,
         root_name: &str,
         layout: Layout,
+        inner: InnerKind,
     ) -> PbTreeOwner {
         let location = format!("{location}: PM tree {root_name}");
         PbTreeOwner {
@@ -629,7 +703,16 @@ impl PbTreeOwner {
             name: root_name.to_string(),
             head: 0,
             scanned: None,
+            inner,
+            fanout: FANOUT,
         }
+    }
+
+    /// Sets the children per PM inner node (tests grow tall trees with small ones).
+    #[cfg(test)]
+    pub(crate) fn with_fanout(mut self, fanout: usize) -> PbTreeOwner {
+        self.fanout = fanout.max(2);
+        self
     }
 
     /// Reads the chain from `head` (no write): every leaf and object checked, a torn split's
@@ -699,7 +782,27 @@ impl PbTreeOwner {
                 }
             }
         }
-        self.scanned = Some(Scanned { leaves, rebits });
+        let inner = match (self.inner, pm.inner_root(head)?) {
+            (_, None) => None,
+            (InnerKind::Dram, Some(_)) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: the tree keeps its inner nodes in PM; it was opened for DRAM ones",
+                    pm.location
+                )))
+            }
+            (InnerKind::Pm, Some(root)) => {
+                let (seps, nodes) = PmInner::walk(pm, root, max_leaves)?;
+                for &(at, bytes) in &nodes {
+                    self.slab.mark_used(at, class_of(bytes))?;
+                }
+                Some((root, (seps, nodes)))
+            }
+        };
+        self.scanned = Some(Scanned {
+            leaves,
+            rebits,
+            inner,
+        });
         Ok(self.slab.finish_open())
     }
 
@@ -712,44 +815,103 @@ impl PbTreeOwner {
             head,
             mut slab,
             scanned,
+            inner: kind,
+            fanout,
             ..
         } = self;
-        let Scanned { mut leaves, rebits } = scanned.unwrap_or_else(|| Scanned {
+        let Scanned {
+            mut leaves,
+            rebits,
+            inner: found,
+        } = scanned.unwrap_or_else(|| Scanned {
             leaves: Vec::new(),
             rebits: Vec::new(),
+            inner: None,
         });
+        let mut dram_rebits = std::collections::HashMap::new();
         for (i, bits) in rebits {
             if writable {
                 pm.store_persist(leaves[i].0.at, bits)?;
+            } else {
+                dram_rebits.insert(leaves[i].0.at, bits);
             }
             leaves[i].0.bits = bits;
         }
-        let mut map = BTreeMap::new();
-        map.insert(Vec::new(), head);
+        // The chain as the inner nodes must see it: the head, then every non-empty leaf with
+        // its lowest and highest key.
+        let mut chain: Vec<ChainLeaf> = Vec::new();
         let mut keys = 0;
         let mut prev = head;
+        // Leaves linked once the repairs are made (an empty one stays when read-only).
+        let mut linked = 0;
         for (leaf, entries) in leaves {
             keys += entries.len() as u64;
-            if leaf.at == head {
-                continue;
-            }
-            if entries.is_empty() {
+            let span = entries
+                .first()
+                .zip(entries.last())
+                .map(|(lo, hi)| (lo.0.clone(), hi.0.clone()));
+            if leaf.at != head && span.is_none() {
                 // Empty and still linked: a crash between a delete and the unlink.
                 if writable {
                     pm.store_persist(prev + 8, leaf.next)?;
                     slab.free(leaf.at);
+                } else {
+                    linked += 1;
                 }
                 continue;
             }
-            map.insert(entries[0].0.clone(), leaf.at);
+            linked += 1;
+            chain.push(ChainLeaf {
+                at: leaf.at,
+                keys: span,
+            });
             prev = leaf.at;
         }
+        if chain.is_empty() {
+            // A tree just created: its head is not scanned.
+            linked = 1;
+            chain.push(ChainLeaf {
+                at: head,
+                keys: None,
+            });
+        }
+        // The separators a rebuild uses: each leaf's lowest key, the head's the empty key.
+        let fresh = |chain: &[ChainLeaf]| -> Vec<Sep> {
+            chain
+                .iter()
+                .enumerate()
+                .map(|(i, l)| match (&l.keys, i) {
+                    (Some((min, _)), 1..) => (min.clone(), l.at),
+                    _ => (Vec::new(), l.at),
+                })
+                .collect()
+        };
+        let dram = |chain: &[ChainLeaf]| Inner::Dram(fresh(chain).into_iter().collect());
+        let inner = match (kind, found) {
+            (InnerKind::Dram, _) => dram(&chain),
+            (InnerKind::Pm, Some((root, (seps, nodes)))) if seps_match(&seps, &chain) => {
+                Inner::Pm(PmInner::adopt(head, root, fanout, &nodes))
+            }
+            // No root yet (a new tree), or one a crash left a leaf behind (module docs of
+            // `inner`): build them again from the chain, or in DRAM when nothing may be written.
+            (InnerKind::Pm, _) if !writable => dram(&chain),
+            (InnerKind::Pm, stale) => {
+                let built = PmInner::build(&pm, &mut slab, head, fanout, fresh(&chain))?;
+                for (at, _) in stale.map(|s| s.1 .1).unwrap_or_default() {
+                    slab.free(at);
+                }
+                Inner::Pm(built)
+            }
+        };
         Ok(PbTree {
             pm,
             state: RwLock::new(State {
-                leaves: map,
+                inner,
+                head,
+                leaves: linked,
                 slab,
                 keys,
+                rebits: dram_rebits,
             }),
             read_only: !writable,
             retired: std::sync::atomic::AtomicBool::new(false),
@@ -809,8 +971,10 @@ impl PbTree {
         location: &str,
         root_name: &str,
         layout: Layout,
+        inner: InnerKind,
     ) -> Result<PbTree> {
-        let mut owner = PbTreeOwner::with_layout(Arc::clone(&pool), location, root_name, layout);
+        let mut owner =
+            PbTreeOwner::with_layout(Arc::clone(&pool), location, root_name, layout, inner);
         let head = owner.create()?;
         if let Err(e) = pool.set_named_root(root_name, head) {
             owner.slab.free(head);
@@ -864,7 +1028,7 @@ impl PbTree {
     /// The payload of `key` (for [`Layout::Inline`], its word's 8 little-endian bytes).
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let st = self.state.read();
-        let leaf = self.pm.read_leaf(st.leaf_for(key).1)?;
+        let leaf = st.read_leaf(&self.pm, st.inner.leaf_of(&self.pm, key)?)?;
         match self.find_in(&leaf, key)? {
             Some(i) => Ok(Some(self.pm.entry_of(&leaf.slots[i])?.1)),
             None => Ok(None),
@@ -949,7 +1113,7 @@ impl PbTree {
     ) -> Result<()> {
         self.writable()?;
         let mut st = self.state.write();
-        let leaf_at = st.leaf_for(key).1;
+        let leaf_at = st.inner.leaf_of(&self.pm, key)?;
         let mut leaf = self.pm.read_leaf(leaf_at)?;
         let found = self.find_in(&leaf, key)?;
         let old = match found {
@@ -985,7 +1149,7 @@ impl PbTree {
             (Upsert::Put(p), None) => {
                 if leaf.bits == self.pm.layout.all_slots() {
                     self.split(&mut st, &leaf)?;
-                    let at = st.leaf_for(key).1;
+                    let at = st.inner.leaf_of(&self.pm, key)?;
                     leaf = self.pm.read_leaf(at)?;
                 }
                 self.insert_into(&mut st, &leaf, key, &p)
@@ -998,7 +1162,7 @@ impl PbTree {
                 }
                 st.keys -= 1;
                 if bits == 0 {
-                    self.unlink(&mut st, &leaf)?;
+                    self.unlink(&mut st, &leaf, key)?;
                 }
                 Ok(())
             }
@@ -1085,32 +1249,61 @@ impl PbTree {
         let upper = entries.split_off(entries.len() / 2);
         let b = st.slab.allocate(class_of(LEAF_BYTES))?;
         let slots: Vec<Slot> = upper.iter().map(|&(_, i)| a.slots[i]).collect();
-        self.pm
+        let sep = upper[0].0.clone();
+        // B, then (PM inner nodes) the inner path naming it, both persisted and unreachable;
+        // then the chain's two stores; then the inner root.
+        let plan = self
+            .pm
             .pool
-            .write(b, &leaf_image(layout, b, &slots, a.next))?;
-        self.pm.persist(&[(b, layout.leaf_used() as u64)])?;
-        self.pm.store_persist(a.at + 8, b)?;
+            .write(b, &leaf_image(layout, b, &slots, a.next))
+            .map_err(Error::from)
+            .and_then(|()| self.pm.persist(&[(b, layout.leaf_used() as u64)]))
+            .and_then(|()| st.inner.plan_insert(&self.pm, &mut st.slab, &sep, b));
+        let plan = match plan {
+            Ok(plan) => plan,
+            Err(e) => {
+                st.slab.free(b);
+                return Err(e);
+            }
+        };
         let bits = upper.iter().fold(a.bits, |bits, &(_, i)| bits & !(1 << i));
-        self.pm.store_persist(a.at, bits)?;
-        st.leaves.insert(upper[0].0.clone(), b);
+        let linked = self
+            .pm
+            .store_persist(a.at + 8, b)
+            .and_then(|()| self.pm.store_persist(a.at, bits));
+        if let Err(e) = linked {
+            // The chain may name B now, with A still holding the upper half: the old inner
+            // nodes route those keys to A, which holds them.
+            Inner::abort(&mut st.slab, plan);
+            return Err(e);
+        }
+        st.inner
+            .commit_insert(&self.pm, &mut st.slab, plan, sep, b)?;
+        st.leaves += 1;
         Ok(())
     }
 
-    /// Unlinks the empty leaf `leaf` unless it is the head (module docs: unlink).
-    fn unlink(&self, st: &mut State, leaf: &Leaf) -> Result<()> {
-        let sep = st
-            .leaves
-            .iter()
-            .find(|(_, &at)| at == leaf.at)
-            .map(|(k, _)| k.clone())
-            .expect("every leaf has a separator");
-        if sep.is_empty() {
+    /// Unlinks the empty leaf `leaf`, which held `key`, unless it is the head (module docs:
+    /// unlink). If the new inner nodes cannot be written (a full pool), the empty leaf stays
+    /// linked: it holds nothing, so every read and write stays correct.
+    fn unlink(&self, st: &mut State, leaf: &Leaf, key: &[u8]) -> Result<()> {
+        let (sep, at) = st.inner.sep_of(&self.pm, key)?;
+        if sep.is_empty() || at != leaf.at {
             return Ok(());
         }
-        let prev = st.leaf_for_before(&sep);
-        self.pm.store_persist(prev + 8, leaf.next)?;
-        st.leaves.remove(&sep);
+        let prev = st.inner.leaf_before(&self.pm, &sep)?;
+        let plan = match st.inner.plan_remove(&self.pm, &mut st.slab, &sep) {
+            Ok(plan) => plan,
+            Err(e @ Error::Corruption { .. }) => return Err(e),
+            Err(_) => return Ok(()),
+        };
+        if let Err(e) = self.pm.store_persist(prev + 8, leaf.next) {
+            Inner::abort(&mut st.slab, plan);
+            return Err(e);
+        }
+        st.inner.commit_remove(&self.pm, &mut st.slab, plan, &sep)?;
         st.slab.free(leaf.at);
+        st.leaves -= 1;
         Ok(())
     }
 
@@ -1122,12 +1315,14 @@ impl PbTree {
             Bound::Included(k) | Bound::Excluded(k) => k,
             Bound::Unbounded => &[],
         };
-        let (sep, _) = st.leaf_for(start);
-        for (_, &at) in st
-            .leaves
-            .range::<[u8], _>((Bound::Included(sep.as_slice()), Bound::Unbounded))
-        {
-            let leaf = self.pm.read_leaf(at)?;
+        // The leaf that holds `start`'s range, then on along the chain (key order).
+        let mut at = st.inner.leaf_of(&self.pm, start)?;
+        for _ in 0..st.leaves {
+            if at == 0 {
+                break;
+            }
+            let leaf = st.read_leaf(&self.pm, at)?;
+            at = leaf.next;
             let mut out = Vec::new();
             for i in leaf.valid() {
                 let (k, p) = self.pm.entry_of(&leaf.slots[i])?;
@@ -1144,6 +1339,12 @@ impl PbTree {
                 out.sort_by(|a, b| a.0.cmp(&b.0));
                 return Ok(out);
             }
+        }
+        if at != 0 {
+            return Err(self.pm.bad(format!(
+                "the leaf chain holds more than the {} leaves counted",
+                st.leaves
+            )));
         }
         Ok(Vec::new())
     }
@@ -1180,22 +1381,48 @@ impl PbTree {
     /// Figures of the tree.
     pub(crate) fn stats(&self) -> PbTreeStats {
         let st = self.state.read();
+        let (inner_nodes, inner_pm_bytes) = st.inner.pm_nodes();
         PbTreeStats {
             keys: st.keys,
-            leaves: st.leaves.len() as u64,
+            leaves: st.leaves,
             pm_bytes: st.slab.bytes_used(),
             chunks: st.slab.chunk_count(),
-            dram_bytes: st.leaves.keys().map(|k| k.len() as u64 + 32).sum(),
+            dram_bytes: st.inner.dram_bytes(),
+            inner_nodes,
+            inner_pm_bytes,
         }
     }
 
-    /// Reads and checks every leaf and object of the chain; returns the number of keys.
+    /// Where the tree keeps its inner nodes now (a read-only open of a tree with PM inner
+    /// nodes a crash left behind the chain keeps them in DRAM).
+    #[cfg(test)]
+    pub(crate) fn inner_kind(&self) -> InnerKind {
+        self.state.read().inner.kind()
+    }
+
+    /// The separator and leaf whose range holds `key` (tests).
+    #[cfg(test)]
+    pub(crate) fn sep_of(&self, key: &[u8]) -> Result<(Vec<u8>, u64)> {
+        self.state.read().inner.sep_of(&self.pm, key)
+    }
+
+    /// Reads and checks every leaf and object of the chain, and that the inner nodes route
+    /// every key to its leaf (PM inner nodes: each node read and checked, none leaked);
+    /// returns the number of keys.
     pub(crate) fn verify(&self) -> Result<u64> {
         let st = self.state.read();
         let mut keys = 0u64;
         let mut last: Option<Vec<u8>> = None;
-        for &at in st.leaves.values() {
-            let leaf = self.pm.read_leaf(at)?;
+        let mut chain = Vec::new();
+        let mut at = st.head;
+        while at != 0 {
+            if chain.len() as u64 > st.leaves {
+                return Err(self.pm.bad(format!(
+                    "the leaf chain holds more than the {} leaves counted",
+                    st.leaves
+                )));
+            }
+            let leaf = st.read_leaf(&self.pm, at)?;
             let mut ks = Vec::new();
             for i in leaf.valid() {
                 let k = self.pm.key_of(&leaf.slots[i])?;
@@ -1211,9 +1438,24 @@ impl PbTree {
                     .bad(format!("PM tree leaf at {at}: keys out of order")));
             }
             keys += ks.len() as u64;
+            chain.push(ChainLeaf {
+                at,
+                keys: ks.first().cloned().zip(ks.last().cloned()),
+            });
             if let Some(k) = ks.pop() {
                 last = Some(k);
             }
+            at = leaf.next;
+        }
+        let (seps, _) = st
+            .inner
+            .separators(&self.pm, self.pm.pool.size() / LEAF_BYTES)?;
+        if chain.len() as u64 != st.leaves || !seps_match(&seps, &chain) {
+            return Err(self.pm.bad(format!(
+                "the inner nodes name {} leaves that do not match the chain of {}",
+                seps.len(),
+                chain.len()
+            )));
         }
         if keys != st.keys {
             return Err(self.pm.bad(format!(
@@ -1228,18 +1470,6 @@ impl PbTree {
 /// The word of an inline payload (always 8 bytes: [`PbTree::upsert`] refuses others).
 fn word_of(p: &[u8]) -> u64 {
     u64::from_le_bytes(p.try_into().expect("an inline payload is 8 bytes"))
-}
-
-impl State {
-    /// The leaf before the one whose separator is `sep`.
-    fn leaf_for_before(&self, sep: &[u8]) -> u64 {
-        *self
-            .leaves
-            .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(sep)))
-            .next_back()
-            .expect("a non-head leaf has a leaf before it")
-            .1
-    }
 }
 
 fn object_image(at: u64, key: &[u8], payload: &[u8]) -> Vec<u8> {

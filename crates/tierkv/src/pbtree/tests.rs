@@ -17,31 +17,65 @@ fn options() -> PoolOptions {
     }
 }
 
-/// Both leaf layouts: every test that is not about one layout runs for each.
-const LAYOUTS: [Layout; 2] = [Layout::Objects, Layout::Inline];
-
-fn open_on(
-    pool: &Arc<PmPool>,
-    how: PmFsOpen,
-    writable: bool,
+/// A tree's leaf layout, where its inner nodes are, and their fanout when in PM.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
     layout: Layout,
-) -> Result<Arc<PbTree>> {
-    let mut owner = PbTreeOwner::with_layout(Arc::clone(pool), "test pool", ROOT, layout);
+    inner: InnerKind,
+    fanout: usize,
+}
+
+/// SLM-DB's global index: objects, inner nodes in PM (a small fanout, so that a few hundred
+/// keys grow a tree of several levels).
+const OBJECTS_PM: Shape = Shape {
+    layout: Layout::Objects,
+    inner: InnerKind::Pm,
+    fanout: 3,
+};
+const OBJECTS_DRAM: Shape = Shape {
+    layout: Layout::Objects,
+    inner: InnerKind::Dram,
+    fanout: FANOUT,
+};
+/// LAB-DB's L0.
+const INLINE_DRAM: Shape = Shape {
+    layout: Layout::Inline,
+    inner: InnerKind::Dram,
+    fanout: FANOUT,
+};
+const INLINE_PM: Shape = Shape {
+    layout: Layout::Inline,
+    inner: InnerKind::Pm,
+    fanout: 4,
+};
+
+/// Every shape: every test that is not about one shape runs for each.
+const SHAPES: [Shape; 4] = [OBJECTS_PM, OBJECTS_DRAM, INLINE_DRAM, INLINE_PM];
+
+fn open_on(pool: &Arc<PmPool>, how: PmFsOpen, writable: bool, shape: Shape) -> Result<Arc<PbTree>> {
+    let mut owner = PbTreeOwner::with_layout(
+        Arc::clone(pool),
+        "test pool",
+        ROOT,
+        shape.layout,
+        shape.inner,
+    )
+    .with_fanout(shape.fanout);
     open_pm_owners(pool, "test pool", how, &mut [&mut owner])?;
     Ok(Arc::new(owner.into_tree(writable)?))
 }
 
-fn new_tree(layout: Layout) -> (Arc<PmPool>, Arc<PbTree>) {
+fn new_tree(shape: Shape) -> (Arc<PmPool>, Arc<PbTree>) {
     let pool = PmPool::create_crash_sim(&options(), true).unwrap();
-    let tree = open_on(&pool, PmFsOpen::Create(ID), true, layout).unwrap();
+    let tree = open_on(&pool, PmFsOpen::Create(ID), true, shape).unwrap();
     (pool, tree)
 }
 
 /// The tree after a crash now, in image `kind`, reopened.
-fn reopen(pool: &PmPool, kind: CrashImage, layout: Layout) -> Result<(Arc<PmPool>, Arc<PbTree>)> {
+fn reopen(pool: &PmPool, kind: CrashImage, shape: Shape) -> Result<(Arc<PmPool>, Arc<PbTree>)> {
     let img = pool.crash_image(kind).unwrap();
     let p2 = PmPool::open_crash_image_checked(img, &options(), true).unwrap();
-    let t = open_on(&p2, PmFsOpen::Existing(ID), true, layout)?;
+    let t = open_on(&p2, PmFsOpen::Existing(ID), true, shape)?;
     Ok((p2, t))
 }
 
@@ -69,10 +103,12 @@ fn model_entries(m: &Model<Vec<u8>, Vec<u8>>) -> Vec<Entry> {
     m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-/// The PM bytes a tree of these entries holds in `leaves` leaves: what no leak looks like
-/// (`Inline`: an object only for a key over `INLINE_KEY` bytes, holding the key alone).
-fn expected_pm_bytes(layout: Layout, m: &Model<Vec<u8>, Vec<u8>>, leaves: u64) -> u64 {
-    leaves * LEAF_BYTES
+/// The PM bytes a tree of these entries holds: what no leak looks like (`Inline`: an object
+/// only for a key over `INLINE_KEY` bytes, holding the key alone), with its leaves and its
+/// inner nodes (their bytes counted by the tree; `verify` checks the count against a walk).
+fn expected_pm_bytes(layout: Layout, m: &Model<Vec<u8>, Vec<u8>>, s: &PbTreeStats) -> u64 {
+    s.leaves * LEAF_BYTES
+        + s.inner_pm_bytes
         + m.iter()
             .map(|(k, v)| match layout {
                 Layout::Objects => slot_bytes(class_of((OBJECT_HEADER + k.len() + v.len()) as u64)),
@@ -92,9 +128,10 @@ fn key(n: u32, extra: usize) -> Vec<u8> {
 
 #[test]
 fn puts_gets_deletes_and_iterates_in_key_order() {
-    for layout in LAYOUTS {
+    for shape in SHAPES {
+        let layout = shape.layout;
         let p = |b: &[u8]| pay(layout, b);
-        let (_pool, t) = new_tree(layout);
+        let (_pool, t) = new_tree(shape);
         assert_eq!(t.layout(), layout);
         assert_eq!(t.get(b"a").unwrap(), None);
         assert_eq!(t.put(b"b", &p(b"2")).unwrap(), None);
@@ -117,8 +154,9 @@ fn puts_gets_deletes_and_iterates_in_key_order() {
 
 #[test]
 fn splits_keep_every_key_and_the_order_and_survive_a_reopen() {
-    for layout in LAYOUTS {
-        let (pool, t) = new_tree(layout);
+    for shape in SHAPES {
+        let layout = shape.layout;
+        let (pool, t) = new_tree(shape);
         let mut m = Model::new();
         // Reverse and interleaved order, keys of 11 to 411 bytes: many splits, several
         // classes (Inline: keys of at most 23 bytes in the slot, the others as objects).
@@ -133,36 +171,48 @@ fn splits_keep_every_key_and_the_order_and_survive_a_reopen() {
             m.insert(k, v);
         }
         assert!(t.stats().leaves >= 600 / layout.slots() as u64);
+        if shape.inner == InnerKind::Pm {
+            // Tall enough that splits and unlinks rewrite paths of several nodes.
+            assert!(t.stats().inner_nodes > shape.fanout as u64, "{shape:?}");
+        }
+        assert_eq!(t.verify().unwrap(), 600);
         assert_eq!(all(&t), model_entries(&m));
         let mut it = t.iter();
         it.seek(&key(300, 0)).unwrap();
         assert_eq!(it.current().unwrap().0, key(300, (300 * 7) % 400));
-        let (_p2, t2) = reopen(&pool, CrashImage::Strict, layout).unwrap();
+        let (_p2, t2) = reopen(&pool, CrashImage::Strict, shape).unwrap();
         assert_eq!(all(&t2), model_entries(&m));
         assert_eq!(t2.verify().unwrap(), 600);
         assert_eq!(
             t2.stats().pm_bytes,
-            expected_pm_bytes(layout, &m, t2.stats().leaves)
+            expected_pm_bytes(layout, &m, &t2.stats())
         );
         // Deleting everything unlinks every leaf but the head and frees every object.
         for k in m.keys() {
             assert!(t2.delete(k).unwrap().is_some());
         }
         let s = t2.stats();
+        // PM inner nodes: one root naming the head (the emptied levels collapsed).
+        let inner = match shape.inner {
+            InnerKind::Pm => 1,
+            InnerKind::Dram => 0,
+        };
         assert_eq!(
-            (s.keys, s.leaves, s.pm_bytes),
-            (0, 1, LEAF_BYTES),
-            "{layout:?}"
+            (s.keys, s.leaves, s.inner_nodes, s.pm_bytes),
+            (0, 1, inner, LEAF_BYTES + s.inner_pm_bytes),
+            "{shape:?}"
         );
+        assert_eq!(t2.verify().unwrap(), 0);
         assert!(all(&t2).is_empty());
     }
 }
 
 #[test]
 fn upsert_decides_on_the_current_payload() {
-    for layout in LAYOUTS {
+    for shape in SHAPES {
+        let layout = shape.layout;
         let p = |b: &[u8]| pay(layout, b);
-        let (_pool, t) = new_tree(layout);
+        let (_pool, t) = new_tree(shape);
         t.put(b"k", &p(b"file-7")).unwrap();
         // Replace only if it still names file 7, as a compaction does.
         for new in [b"file-9".as_slice(), b"file-10"] {
@@ -181,14 +231,15 @@ fn upsert_decides_on_the_current_payload() {
 
 #[test]
 fn an_object_too_large_for_a_chunk_is_refused_and_changes_nothing() {
-    for layout in LAYOUTS {
-        let (_pool, t) = new_tree(layout);
+    for shape in SHAPES {
+        let layout = shape.layout;
+        let (_pool, t) = new_tree(shape);
         let v = pay(layout, b"v");
         let big = vec![7u8; 64 << 10];
         let e = t.put(&big, &v).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
         assert_eq!(t.len(), 0);
-        assert_eq!(t.stats().pm_bytes, LEAF_BYTES);
+        assert_eq!(t.stats().pm_bytes, LEAF_BYTES + t.stats().inner_pm_bytes);
         // The largest that fits does (Inline: a long key's object holds the key alone).
         let payload_in_object = match layout {
             Layout::Objects => v.len(),
@@ -202,12 +253,13 @@ fn an_object_too_large_for_a_chunk_is_refused_and_changes_nothing() {
 
 #[test]
 fn a_read_only_tree_refuses_updates() {
-    for layout in LAYOUTS {
-        let (pool, t) = new_tree(layout);
+    for shape in SHAPES {
+        let layout = shape.layout;
+        let (pool, t) = new_tree(shape);
         t.put(b"a", &pay(layout, b"1")).unwrap();
         let img = pool.crash_image(CrashImage::Strict).unwrap();
         let p2 = PmPool::open_crash_image(img, &options()).unwrap();
-        let ro = open_on(&p2, PmFsOpen::Existing(ID), false, layout).unwrap();
+        let ro = open_on(&p2, PmFsOpen::Existing(ID), false, shape).unwrap();
         assert_eq!(ro.get(b"a").unwrap(), Some(pay(layout, b"1")));
         assert!(matches!(
             ro.put(b"b", &pay(layout, b"2")),
@@ -218,16 +270,16 @@ fn a_read_only_tree_refuses_updates() {
 
 /// Opens the image of `pool` with `byte` XORed by 0x10 at `at`; it must fail as corruption
 /// naming the tree.
-fn assert_damage_found(pool: &PmPool, layout: Layout, what: &str, at: u64) {
+fn assert_damage_found(pool: &PmPool, shape: Shape, what: &str, at: u64) {
     let mut img = pool.crash_image(CrashImage::Strict).unwrap();
     img[at as usize] ^= 0x10;
     let p2 = PmPool::open_crash_image(img, &options()).unwrap();
-    match open_on(&p2, PmFsOpen::Existing(ID), true, layout) {
+    match open_on(&p2, PmFsOpen::Existing(ID), true, shape) {
         Err(Error::Corruption { location, .. }) => {
             assert!(location.contains("PM tree index"), "{what}: {location}")
         }
-        Err(e) => panic!("{layout:?} {what}: {e}"),
-        Ok(_) => panic!("{layout:?} {what}: damage not found"),
+        Err(e) => panic!("{shape:?} {what}: {e}"),
+        Ok(_) => panic!("{shape:?} {what}: damage not found"),
     }
 }
 
@@ -235,14 +287,19 @@ fn assert_damage_found(pool: &PmPool, layout: Layout, what: &str, at: u64) {
 /// tree, never returned as data.
 #[test]
 fn damage_is_reported_as_corruption() {
-    let (pool, t) = new_tree(Layout::Objects);
-    for n in 0..100 {
+    let (pool, t) = new_tree(OBJECTS_PM);
+    for n in 0..300 {
         t.put(&key(n, 0), b"value").unwrap();
     }
-    let head = t.state.read().leaves[&Vec::new()];
+    let head = t.state.read().head;
     let leaf = t.pm.read_leaf(head).unwrap();
     let slot = leaf.valid().next().unwrap();
     let obj = leaf.slots[slot].object().unwrap();
+    // The inner root and one of its children (the tree is at least two levels tall).
+    let root = t.pm.inner_root(head).unwrap().unwrap();
+    let node = t.pm.read_node(root).unwrap();
+    assert!(node.level >= 2, "{node:?}");
+    let child = node.entries[1].1;
     let cases: Vec<(&str, u64)> = vec![
         ("bitmap", head),
         ("next link", head + 8),
@@ -250,10 +307,23 @@ fn damage_is_reported_as_corruption() {
         ("slot pointer", Layout::Objects.slot_at(head, slot) + 8),
         ("object key", obj + OBJECT_HEADER as u64),
         ("object length", obj),
+        ("inner-root word", head + inner::ROOT_WORD),
+        ("inner root magic", root),
+        ("inner root level", root + 16),
+        ("inner root child pointer", root + 32),
+        ("inner node key", child + 32 + 12),
+        ("inner node count", child + 18),
     ];
     for (what, at) in cases {
-        assert_damage_found(&pool, Layout::Objects, what, at);
+        assert_damage_found(&pool, OBJECTS_PM, what, at);
     }
+    // A tree with PM inner nodes opened for DRAM ones is refused.
+    let img = pool.crash_image(CrashImage::Strict).unwrap();
+    let p2 = PmPool::open_crash_image(img, &options()).unwrap();
+    assert!(matches!(
+        open_on(&p2, PmFsOpen::Existing(ID), true, OBJECTS_DRAM),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 /// The inline layout's checked parts: the leaf words, the tag, the padding after an inline
@@ -262,7 +332,7 @@ fn damage_is_reported_as_corruption() {
 #[test]
 fn inline_damage_is_reported_as_corruption() {
     let layout = Layout::Inline;
-    let (pool, t) = new_tree(layout);
+    let (pool, t) = new_tree(INLINE_DRAM);
     for n in 0..40 {
         t.put(
             &key(n, if n % 2 == 0 { 0 } else { 30 }),
@@ -270,7 +340,7 @@ fn inline_damage_is_reported_as_corruption() {
         )
         .unwrap();
     }
-    let head = t.state.read().leaves[&Vec::new()];
+    let head = t.state.read().head;
     let leaf = t.pm.read_leaf(head).unwrap();
     let short = leaf
         .valid()
@@ -296,10 +366,10 @@ fn inline_damage_is_reported_as_corruption() {
         ("object length", obj),
     ];
     for (what, at) in cases {
-        assert_damage_found(&pool, layout, what, at);
+        assert_damage_found(&pool, INLINE_DRAM, what, at);
     }
     // A tree opened with the other layout fails the leaf magic.
-    assert_damage_found(&pool, Layout::Objects, "other layout's magic", head + 40);
+    assert_damage_found(&pool, OBJECTS_DRAM, "other layout's magic", head + 40);
 }
 
 /// `upsert_word` and `get_word`: any 64-bit word, the old word returned, Keep and Delete, an
@@ -307,7 +377,7 @@ fn inline_damage_is_reported_as_corruption() {
 /// payloads of another length refused on the inline layout.
 #[test]
 fn words_update_in_place() {
-    let (pool, t) = new_tree(Layout::Inline);
+    let (pool, t) = new_tree(INLINE_DRAM);
     let long = key(1, 40);
     for (k, w) in [(b"short".to_vec(), 0u64), (long.clone(), u64::MAX)] {
         assert_eq!(
@@ -332,7 +402,7 @@ fn words_update_in_place() {
         assert_eq!(t.take_persisted_bytes(), 0, "Keep writes nothing");
     }
     assert_eq!(t.stats().pm_bytes, pm_before, "no new object for an update");
-    let (_p2, t2) = reopen(&pool, CrashImage::Strict, Layout::Inline).unwrap();
+    let (_p2, t2) = reopen(&pool, CrashImage::Strict, INLINE_DRAM).unwrap();
     assert_eq!(t2.get_word(b"short").unwrap(), Some(0x8000_0000_0000_0001));
     assert_eq!(t2.get_word(&long).unwrap(), Some(0x7fff_ffff_ffff_fffe));
     assert_eq!(
@@ -352,7 +422,7 @@ fn words_update_in_place() {
     ));
     assert_eq!(t.get(b"x").unwrap(), None);
     assert_eq!(t.len(), 1);
-    let (_p, objects) = new_tree(Layout::Objects);
+    let (_p, objects) = new_tree(OBJECTS_PM);
     assert!(matches!(
         objects.upsert_word(b"k", |_| WordOp::Put(1)),
         Err(Error::InvalidArgument(_))
@@ -405,13 +475,15 @@ proptest! {
     /// content needs.
     #[test]
     fn matches_a_model(ops in prop::collection::vec(op(), 1..400), probe in 0..300u32) {
-        for layout in LAYOUTS {
-            let (pool, t) = new_tree(layout);
+        for shape in SHAPES {
+        let layout = shape.layout;
+            let (pool, t) = new_tree(shape);
             let mut m = Model::new();
             for o in &ops {
                 apply(&t, &mut m, o);
             }
             prop_assert_eq!(all(&t), model_entries(&m));
+            prop_assert_eq!(t.verify().unwrap(), m.len() as u64);
             let mut it = t.iter();
             it.seek(&key(probe, 0)).unwrap();
             let want = m.range(key(probe, 0)..).next().map(|(k, v)| (k.clone(), v.clone()));
@@ -422,13 +494,13 @@ proptest! {
                     prop_assert_eq!(t.get(&k).unwrap(), m.get(&k).cloned());
                 }
             }
-            prop_assert_eq!(t.stats().pm_bytes, expected_pm_bytes(layout, &m, t.stats().leaves));
-            let (_p2, t2) = reopen(&pool, CrashImage::Strict, layout).unwrap();
+            prop_assert_eq!(t.stats().pm_bytes, expected_pm_bytes(layout, &m, &t.stats()));
+            let (_p2, t2) = reopen(&pool, CrashImage::Strict, shape).unwrap();
             prop_assert_eq!(all(&t2), model_entries(&m));
             prop_assert_eq!(t2.verify().unwrap(), m.len() as u64);
             prop_assert_eq!(
                 t2.stats().pm_bytes,
-                expected_pm_bytes(layout, &m, t2.stats().leaves)
+                expected_pm_bytes(layout, &m, &t2.stats())
             );
         }
     }
@@ -444,14 +516,23 @@ enum Kind {
     Unlink,
 }
 
-/// Crashes at every fence of inserts, a split, updates, deletes and an unlink in `layout`
-/// (keys from `key_of`), in the strict, the all-pending and torn images: the reopened tree is
+/// Crashes at every fence of inserts, splits, updates, deletes and unlinks in `shape` (keys
+/// `key_of(0..inserts)`, inserted in order, then a few updated, then every key past the head
+/// leaf deleted in order), in the strict, the all-pending and torn images: the reopened tree is
 /// the content before or after the operation in flight (never a mix, never a lost
-/// acknowledged key), checks clean, holds no leaked PM slot, and takes further updates. Every
-/// kind of step must have been seen both before and after in some image (so each kind's
+/// acknowledged key), checks clean (its inner nodes too), holds no leaked PM slot, and takes
+/// further updates; with PM inner nodes, a read-only open of the strict image reads the same.
+/// Every kind of step must have been seen both before and after in some image (so each kind's
 /// publishing store was walked). Returns the images checked.
-fn fence_walk(layout: Layout, key_of: fn(u32) -> Vec<u8>, torn: u64, torn_lines: u64) -> u64 {
-    let (pool, t) = new_tree(layout);
+fn fence_walk(
+    shape: Shape,
+    key_of: fn(u32) -> Vec<u8>,
+    inserts: u32,
+    torn: u64,
+    torn_lines: u64,
+) -> u64 {
+    let layout = shape.layout;
+    let (pool, t) = new_tree(shape);
     let before: Arc<Mutex<Model<Vec<u8>, Vec<u8>>>> = Arc::default();
     let after: Arc<Mutex<Model<Vec<u8>, Vec<u8>>>> = Arc::default();
     let kind_now = Arc::new(Mutex::new(Kind::Insert));
@@ -469,22 +550,31 @@ fn fence_walk(layout: Layout, key_of: fn(u32) -> Vec<u8>, torn: u64, torn_lines:
             );
             let kind = *kind_now.lock().unwrap();
             for image in CrashImage::at_fence(fence, torn, torn_lines) {
-                let (_p2, t2) = reopen(&p, image, layout)
-                    .unwrap_or_else(|e| panic!("{layout:?} fence {fence} {image:?}: {e}"));
+                if shape.inner == InnerKind::Pm && image == CrashImage::Strict {
+                    let img = p.crash_image(image).unwrap();
+                    let p2 = PmPool::open_crash_image(img, &options()).unwrap();
+                    let ro = open_on(&p2, PmFsOpen::Existing(ID), false, shape).unwrap();
+                    let got = all(&ro);
+                    assert!(got == model_entries(&b) || got == model_entries(&a));
+                    assert_eq!(ro.verify().unwrap(), got.len() as u64);
+                }
+                let (_p2, t2) = reopen(&p, image, shape)
+                    .unwrap_or_else(|e| panic!("{shape:?} fence {fence} {image:?}: {e}"));
                 let got = all(&t2);
                 let (which, is_after) = if got == model_entries(&b) {
                     (&b, false)
                 } else if got == model_entries(&a) {
                     (&a, true)
                 } else {
-                    panic!("{layout:?} fence {fence} {image:?}: neither before nor after");
+                    panic!("{shape:?} fence {fence} {image:?}: neither before nor after");
                 };
                 *seen.lock().unwrap().entry((kind, is_after)).or_default() += 1;
+                assert_eq!(t2.inner_kind(), shape.inner);
                 assert_eq!(t2.verify().unwrap(), which.len() as u64);
                 assert_eq!(
                     t2.stats().pm_bytes,
-                    expected_pm_bytes(layout, which, t2.stats().leaves),
-                    "{layout:?} fence {fence} {image:?}: leaked PM"
+                    expected_pm_bytes(layout, which, &t2.stats()),
+                    "{shape:?} fence {fence} {image:?}: leaked PM"
                 );
                 t2.put(b"after the crash", &pay(layout, b"1")).unwrap();
                 checked.fetch_add(1, Ordering::SeqCst);
@@ -492,7 +582,17 @@ fn fence_walk(layout: Layout, key_of: fn(u32) -> Vec<u8>, torn: u64, torn_lines:
         })));
     }
     let mut m = Model::new();
-    let mut step = |t: &PbTree, kind: Kind, k: Vec<u8>, v: Option<u8>| {
+    let mut step = |t: &PbTree, k: Vec<u8>, v: Option<u8>| {
+        // What the step will do to the tree's structure.
+        let (sep, at) = t.sep_of(&k).unwrap();
+        let filled = t.pm.read_leaf(at).unwrap().bits.count_ones() as usize;
+        let kind = match (v.is_some(), m.contains_key(&k)) {
+            (true, true) => Kind::Update,
+            (true, false) if filled == layout.slots() => Kind::Split,
+            (true, false) => Kind::Insert,
+            (false, _) if filled == 1 && !sep.is_empty() => Kind::Unlink,
+            (false, _) => Kind::Delete,
+        };
         // Inline: a word using its top and bottom bytes; Objects: three bytes.
         let payload = v.map(|v| match layout {
             Layout::Inline => (u64::from(v) << 56 | u64::from(v)).to_le_bytes().to_vec(),
@@ -520,33 +620,27 @@ fn fence_walk(layout: Layout, key_of: fn(u32) -> Vec<u8>, torn: u64, torn_lines:
         assert_eq!(old.as_ref(), m.get(&k));
         m = next;
     };
-    // Fill one leaf and split it (the slots+1-th insert), update in both halves, delete the
-    // upper half down to an unlink.
+    // Fill leaves and split them, update in the first two, delete everything past the head
+    // leaf down to its unlinks.
     let slots = layout.slots() as u32;
-    for n in 0..slots + 1 {
-        let kind = if n == slots {
-            Kind::Split
-        } else {
-            Kind::Insert
-        };
-        step(&t, kind, key_of(n), Some(1));
+    for n in 0..inserts {
+        step(&t, key_of(n), Some(1));
     }
-    assert_eq!(t.stats().leaves, 2);
+    assert!(t.stats().leaves >= 2);
+    if shape.inner == InnerKind::Pm && shape.fanout == 2 {
+        // A root over level-1 nodes: the walk crossed a root split.
+        assert!(t.stats().inner_nodes >= 3, "{:?}", t.stats());
+    }
     for n in [slots - 2, slots - 1, 5, 6] {
-        step(&t, Kind::Update, key_of(n), Some(2 + n as u8));
+        step(&t, key_of(n), Some(2 + n as u8));
     }
-    let upper: Vec<u32> = (0..slots + 1)
-        .filter(|n| !t.state.read().leaf_for(&key_of(*n)).0.is_empty())
+    let upper: Vec<u32> = (0..inserts)
+        .filter(|n| !t.sep_of(&key_of(*n)).unwrap().0.is_empty())
         .collect();
-    for (i, &n) in upper.iter().enumerate() {
-        let kind = if i + 1 == upper.len() {
-            Kind::Unlink
-        } else {
-            Kind::Delete
-        };
-        step(&t, kind, key_of(n), None);
+    for &n in &upper {
+        step(&t, key_of(n), None);
     }
-    assert_eq!(t.stats().leaves, 1, "the split-off leaf was unlinked");
+    assert_eq!(t.stats().leaves, 1, "the split-off leaves were unlinked");
     pool.set_fence_hook(None);
     let seen = seen.lock().unwrap().clone();
     for kind in [
@@ -559,7 +653,7 @@ fn fence_walk(layout: Layout, key_of: fn(u32) -> Vec<u8>, torn: u64, torn_lines:
         for is_after in [false, true] {
             assert!(
                 seen.get(&(kind, is_after)).copied().unwrap_or(0) > 0,
-                "{layout:?}: no image {} a {kind:?}: {seen:?}",
+                "{shape:?}: no image {} a {kind:?}: {seen:?}",
                 if is_after { "after" } else { "before" }
             );
         }
@@ -567,11 +661,31 @@ fn fence_walk(layout: Layout, key_of: fn(u32) -> Vec<u8>, torn: u64, torn_lines:
     checked.load(Ordering::SeqCst)
 }
 
-/// The objects layout's fence walk (SLM-DB's global index).
+/// The objects layout's fence walk with DRAM inner nodes: one split.
 #[test]
 fn a_crash_at_any_fence_leaves_the_tree_before_or_after_the_operation() {
-    let checked = fence_walk(Layout::Objects, |n| key(n, 0), 3, 2);
+    let shape = OBJECTS_DRAM;
+    let checked = fence_walk(shape, |n| key(n, 0), shape.layout.slots() as u32 + 1, 3, 2);
     assert!(checked >= 7 * 100, "too few fences walked: {checked}");
+}
+
+/// SLM-DB's global index: PM inner nodes of fanout 2, and keys enough for four leaves, so the
+/// walk crosses leaf splits that split the level-1 node and the root (the tree grows a level),
+/// and unlinks that empty inner nodes and collapse the root, with torn 8-byte words.
+#[test]
+fn pm_inner_nodes_a_crash_at_any_fence_leaves_the_tree_before_or_after_the_operation() {
+    let shape = Shape {
+        fanout: 2,
+        ..OBJECTS_PM
+    };
+    let checked = fence_walk(
+        shape,
+        |n| key(n, 0),
+        2 * shape.layout.slots() as u32 + 4,
+        3,
+        2,
+    );
+    assert!(checked >= 7 * 200, "too few fences walked: {checked}");
 }
 
 /// The inline layout's fence walk: keys of 11, 23 (the longest in a slot) and 24 bytes (an
@@ -579,9 +693,11 @@ fn a_crash_at_any_fence_leaves_the_tree_before_or_after_the_operation() {
 /// updates of both kinds of slot and deletes are all walked, with torn 8-byte words.
 #[test]
 fn inline_a_crash_at_any_fence_leaves_the_tree_before_or_after_the_operation() {
+    let shape = INLINE_DRAM;
     let checked = fence_walk(
-        Layout::Inline,
+        shape,
         |n| key(n, [0, INLINE_KEY - 11, INLINE_KEY - 10][n as usize % 3]),
+        shape.layout.slots() as u32 + 1,
         3,
         2,
     );
