@@ -309,6 +309,11 @@ pub struct SlmOptions {
     /// The most tables one selective compaction merges (the paper does not give its cap).
     /// Default 10.
     pub max_inputs: usize,
+    /// The global index's inner nodes in PM (the paper's tree entirely in PM: copy-on-write
+    /// nodes, no DRAM) or, when false, in a DRAM map rebuilt at open (faster lookups, DRAM of
+    /// one separator per leaf). Either reopens a database made with the other: the nodes are
+    /// built again, or dropped and freed. Default true.
+    pub inner_nodes_in_pm: bool,
 }
 
 impl Default for SlmOptions {
@@ -321,6 +326,7 @@ impl Default for SlmOptions {
             range_files: 8,
             range_rule: true,
             max_inputs: 10,
+            inner_nodes_in_pm: true,
         }
     }
 }

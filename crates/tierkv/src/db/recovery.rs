@@ -439,6 +439,7 @@ pub(crate) fn open_pm(
     let has_lists = options.design.spec().front_end == crate::pipeline::FrontEndKind::Lists;
     let kinds = crate::fs::PmKinds {
         index: has_index.then_some(lock),
+        index_inner_in_pm: options.slmdb.inner_nodes_in_pm,
         lab: has_lab.then_some(lock),
         lists: has_lists.then_some(lock),
     };

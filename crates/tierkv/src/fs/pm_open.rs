@@ -316,6 +316,8 @@ pub struct PmStructures {
 pub struct PmKinds {
     /// SLM-DB's global index.
     pub index: Option<bool>,
+    /// Whether the global index keeps its inner nodes in PM (else in DRAM).
+    pub index_inner_in_pm: bool,
     /// LAB-DB's L0 trees.
     pub lab: Option<bool>,
     /// ListDB's heap.
@@ -334,9 +336,20 @@ pub fn open_pm_structures(
 ) -> Result<PmStructures> {
     use crate::pbtree::{InnerKind, Layout, PbTreeOwner};
     let mut pmfs = PmFsOwner::new(Arc::clone(pool), location, how.identity())?;
-    let mut index = kinds
-        .index
-        .map(|_| PbTreeOwner::new(Arc::clone(pool), location, crate::gindex::ROOT_NAME));
+    let mut index = kinds.index.map(|_| {
+        let inner = if kinds.index_inner_in_pm {
+            InnerKind::Pm
+        } else {
+            InnerKind::Dram
+        };
+        PbTreeOwner::with_layout(
+            Arc::clone(pool),
+            location,
+            crate::gindex::ROOT_NAME,
+            Layout::Objects,
+            inner,
+        )
+    });
     let mut lab = kinds.lab.map(|_| {
         crate::labdb::l0::TREE_ROOTS.map(|name| {
             PbTreeOwner::with_layout(

@@ -36,7 +36,7 @@
 use super::slab::{class_of, slot_bytes, Slab};
 use super::{u32_at, u64_at, Pm};
 use crate::fs::decode_checked;
-use crate::util::crc::{crc32c, mask, unmask};
+use crate::util::crc::{crc32c_two, mask, unmask};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -97,29 +97,33 @@ fn node_image(at: u64, level: u16, entries: &[Sep]) -> Vec<u8> {
 }
 
 fn node_crc(b: &[u8]) -> u32 {
-    let mut v = Vec::with_capacity(16 + b.len() - NODE_HEADER);
-    v.extend_from_slice(&b[8..24]);
-    v.extend_from_slice(&b[NODE_HEADER..]);
-    crc32c(&v)
+    crc32c_two(&b[8..24], &b[NODE_HEADER..])
 }
 
+/// An entry of a node read by [`Pm::load_node`]: its key's offset and length in the node's
+/// bytes, and its child.
+type RawEntry = (usize, usize, u64);
+
 impl Pm {
-    /// Reads and checks the inner node at `at`.
-    pub(crate) fn read_node(&self, at: u64) -> Result<Node> {
+    /// Reads the inner node at `at` into `b` and checks it (header, crc, every entry's bounds,
+    /// keys rising); fills `ents` with each entry's key range in `b` and child. Returns the
+    /// level. Allocates nothing once `b` and `ents` have grown (the lookup path).
+    fn load_node(&self, at: u64, b: &mut Vec<u8>, ents: &mut Vec<RawEntry>) -> Result<u16> {
         let size = self.pool.size();
         let bad = |why: &str| self.bad(format!("PM tree inner node at {at}: {why}"));
         if at == 0 || at.checked_add(NODE_HEADER as u64).is_none_or(|e| e > size) {
             return Err(bad("pointer outside the pool"));
         }
         let first = (NODE_READ as u64).min(size - at) as usize;
-        let mut b = vec![0u8; first];
-        self.pool.read(at, &mut b)?;
-        if u64_at(&b, 0) != NODE_MAGIC || u64_at(&b, 8) != at || u32_at(&b, 28) != 0 {
+        b.clear();
+        b.resize(first, 0);
+        self.pool.read(at, b)?;
+        if u64_at(b, 0) != NODE_MAGIC || u64_at(b, 8) != at || u32_at(b, 28) != 0 {
             return Err(bad("bad header"));
         }
         let level = u16::from_le_bytes([b[16], b[17]]);
         let count = usize::from(u16::from_le_bytes([b[18], b[19]]));
-        let body = u32_at(&b, 20) as usize;
+        let body = u32_at(b, 20) as usize;
         let total = NODE_HEADER + body;
         if level == 0 || count == 0 || at + total as u64 > size || total > self.max_node() {
             return Err(bad("bad header"));
@@ -129,31 +133,44 @@ impl Pm {
             self.pool.read(at + first as u64, &mut b[first..])?;
         }
         b.truncate(total);
-        if unmask(u32_at(&b, 24)) != node_crc(&b) {
+        if unmask(u32_at(b, 24)) != crc32c_two(&b[8..24], &b[NODE_HEADER..]) {
             return Err(bad("checksum mismatch"));
         }
-        let mut entries: Vec<Sep> = Vec::with_capacity(count);
+        ents.clear();
         let mut o = NODE_HEADER;
         for _ in 0..count {
             if o + 12 > total {
                 return Err(bad("entries overrun the node"));
             }
-            let child = u64_at(&b, o);
-            let len = u32_at(&b, o + 8) as usize;
+            let child = u64_at(b, o);
+            let len = u32_at(b, o + 8) as usize;
             o += 12;
             if o + len > total || child == 0 || child >= size {
                 return Err(bad("bad entry"));
             }
-            let key = b[o..o + len].to_vec();
-            o += len;
-            if entries.last().is_some_and(|(k, _)| *k >= key) {
+            if ents
+                .last()
+                .is_some_and(|&(ko, kl, _)| b[ko..ko + kl] >= b[o..o + len])
+            {
                 return Err(bad("keys out of order"));
             }
-            entries.push((key, child));
+            ents.push((o, len, child));
+            o += len;
         }
         if o != total {
             return Err(bad("entries do not fill the body"));
         }
+        Ok(level)
+    }
+
+    /// Reads and checks the inner node at `at`.
+    pub(crate) fn read_node(&self, at: u64) -> Result<Node> {
+        let (mut b, mut ents) = (Vec::new(), Vec::new());
+        let level = self.load_node(at, &mut b, &mut ents)?;
+        let entries = ents
+            .iter()
+            .map(|&(o, len, child)| (b[o..o + len].to_vec(), child))
+            .collect();
         Ok(Node { at, level, entries })
     }
 
@@ -238,6 +255,39 @@ fn pieces(entries: Vec<Sep>, fanout: usize) -> Vec<Vec<Sep>> {
 }
 
 impl PmInner {
+    /// The leaf whose range holds `key`: a descent that reads and checks each node on the way
+    /// (as [`PmInner::path`] does) into reused buffers, without copying keys.
+    fn leaf_of(&self, pm: &Pm, key: &[u8]) -> Result<u64> {
+        let (mut b, mut ents) = (Vec::with_capacity(NODE_READ), Vec::with_capacity(FANOUT));
+        let mut low: Vec<u8> = Vec::new();
+        let mut parent_level: Option<u16> = None;
+        let mut at = self.root;
+        for _ in 0..64 {
+            let level = pm.load_node(at, &mut b, &mut ents)?;
+            let (o, len, _) = ents[0];
+            if parent_level.is_some_and(|p| p != level + 1) || b[o..o + len] != low[..] {
+                return Err(pm.bad(format!(
+                    "PM tree inner node at {at} does not match its parent"
+                )));
+            }
+            let n = ents.partition_point(|&(o, len, _)| &b[o..o + len] <= key);
+            let Some(i) = n.checked_sub(1) else {
+                return Err(pm.bad(format!(
+                    "PM tree inner node at {at}: no entry for the key searched"
+                )));
+            };
+            let (o, len, child) = ents[i];
+            if level == 1 {
+                return Ok(child);
+            }
+            low.clear();
+            low.extend_from_slice(&b[o..o + len]);
+            parent_level = Some(level);
+            at = child;
+        }
+        Err(pm.bad("PM tree inner nodes form a cycle".to_string()))
+    }
+
     /// Descends to level 1: the path (node, index taken) from the root down. `strict`: the
     /// last entry whose key is below `key` (the leaf before a separator), else at or below.
     fn path(&self, pm: &Pm, key: &[u8], strict: bool) -> Result<Vec<(Node, usize)>> {
@@ -506,11 +556,7 @@ impl Inner {
                 .next_back()
                 .expect("the head leaf's separator is the empty key")
                 .1),
-            Inner::Pm(p) => {
-                let path = p.path(pm, key, false)?;
-                let (node, i) = path.last().expect("a path has a node");
-                Ok(node.entries[*i].1)
-            }
+            Inner::Pm(p) => p.leaf_of(pm, key),
         }
     }
 

@@ -676,14 +676,16 @@ pub(crate) struct PbTreeOwner {
 impl PbTreeOwner {
     /// The tree rooted at `root_name` in `pool`, of the [`Layout::Objects`] layout with its
     /// inner nodes in PM (SLM-DB's global index), not opened yet.
+    #[cfg(test)]
     pub(crate) fn new(pool: Arc<PmPool>, location: &str, root_name: &str) -> PbTreeOwner {
         PbTreeOwner::with_layout(pool, location, root_name, Layout::Objects, InnerKind::Pm)
     }
 
     /// The tree rooted at `root_name` in `pool`, of leaf layout `layout` and inner nodes
     /// `inner`, not opened yet. The layout must be the one the tree was created with (a leaf
-    /// of the other fails its magic: corruption), and so must the inner kind (a tree with PM
-    /// inner nodes opened for DRAM ones is refused).
+    /// of the other fails its magic: corruption). The inner kind may differ from the one the
+    /// tree had: PM inner nodes are built at open, or dropped (their root word cleared, then
+    /// freed).
     pub(crate) fn with_layout(
         pool: Arc<PmPool>,
         location: &str,
@@ -782,15 +784,11 @@ impl PbTreeOwner {
                 }
             }
         }
-        let inner = match (self.inner, pm.inner_root(head)?) {
-            (_, None) => None,
-            (InnerKind::Dram, Some(_)) => {
-                return Err(Error::InvalidArgument(format!(
-                    "{}: the tree keeps its inner nodes in PM; it was opened for DRAM ones",
-                    pm.location
-                )))
-            }
-            (InnerKind::Pm, Some(root)) => {
+        // PM inner nodes, whichever kind this open wants: kept, or (DRAM) held until the
+        // inner-root word is cleared, so that no chunk of theirs is reused while it names them.
+        let inner = match pm.inner_root(head)? {
+            None => None,
+            Some(root) => {
                 let (seps, nodes) = PmInner::walk(pm, root, max_leaves)?;
                 for &(at, bytes) in &nodes {
                     self.slab.mark_used(at, class_of(bytes))?;
@@ -888,7 +886,18 @@ impl PbTreeOwner {
         };
         let dram = |chain: &[ChainLeaf]| Inner::Dram(fresh(chain).into_iter().collect());
         let inner = match (kind, found) {
-            (InnerKind::Dram, _) => dram(&chain),
+            (InnerKind::Dram, None) => dram(&chain),
+            // PM inner nodes a tree now kept in DRAM had: the root word cleared, then freed
+            // (read-only: left as they are, and held).
+            (InnerKind::Dram, Some((_, (_, nodes)))) => {
+                if writable {
+                    pm.store_raw_persist(head + inner::ROOT_WORD, 0)?;
+                    for (at, _) in nodes {
+                        slab.free(at);
+                    }
+                }
+                dram(&chain)
+            }
             (InnerKind::Pm, Some((root, (seps, nodes)))) if seps_match(&seps, &chain) => {
                 Inner::Pm(PmInner::adopt(head, root, fanout, &nodes))
             }

@@ -317,13 +317,52 @@ fn damage_is_reported_as_corruption() {
     for (what, at) in cases {
         assert_damage_found(&pool, OBJECTS_PM, what, at);
     }
-    // A tree with PM inner nodes opened for DRAM ones is refused.
+}
+
+/// A tree reopened with the other inner kind: PM inner nodes dropped (root word cleared, nodes
+/// freed), then built again; the content, the checks and the PM bytes follow each time, and a
+/// read-only open with DRAM inner nodes leaves the PM ones in place.
+#[test]
+fn the_inner_kind_can_change_at_open() {
+    let (pool, t) = new_tree(OBJECTS_PM);
+    let mut m = Model::new();
+    for n in 0..300 {
+        t.put(&key(n, n as usize % 7), b"value").unwrap();
+        m.insert(key(n, n as usize % 7), b"value".to_vec());
+    }
+    assert!(t.stats().inner_nodes > 3);
     let img = pool.crash_image(CrashImage::Strict).unwrap();
     let p2 = PmPool::open_crash_image(img, &options()).unwrap();
-    assert!(matches!(
-        open_on(&p2, PmFsOpen::Existing(ID), true, OBJECTS_DRAM),
-        Err(Error::InvalidArgument(_))
-    ));
+    let ro = open_on(&p2, PmFsOpen::Existing(ID), false, OBJECTS_DRAM).unwrap();
+    assert_eq!(
+        (all(&ro), ro.inner_kind()),
+        (model_entries(&m), InnerKind::Dram)
+    );
+    assert_eq!(ro.verify().unwrap(), 300);
+    drop(ro);
+    let again = open_on(&p2, PmFsOpen::Existing(ID), true, OBJECTS_PM).unwrap();
+    assert_eq!(
+        again.stats().inner_nodes,
+        t.stats().inner_nodes,
+        "adopted as they were"
+    );
+    drop(again);
+    let dram = open_on(&p2, PmFsOpen::Existing(ID), true, OBJECTS_DRAM).unwrap();
+    let s = dram.stats();
+    assert_eq!((s.inner_nodes, s.inner_pm_bytes), (0, 0));
+    assert_eq!(
+        s.pm_bytes,
+        expected_pm_bytes(Layout::Objects, &m, &s),
+        "nodes freed"
+    );
+    assert_eq!(all(&dram), model_entries(&m));
+    drop(dram);
+    let pm = open_on(&p2, PmFsOpen::Existing(ID), true, OBJECTS_PM).unwrap();
+    let s = pm.stats();
+    assert!(s.inner_nodes > 3, "built again: {s:?}");
+    assert_eq!(pm.verify().unwrap(), 300);
+    assert_eq!(s.pm_bytes, expected_pm_bytes(Layout::Objects, &m, &s));
+    assert_eq!(all(&pm), model_entries(&m));
 }
 
 /// The inline layout's checked parts: the leaf words, the tag, the padding after an inline
