@@ -30,6 +30,7 @@
 //! * The chunk allocator is never durable (see [`PmPool::rebuild_allocator`]).
 
 use crate::alloc::ChunkAllocator;
+use crate::counter::{Padded, Striped};
 use crate::crash::CrashSim;
 use crate::header::ROOT_DIRECTORY_OFFSET;
 use crate::header::{check_geometry, Header, FIXED_LEN, HEADER_LEN, ROOTS_OFFSET};
@@ -77,10 +78,11 @@ pub struct PmPool {
     /// real call). Makes the full-file-system path testable without mounting a small one.
     #[cfg(all(test, target_os = "linux"))]
     simulated_fs_room: parking_lot::Mutex<Option<u64>>,
-    lines_written_back: AtomicU64,
-    bytes_msynced: AtomicU64,
-    fences: AtomicU64,
-    bytes_read: AtomicU64,
+    lines_written_back: Striped,
+    bytes_msynced: Striped,
+    /// One counter (its values number the fences for the hook), alone on its line.
+    fences: Padded,
+    bytes_read: Striped,
     hook: RwLock<Option<FenceHook>>,
     /// Whether `hook` is set: read on every fence without taking the lock.
     has_hook: AtomicBool,
@@ -146,10 +148,10 @@ impl PmPool {
             no_fallocate: AtomicBool::new(false),
             #[cfg(all(test, target_os = "linux"))]
             simulated_fs_room: parking_lot::Mutex::new(None),
-            lines_written_back: AtomicU64::new(0),
-            bytes_msynced: AtomicU64::new(0),
-            fences: AtomicU64::new(0),
-            bytes_read: AtomicU64::new(0),
+            lines_written_back: Striped::default(),
+            bytes_msynced: Striped::default(),
+            fences: Padded::default(),
+            bytes_read: Striped::default(),
             hook: RwLock::new(None),
             has_hook: AtomicBool::new(false),
             roots: Roots::default(),
@@ -379,7 +381,7 @@ impl PmPool {
 
     /// Number of fences so far.
     pub fn fence_count(&self) -> u64 {
-        self.fences.load(Ordering::Relaxed)
+        self.fences.0.load(Ordering::Relaxed)
     }
 
     /// Calls `hook(fence_number)` at every fence (crash-simulation tests): on a crash-simulation
@@ -481,7 +483,7 @@ impl PmPool {
     }
 
     fn add_read(&self, bytes: u64) {
-        self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+        self.bytes_read.add(bytes);
         if self.latency.read_ns != 0 {
             spin_ns(u64::from(self.latency.read_ns));
         }
@@ -554,7 +556,7 @@ impl PmPool {
         }
         // Counted before the copy, for the reason given in `write_back_ranges_checked`.
         let lines = lines_touched(offset, data.len() as u64);
-        self.lines_written_back.fetch_add(lines, Ordering::Relaxed);
+        self.lines_written_back.add(lines);
         match &self.backend {
             // SAFETY: the range is inside the mapping and outside the header (checked above);
             // the mapping's base is page-aligned and its size a multiple of 4096, so the cache
@@ -583,7 +585,7 @@ impl PmPool {
             .filter(|r| r.1 > 0)
             .map(|&(offset, len)| lines_touched(offset, len))
             .sum();
-        self.lines_written_back.fetch_add(lines, Ordering::Relaxed);
+        self.lines_written_back.add(lines);
         for &(offset, len) in ranges {
             self.write_back_checked(offset, len);
         }
@@ -633,11 +635,11 @@ impl PmPool {
         match &self.backend {
             Backend::File { .. } => {
                 persist::fence();
-                let n = self.fences.fetch_add(1, Ordering::Relaxed) + 1;
+                let n = self.fences.0.fetch_add(1, Ordering::Relaxed) + 1;
                 self.call_fence_hook(n);
             }
             Backend::Crash(sim) => {
-                let n = self.fences.fetch_add(1, Ordering::Relaxed) + 1;
+                let n = self.fences.0.fetch_add(1, Ordering::Relaxed) + 1;
                 self.call_fence_hook(n);
                 sim.fence();
             }
@@ -655,7 +657,7 @@ impl PmPool {
     }
 
     fn msync_checked(&self, offset: u64, len: u64) -> PmResult<()> {
-        self.bytes_msynced.fetch_add(len, Ordering::Relaxed);
+        self.bytes_msynced.add(len);
         match &self.backend {
             Backend::File { map, .. } => map
                 .msync(offset, len)
@@ -947,11 +949,11 @@ impl PmPool {
     /// Counters.
     pub fn stats(&self) -> PmStats {
         PmStats {
-            lines_written_back: self.lines_written_back.load(Ordering::Relaxed),
-            fences: self.fences.load(Ordering::Relaxed),
-            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            lines_written_back: self.lines_written_back.load(),
+            fences: self.fences.0.load(Ordering::Relaxed),
+            bytes_read: self.bytes_read.load(),
             bytes_allocated: self.alloc.live_chunks() * self.chunk_size,
-            bytes_msynced: self.bytes_msynced.load(Ordering::Relaxed),
+            bytes_msynced: self.bytes_msynced.load(),
         }
     }
 }
