@@ -547,15 +547,21 @@ fn abort(slab: &mut Slab, plan: Plan) {
     }
 }
 
+/// The DRAM map's last separator within `upto` (there always is one: the head's, the empty key,
+/// is below every other key).
+fn floor<'a>(map: &'a BTreeMap<Vec<u8>, u64>, upto: Bound<&[u8]>) -> (&'a Vec<u8>, u64) {
+    let (k, &leaf) = map
+        .range::<[u8], _>((Bound::Unbounded, upto))
+        .next_back()
+        .expect("the head leaf's separator, the empty key, is below every other");
+    (k, leaf)
+}
+
 impl Inner {
     /// The leaf whose range holds `key`.
     pub(crate) fn leaf_of(&self, pm: &Pm, key: &[u8]) -> Result<u64> {
         match self {
-            Inner::Dram(map) => Ok(*map
-                .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
-                .next_back()
-                .expect("the head leaf's separator is the empty key")
-                .1),
+            Inner::Dram(map) => Ok(floor(map, Bound::Included(key)).1),
             Inner::Pm(p) => p.leaf_of(pm, key),
         }
     }
@@ -564,10 +570,7 @@ impl Inner {
     pub(crate) fn sep_of(&self, pm: &Pm, key: &[u8]) -> Result<Sep> {
         match self {
             Inner::Dram(map) => {
-                let (k, &leaf) = map
-                    .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
-                    .next_back()
-                    .expect("the head leaf's separator is the empty key");
+                let (k, leaf) = floor(map, Bound::Included(key));
                 Ok((k.clone(), leaf))
             }
             Inner::Pm(p) => {
@@ -581,11 +584,7 @@ impl Inner {
     /// The leaf before the one whose separator is `sep` (not the empty key).
     pub(crate) fn leaf_before(&self, pm: &Pm, sep: &[u8]) -> Result<u64> {
         match self {
-            Inner::Dram(map) => Ok(*map
-                .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(sep)))
-                .next_back()
-                .expect("a non-head leaf has a leaf before it")
-                .1),
+            Inner::Dram(map) => Ok(floor(map, Bound::Excluded(sep)).1),
             Inner::Pm(p) => {
                 let path = p.path(pm, sep, true)?;
                 let (node, i) = path.last().expect("a path has a node");
