@@ -220,6 +220,11 @@ pub(crate) struct FlushPlan {
     /// The versions live when the flush was planned (readers may hold them; none during
     /// recovery): LAB-DB reuses the hot-slot halves a flush stops naming only after them.
     pub readers: Vec<std::sync::Weak<Version>>,
+    /// Whether the flush runs without the state lock held (a background flush), so that it
+    /// can take the versions live once its tree changes are made, instead of `readers`: a
+    /// version installed after the plan (a chunk compaction's) may be pinned by a reader that
+    /// read an entry the flush then replaced. False during recovery (the lock is held).
+    pub live_after: bool,
 }
 
 impl FlushPlan {
@@ -232,6 +237,7 @@ impl FlushPlan {
             holds_group: false,
             lab_roles: crate::labdb::l0::roles_of(current.stage(0).trees),
             readers: Vec::new(),
+            live_after: false,
         }
     }
 }
@@ -277,6 +283,7 @@ impl DbInner {
         if !ingest.row {
             let mut plan = FlushPlan::ingest(self, &state.versions.current());
             plan.readers = state.live_versions.clone();
+            plan.live_after = true;
             return (plan, state);
         }
         drop(state);
@@ -294,6 +301,7 @@ impl DbInner {
             holds_group: target.group != ingest.group,
             lab_roles: crate::labdb::l0::roles_of(current.stage(0).trees),
             readers: state.live_versions.clone(),
+            live_after: true,
         };
         (plan, state)
     }
@@ -439,9 +447,18 @@ fn lab_flush(
     );
     let fs = db.fs_for(Tier::Ssd);
     let snapshots = db.snapshots.live();
-    // The versions readers may hold: a hot slot's half the flush stops naming is reused only
-    // after them (a reader may have read the entry that named it).
-    let readers = (snapshots, plan.readers.clone());
+    // The versions readers may hold once the tree changed: a hot slot's half the flush stops
+    // naming is reused only after them (a reader may have read the entry that named it, and
+    // pinned its version before).
+    let live = || {
+        if !plan.live_after {
+            return plan.readers.clone();
+        }
+        let mut state = db.state.lock();
+        state.live_versions.retain(|w| w.strong_count() > 0);
+        state.live_versions.clone()
+    };
+    let readers: crate::labdb::l0::Readers<'_> = (snapshots, &live);
     let (ssd_bytes, pm_bytes) = match source.value_addresses() {
         // LAB-DB's log wrote the values: only addresses go into the tree.
         Some(addrs) => (0, l0.flush_addressed(roles, &entries, &addrs, &readers)?),

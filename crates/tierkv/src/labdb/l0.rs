@@ -196,8 +196,10 @@ enum Deferred {
     DropRefs { words: Vec<u64> },
 }
 
-/// What a flush needs of the readers: the live snapshots and the live versions.
-pub(crate) type Readers = (Vec<u64>, Vec<Weak<Version>>);
+/// What a flush needs of the readers: the live snapshots, and the versions live when it is
+/// called (called once the tree changes are made: a reader that read an entry the flush
+/// replaced pinned one of them before).
+pub(crate) type Readers<'a> = (Vec<u64>, &'a dyn Fn() -> Vec<Weak<Version>>);
 
 struct Pending {
     waits: Vec<Weak<Version>>,
@@ -506,7 +508,7 @@ impl LabL0 {
         roles: TreeRoles,
         entries: &[(Vec<u8>, Vec<u8>)],
         number: u64,
-        readers: &Readers,
+        readers: &Readers<'_>,
         sync_dir: impl FnOnce() -> Result<()>,
     ) -> Result<(u64, u64)> {
         let a = self.att()?;
@@ -543,7 +545,7 @@ impl LabL0 {
         roles: TreeRoles,
         entries: &[(Vec<u8>, Vec<u8>)],
         addrs: &crate::front_ends::LabAddrs,
-        readers: &Readers,
+        readers: &Readers<'_>,
     ) -> Result<u64> {
         let mut words = Vec::with_capacity(entries.len());
         for (ikey, _) in entries {
@@ -568,7 +570,7 @@ impl LabL0 {
         roles: TreeRoles,
         entries: &[(Vec<u8>, Vec<u8>)],
         words: &[u64],
-        readers: &Readers,
+        readers: &Readers<'_>,
     ) -> Result<u64> {
         let snapshots = readers.0.as_slice();
         let mut hot_drops = Vec::new();
@@ -635,7 +637,7 @@ impl LabL0 {
             i = j;
         }
         if !hot_drops.is_empty() {
-            self.defer(readers.1.clone(), Deferred::DropRefs { words: hot_drops });
+            self.defer((readers.1)(), Deferred::DropRefs { words: hot_drops });
         }
         let mut c = self.counts.lock();
         c.inserts += inserts;
