@@ -140,8 +140,10 @@ impl DbInner {
         let forgot = l0.forget_held(self.smallest_snapshot());
         state = self.state.lock();
         // Deletions wait for every version live now: a reader that found an address into a
-        // released array before its last reference went holds one of them.
+        // released array (or a forgotten held version's hot half) before its last reference
+        // went holds one of them.
         state.live_versions.retain(|w| w.strong_count() > 0);
+        let forgot = forgot.map(|hot| l0.drop_after(state.live_versions.clone(), hot));
         l0.release_values(&state.live_versions, state.versions.log_number);
         drop(state);
         let upkeep = forgot.and_then(|()| l0.run_deferred());

@@ -662,9 +662,13 @@ impl LabL0 {
 
     /// Forgets the held versions no live snapshot can see any more: those replaced at or
     /// before the oldest snapshot (`smallest`: the oldest live snapshot, or the last sequence).
-    pub(crate) fn forget_held(&self, smallest: u64) -> Result<()> {
+    /// Value-array references are dropped now (an array is deleted only after its readers
+    /// anyway); the hot-slot addresses are returned, for [`Self::drop_after`] with the versions
+    /// live once they are forgotten: an iterator reads every held version of a key it copied
+    /// (those its snapshot cannot see too), so a half is not rewritten under it.
+    pub(crate) fn forget_held(&self, smallest: u64) -> Result<Vec<u64>> {
         let Some(a) = self.att.get() else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let mut dropped = Vec::new();
         {
@@ -680,10 +684,23 @@ impl LabL0 {
                 !v.is_empty()
             });
         }
+        let mut hot = Vec::new();
         for w in dropped {
-            a.drop_ref(w)?;
+            if matches!(Vaddr::decode(w, &a.location)?, Vaddr::Hot { .. }) {
+                hot.push(w);
+            } else {
+                a.drop_ref(w)?;
+            }
         }
-        Ok(())
+        Ok(hot)
+    }
+
+    /// Drops the references of the hot-slot addresses `words` once every version of `waits`
+    /// is released (the deferred path).
+    pub(crate) fn drop_after(&self, waits: Vec<Weak<Version>>, words: Vec<u64>) {
+        if !words.is_empty() {
+            self.defer(waits, Deferred::DropRefs { words });
+        }
     }
 
     /// PM bytes of the trees numbered in `roles`: (mutable, immutable).
