@@ -106,6 +106,15 @@ pub struct TableOptions {
     /// blocks (`fluidkv`: 32 blocks of 512 bytes). Applies to tables written from now on.
     #[serde(default)]
     pub index_partition_blocks: usize,
+    /// Key-value separation: values of at least this many bytes are written to a value log
+    /// next to the table (`NNNNNN.vlog`, on the table's tier) and the table holds a pointer,
+    /// so a compaction copies the pointer, not the value (FluidKV's and WiscKey's key-value
+    /// separation). A compaction rewrites the live values of a log that is mostly dead
+    /// (`docs/DECISIONS.md`, "Key-value separation"). 0 (the default; `fluidkv`: 256) keeps
+    /// every value in its table. Applies to tables written from now on; not for designs
+    /// with a global index (`slmdb`, `labdb`) or sorted-array runs.
+    #[serde(default)]
+    pub value_separation: usize,
 }
 
 impl Default for TableOptions {
@@ -115,6 +124,7 @@ impl Default for TableOptions {
             restart_interval: 16,
             bloom_bits_per_key: 10,
             index_partition_blocks: 0,
+            value_separation: 0,
         }
     }
 }
@@ -543,6 +553,15 @@ impl Options {
         }
         if t.index_partition_blocks > 65536 {
             return bad("table.index_partition_blocks must be <= 65536".into());
+        }
+        if t.value_separation > 0
+            && (self.design == crate::Design::SLMDB || self.design == crate::Design::LABDB)
+        {
+            return bad(format!(
+                "table.value_separation needs a design without a global index; {} maps keys \
+                 to table blocks",
+                self.design
+            ));
         }
         if self.pm.thread_logs
             && (self.design.wal_tier(self) != crate::tier::Tier::Pm

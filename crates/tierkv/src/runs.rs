@@ -14,11 +14,13 @@ use crate::options::TableOptions;
 use crate::parray::live::RowDead;
 use crate::parray::{ArrayBuilder, PmArray, PointerBuilder};
 use crate::sst::table_builder::TableSummary;
-use crate::sst::{Table, TableBuilder};
-use crate::stats::IoPurpose;
+use crate::sst::{Table, TableBuilder, ValueLogWriter, ValueLogs};
+use crate::stats::{IoPurpose, Part};
+use crate::tier::Tier;
 pub(crate) use crate::version::run_file_name;
 use crate::version::RunKind;
 use crate::Result;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -89,6 +91,13 @@ fn array_get(a: &PmArray, lookup: &[u8], purpose: IoPurpose) -> Result<Option<(V
 pub(crate) trait RunWriter: Send {
     /// Adds an entry.
     fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()>;
+    /// Adds an entry whose value is in a separated table's stored form (see
+    /// [`TableBuilder::add_stored`]); only SSTables with key-value separation take them.
+    fn add_stored(&mut self, _ikey: &[u8], _stored: &[u8]) -> Result<()> {
+        Err(crate::Error::InvalidArgument(
+            "a stored value added to a run without key-value separation".into(),
+        ))
+    }
     /// About how many bytes the run has so far (where outputs are cut).
     fn size_estimate(&self) -> u64;
     /// Writes the rest and syncs the file.
@@ -103,6 +112,9 @@ pub(crate) trait RunWriter: Send {
 impl RunWriter for TableBuilder {
     fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         TableBuilder::add(self, ikey, value)
+    }
+    fn add_stored(&mut self, ikey: &[u8], stored: &[u8]) -> Result<()> {
+        TableBuilder::add_stored(self, ikey, stored)
     }
     fn size_estimate(&self) -> u64 {
         self.file_size_estimate()
@@ -140,6 +152,8 @@ impl RunWriter for ArrayWriter {
             smallest: s.smallest,
             largest: s.largest,
             data_blocks: Vec::new(),
+            value_refs: Vec::new(),
+            value_log_bytes: 0,
         })
     }
 }
@@ -153,18 +167,44 @@ pub(crate) struct FloorSpec {
     pub below: Option<Vec<Arc<PmArray>>>,
 }
 
+/// Key-value separation for a new SSTable (`table.value_separation`): the table's own value
+/// log, and the logs a compaction rewrites instead of copying pointers into them.
+pub(crate) struct SeparateValues {
+    /// The file system of the table's tier.
+    pub fs: Arc<dyn FileSystem>,
+    /// The database directory.
+    pub dir: PathBuf,
+    /// The table's number (its value log's).
+    pub number: u64,
+    /// Values of at least this many bytes are separated.
+    pub threshold: usize,
+    /// Logs whose live values are copied (garbage collection), with their reader, tier and the
+    /// part the reads count for.
+    pub rewrite: Option<(HashSet<u64>, Arc<ValueLogs>, Tier, Part)>,
+}
+
 /// A writer for a new run of `kind` at `path` on `fs`; `floor` places a sorted array in its
-/// set (ignored for SSTables).
+/// set (ignored for SSTables); `separate` turns key-value separation on (SSTables only).
 pub(crate) fn create_writer(
     fs: &dyn FileSystem,
     path: PathBuf,
     kind: RunKind,
     table: &TableOptions,
     floor: Option<FloorSpec>,
+    separate: Option<SeparateValues>,
 ) -> Result<Box<dyn RunWriter>> {
     let file = fs.create(&path)?;
     Ok(match kind {
-        RunKind::Sst => Box::new(TableBuilder::new(table, file, path)),
+        RunKind::Sst => {
+            let mut b = TableBuilder::new(table, file, path);
+            if let Some(sv) = separate {
+                b.separate_values(ValueLogWriter::new(sv.fs, &sv.dir, sv.number), sv.threshold);
+                if let Some((logs, reader, tier, part)) = sv.rewrite {
+                    b.rewrite_value_logs(logs, reader, tier, part);
+                }
+            }
+            Box::new(b)
+        }
         RunKind::PmArray => {
             let slot = floor.as_ref().map(|f| f.slot);
             let pointers = floor
@@ -229,6 +269,8 @@ impl RowWriter {
                 smallest: s.smallest,
                 largest: s.largest,
                 data_blocks: Vec::new(),
+                value_refs: Vec::new(),
+                value_log_bytes: 0,
             },
             self.sketch.finish(),
         ))

@@ -961,6 +961,23 @@ pub struct DbStats {
     /// Write stalls by cause since open (only causes that stalled anything).
     #[serde(default)]
     pub stall_causes: Vec<StallCause>,
+    /// Key-value separation: the value logs the current version's tables name.
+    #[serde(default)]
+    pub value_logs: ValueLogStats,
+}
+
+/// The value logs of separated tables (`table.value_separation`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ValueLogStats {
+    /// Logs the current version's tables name.
+    pub files: usize,
+    /// Their bytes on PM.
+    pub pm_bytes: u64,
+    /// Their bytes on SSD.
+    pub ssd_bytes: u64,
+    /// The record bytes the tables name in them (the rest is garbage a compaction collects
+    /// once a log is less than half live).
+    pub live_bytes: u64,
 }
 
 /// One stage of the design as it stands.
@@ -1097,9 +1114,11 @@ impl DbStats {
         ratio(self.pm_read_user, self.user_bytes_read)
     }
 
-    /// Bytes of tables on PM, and of LAB-DB's L0 trees and hot-key buffer.
+    /// Bytes of tables and their value logs on PM, and of LAB-DB's L0 trees and hot-key
+    /// buffer.
     pub fn pm_live_bytes(&self) -> u64 {
         self.pm_levels.iter().map(|l| l.bytes).sum::<u64>()
+            + self.value_logs.pm_bytes
             + self
                 .labdb
                 .as_ref()
@@ -1125,9 +1144,10 @@ impl DbStats {
         ratio(self.ssd_read_user, self.user_bytes_read)
     }
 
-    /// Bytes of tables and WAL on SSD, and of LAB-DB's value arrays.
+    /// Bytes of tables, their value logs and WAL on SSD, and of LAB-DB's value arrays.
     pub fn ssd_live_bytes(&self) -> u64 {
         self.levels.iter().map(|l| l.bytes).sum::<u64>() - self.pm_table_bytes()
+            + self.value_logs.ssd_bytes
             + self.wal_bytes
             + self.labdb.as_ref().map_or(0, |l| l.value_bytes)
     }

@@ -202,6 +202,11 @@ impl Backend {
             && !o.design.memtable_on_pm()
             && o.design != Design::LABDB;
         o.pm.thread_logs = thread_logs_ok && rng.gen_bool(0.5);
+        // Key-value separation, drawn at every open where a design can have it: a reopen may
+        // read and compact separated tables with it off, or inline tables with it on.
+        if o.design != Design::SLMDB && o.design != Design::LABDB {
+            o.table.value_separation = [0, 100, 300][rng.gen_range(0..3)];
+        }
         (dir, o)
     }
 }

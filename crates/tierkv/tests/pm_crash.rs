@@ -84,6 +84,12 @@ fn options(design: Design, fs: &MemFs, pool: Arc<PmPool>) -> Options {
     o.pm.pool = Some(pool);
     o.pm.chunk_bytes = 64 << 10;
     o.table.block_size = 1024;
+    // FluidKV's key-value separation (its default): the walks cross value-log writes and
+    // the compactions that copy pointers or collect logs.
+    if design == Design::FLUIDKV {
+        o.table.value_separation = design.options(Options::default()).table.value_separation;
+        assert!(o.table.value_separation > 0);
+    }
     o.compaction.level0_compaction_trigger = 2;
     o.compaction.target_file_size = 4096;
     o.compaction.max_bytes_for_level_base = 4 << 10;

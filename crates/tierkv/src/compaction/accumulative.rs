@@ -490,6 +490,7 @@ mod tests {
             tier: Tier::Pm,
             kind: RunKind::PmArray,
             row: None,
+            value_refs: Vec::new(),
         };
         let edit = policy().apply(&view, &t, vec![out(20, 0, "a", "c"), out(21, 0, "d", "f")]);
         let v = Version::new(

@@ -323,6 +323,7 @@ pub(crate) mod spec {
                         tier,
                         kind,
                         row: None,
+                        value_refs: Vec::new(),
                     },
                 ));
             }

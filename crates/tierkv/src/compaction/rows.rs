@@ -415,6 +415,7 @@ mod tests {
                 dead_entries: Vec::new(),
                 sketch: (a..=b).map(|k| (vec![k], (k - a) as u64 * per)).collect(),
             })),
+            value_refs: Vec::new(),
         }
     }
 

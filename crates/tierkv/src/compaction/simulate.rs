@@ -169,6 +169,7 @@ impl Sim {
             kind: target.kind,
             set: 0,
             row: None,
+            value_refs: Vec::new(),
         };
         self.runs.insert(number, Arc::new(contents));
         meta

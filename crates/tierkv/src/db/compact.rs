@@ -23,9 +23,10 @@ use crate::iterator::InternalIterator;
 use crate::parray::live::{dead_entries, lower_bound_live};
 use crate::pipeline::RunTarget;
 use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter};
+use crate::sst::value_log::value_log_file_name;
 use crate::stages::rows::RowCursor;
 use crate::stats::{IoPurpose, LevelCompactionStats, Part};
-use crate::version::{FileMetaData, Version};
+use crate::version::{FileMetaData, RunKind, Version};
 use crate::{Error, Result};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
@@ -276,9 +277,9 @@ impl DbInner {
                 let mut state = self.state.lock();
                 for n in &created {
                     state.pending_outputs.remove(n);
-                    let _ =
-                        self.fs_for(target.tier)
-                            .remove(&run_file_name(&self.dir, *n, target.kind));
+                    let fs = self.fs_for(target.tier);
+                    let _ = fs.remove(&run_file_name(&self.dir, *n, target.kind));
+                    let _ = fs.remove(&value_log_file_name(&self.dir, *n));
                 }
                 let _ = self.clog_finish(&mut state, job, false);
                 return Err(e);
@@ -288,7 +289,7 @@ impl DbInner {
                     meta.tier,
                     Part::Stage(task.stage),
                     IoPurpose::Compaction,
-                    meta.file_size,
+                    meta.written_bytes(),
                 );
             }
             // A global index moves its pointers to the outputs before the manifest record: a
@@ -368,7 +369,7 @@ impl DbInner {
         state.install_super_version(&*self.front);
         self.clog_finish(&mut state, job, true)?;
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        let output_bytes: u64 = outputs.iter().map(|m| m.file_size).sum();
+        let output_bytes: u64 = outputs.iter().map(|m| m.written_bytes()).sum();
         self.counters.jobs.lock().push(crate::stats::CompactionJob {
             stage: task.stage,
             from_group: task.inputs.first().map_or(0, |(g, _)| *g),
@@ -543,6 +544,7 @@ impl DbInner {
         let smallest_snapshot = self.smallest_snapshot();
         let part = Part::Stage(task.stage);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let stored = self.stored_merge(task, target, &version, part)?;
         // Per child (one per input run, in `input_runs` order): read from the output group.
         let mut from_output_group: Vec<bool> = task
             .inputs
@@ -584,11 +586,21 @@ impl DbInner {
                 continue;
             }
             children.push(
-                self.table_cache
-                    .open_for(f, part, IoPurpose::Compaction)?
-                    .iter(IoPurpose::Compaction, false),
+                match (
+                    &stored,
+                    self.table_cache.open_for(f, part, IoPurpose::Compaction)?,
+                ) {
+                    (Some(_), crate::runs::OpenRun::Sst(t)) => {
+                        Box::new(t.iter_stored(IoPurpose::Compaction))
+                    }
+                    (_, run) => run.iter(IoPurpose::Compaction, false),
+                },
             );
         }
+        // Key-value separation: when every input is a separated table on the output's tier,
+        // the merge copies stored values (pointers, not the values), except from the logs it
+        // collects (`rewrite`).
+        let rewrite = stored;
         let mut input = super::MergingIterator::new(children);
         match range.0 {
             Some(lo) => input.seek(&crate::format::lookup_key(lo, crate::format::MAX_SEQUENCE)),
@@ -682,7 +694,15 @@ impl DbInner {
                 }
                 if output.is_none() {
                     let set = slot.map(|s| &sets[s]);
-                    let mut o = self.new_output(target, set, cascade, part, job, created)?;
+                    let mut o = self.new_output(
+                        target,
+                        set,
+                        cascade,
+                        part,
+                        job,
+                        created,
+                        (index.is_none(), rewrite.as_ref()),
+                    )?;
                     if index.is_some() {
                         o.blocks = Some(Vec::new());
                     }
@@ -692,7 +712,11 @@ impl DbInner {
                 if let Some(b) = &mut o.blocks {
                     b.push((ikey.to_vec(), o.writer.next_block().unwrap_or(0)));
                 }
-                o.writer.add(ikey, input.value())?;
+                if rewrite.is_some() {
+                    o.writer.add_stored(ikey, input.value())?;
+                } else {
+                    o.writer.add(ikey, input.value())?;
+                }
             }
             input.next();
         }
@@ -706,6 +730,7 @@ impl DbInner {
 
     /// A new output run's writer and number (registered as a pending output); `set` is the
     /// set it becomes the new top floor of, with cascade pointers into its floors if `cascade`.
+    #[allow(clippy::too_many_arguments)] // where the output goes, and how its values are kept
     fn new_output(
         &self,
         target: RunTarget,
@@ -714,6 +739,7 @@ impl DbInner {
         part: Part,
         job: Option<u64>,
         created: &mut Vec<u64>,
+        (separate, rewrite): (bool, Option<&HashSet<u64>>),
     ) -> Result<Output> {
         let number = {
             let mut state = self.state.lock();
@@ -743,12 +769,18 @@ impl DbInner {
                 None => None,
             };
             let path = run_file_name(&self.dir, number, target.kind);
+            let separate = if separate {
+                self.separate_values(target, number, rewrite.map(|r| (r.clone(), part)))
+            } else {
+                None
+            };
             create_writer(
                 &**self.fs_for(target.tier),
                 path,
                 target.kind,
                 &self.options.table,
                 floor,
+                separate,
             )
         })();
         Ok(Output {
@@ -757,6 +789,51 @@ impl DbInner {
             set: set.map_or(0, |s| s.id),
             blocks: None,
         })
+    }
+
+    /// Key-value separation in a merge: `Some(logs)` when the merge copies values as stored
+    /// (every input a separated SSTable on the output's tier, the output a separated
+    /// SSTable), `logs` being the value logs it collects instead: those the inputs name whose
+    /// bytes named by the current version are less than half their size. `None`: values are
+    /// read and separated again as the output's options say.
+    fn stored_merge(
+        &self,
+        task: &CompactionTask,
+        target: RunTarget,
+        version: &Version,
+        part: Part,
+    ) -> Result<Option<HashSet<u64>>> {
+        if self.options.table.value_separation == 0
+            || target.kind != RunKind::Sst
+            || self.stages[task.stage].index().is_some()
+            || task.lab_chunk.is_some()
+        {
+            return Ok(None);
+        }
+        for f in task.input_runs() {
+            if f.tier != target.tier || f.kind != RunKind::Sst || f.row.is_some() {
+                return Ok(None);
+            }
+            match self.table_cache.open_for(f, part, IoPurpose::Compaction)? {
+                crate::runs::OpenRun::Sst(t) if t.is_separated() => {}
+                _ => return Ok(None),
+            }
+        }
+        let live = version.value_log_refs();
+        let fs = self.fs_for(target.tier);
+        let mut rewrite = HashSet::new();
+        for (n, _) in task.input_runs().flat_map(|f| &f.value_refs) {
+            if rewrite.contains(n) {
+                continue;
+            }
+            let size = fs
+                .file_size(&value_log_file_name(&self.dir, *n))
+                .unwrap_or(0);
+            if live.get(n).copied().unwrap_or(0).saturating_mul(2) < size {
+                rewrite.insert(*n);
+            }
+        }
+        Ok(Some(rewrite))
     }
 
     /// True if a run below the task's output may hold `user_key`: a deeper group of the task's
@@ -995,6 +1072,7 @@ impl Output {
             kind: target.kind,
             set: self.set,
             row: None,
+            value_refs: s.value_refs,
         };
         Ok((meta, s.data_blocks))
     }

@@ -13,6 +13,7 @@ use crate::gindex::with_handles;
 use crate::pipeline::{FlushSource, RunTarget};
 use crate::runs::{create_writer, run_file_name, RowWriter};
 use crate::sst::table_builder::TableSummary;
+use crate::sst::value_log::value_log_file_name;
 use crate::sst::TableBuilder;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
@@ -333,6 +334,9 @@ pub(crate) fn write_flush_run(
             let _ = db
                 .fs_for(Tier::Pm)
                 .remove(&run_file_name(&db.dir, number, target.kind));
+            let _ = db
+                .fs_for(Tier::Pm)
+                .remove(&value_log_file_name(&db.dir, number));
             db.counters.pm_flush_fallbacks.fetch_add(1, Relaxed);
             build_run(
                 db,
@@ -347,12 +351,16 @@ pub(crate) fn write_flush_run(
         }
         other => other?,
     };
-    db.counters
-        .add_written(meta.tier, Part::Stage(0), IoPurpose::Flush, meta.file_size);
+    db.counters.add_written(
+        meta.tier,
+        Part::Stage(0),
+        IoPurpose::Flush,
+        meta.written_bytes(),
+    );
     db.counters.add_flush(
         target.group,
         meta.tier,
-        meta.file_size + index_bytes,
+        meta.written_bytes() + index_bytes,
         u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
     );
     Ok(Some((target.group, meta)))
@@ -416,7 +424,9 @@ fn build_run(
             .add_written(Tier::Pm, Part::Stage(0), IoPurpose::Flush, index_bytes);
         return Ok((meta, index_bytes));
     } else {
-        let mut writer = create_writer(&**fs, path, target.kind, &db.options.table, None)?;
+        let separate = db.separate_values(target, number, None);
+        let mut writer =
+            create_writer(&**fs, path, target.kind, &db.options.table, None, separate)?;
         count_dropped(
             db,
             add_all(source, db.smallest_snapshot(), |k, v| writer.add(k, v))?,
@@ -496,6 +506,7 @@ fn run_meta(
         kind: target.kind,
         set: 0,
         row,
+        value_refs: summary.value_refs,
     }
 }
 

@@ -161,6 +161,35 @@ impl DbInner {
         }
     }
 
+    /// Key-value separation for new SSTable `number` written as `target` says, when
+    /// `table.value_separation` is on (`None` otherwise, and for other run kinds); `rewrite`:
+    /// the value logs a compaction collects, with the part its reads count for.
+    pub(crate) fn separate_values(
+        &self,
+        target: crate::pipeline::RunTarget,
+        number: u64,
+        rewrite: Option<(std::collections::HashSet<u64>, crate::stats::Part)>,
+    ) -> Option<crate::runs::SeparateValues> {
+        let threshold = self.options.table.value_separation;
+        if threshold == 0 || target.kind != crate::version::RunKind::Sst || target.row {
+            return None;
+        }
+        Some(crate::runs::SeparateValues {
+            fs: Arc::clone(self.fs_for(target.tier)),
+            dir: self.dir.clone(),
+            number,
+            threshold,
+            rewrite: rewrite.map(|(logs, part)| {
+                (
+                    logs,
+                    Arc::clone(self.table_cache.value_logs()),
+                    target.tier,
+                    part,
+                )
+            }),
+        })
+    }
+
     /// The current super version.
     pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
         Arc::clone(&self.state.lock().super_version)
@@ -285,6 +314,28 @@ impl DbInner {
             .iter()
             .flat_map(|st| st.pm_groups.clone())
             .collect();
+        {
+            // Value logs: sizes from their file systems (a log outlives the table that wrote
+            // it while others name it).
+            let mut tiers: std::collections::HashMap<u64, Tier> = std::collections::HashMap::new();
+            for (_, _, f) in sv.version.runs() {
+                for (n, b) in &f.value_refs {
+                    tiers.insert(*n, f.tier);
+                    s.value_logs.live_bytes += b;
+                }
+            }
+            s.value_logs.files = tiers.len();
+            for (n, tier) in tiers {
+                let size = self
+                    .fs_for(tier)
+                    .file_size(&crate::sst::value_log::value_log_file_name(&self.dir, n))
+                    .unwrap_or(0);
+                match tier {
+                    Tier::Pm => s.value_logs.pm_bytes += size,
+                    Tier::Ssd => s.value_logs.ssd_bytes += size,
+                }
+            }
+        }
         if let Some(pm) = &self.pm {
             let p = pm.pool.stats();
             s.pm = Some(PmDeviceStats {

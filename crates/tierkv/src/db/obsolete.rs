@@ -2,6 +2,7 @@
 //! front end no longer needs, old manifests and temporary files.
 
 use super::DbInner;
+use crate::sst::value_log::value_log_file_name;
 use crate::tier::Tier;
 use crate::version::{parse_file_name, run_file_name, FileKind};
 use std::collections::HashSet;
@@ -13,6 +14,8 @@ pub(crate) struct ObsoleteFile {
     tier: Tier,
     path: PathBuf,
     table: Option<u64>,
+    /// A value log's number (its reader is dropped).
+    value_log: Option<u64>,
 }
 
 impl DbInner {
@@ -50,6 +53,7 @@ impl DbInner {
             tier,
             path,
             table: None,
+            value_log: None,
         }));
         out
     }
@@ -69,6 +73,8 @@ impl DbInner {
             .superseded_runs
             .retain(|meta| Arc::strong_count(meta) > 1);
         let held: HashSet<u64> = state.superseded_runs.iter().map(|m| m.number).collect();
+        // Value logs the released runs named: each goes once no run of a live version names it.
+        let mut logs: Vec<(u64, Tier)> = Vec::new();
         state.removed_runs.retain(|meta| {
             if Arc::strong_count(meta) > 1 || held.contains(&meta.number) {
                 return true;
@@ -77,10 +83,39 @@ impl DbInner {
                 tier: meta.tier,
                 path: run_file_name(&self.dir, meta.number, meta.kind),
                 table: Some(meta.number),
+                value_log: None,
             });
+            logs.extend(meta.value_refs.iter().map(|(n, _)| (*n, meta.tier)));
             false
         });
+        if !logs.is_empty() {
+            let named = self.named_value_logs(state);
+            logs.sort_unstable_by_key(|(n, _)| *n);
+            logs.dedup_by_key(|(n, _)| *n);
+            for (n, tier) in logs {
+                if !named.contains(&n) {
+                    out.push(ObsoleteFile {
+                        tier,
+                        path: value_log_file_name(&self.dir, n),
+                        table: None,
+                        value_log: Some(n),
+                    });
+                }
+            }
+        }
         out
+    }
+
+    /// The value logs a run of a live version names, and those of pending outputs (a table
+    /// being written writes its own).
+    fn named_value_logs(&self, state: &mut super::State) -> HashSet<u64> {
+        let mut named: HashSet<u64> = state.pending_outputs.clone();
+        state.live_versions.retain(|w| w.strong_count() > 0);
+        for v in state.live_versions.iter().filter_map(|w| w.upgrade()) {
+            named.extend(v.value_log_refs().into_keys());
+        }
+        named.extend(state.versions.current().value_log_refs().into_keys());
+        named
     }
 
     /// The manifest and compaction-log numbers in use.
@@ -104,12 +139,19 @@ impl DbInner {
             live.extend(v.file_numbers());
         }
         live.extend(state.versions.current().file_numbers());
-        self.scan(state, &live)
+        let logs = self.named_value_logs(state);
+        self.scan(state, &live, &logs)
     }
 
     /// Lists every tier's directory: the logs, manifests, compaction logs and temporary files
-    /// no longer needed, and the runs not among the `live` run numbers.
-    fn scan(&self, state: &super::State, live: &HashSet<u64>) -> Vec<ObsoleteFile> {
+    /// no longer needed, the runs not among the `live` run numbers and the value logs not
+    /// among the `value_logs` named.
+    fn scan(
+        &self,
+        state: &super::State,
+        live: &HashSet<u64>,
+        value_logs: &HashSet<u64>,
+    ) -> Vec<ObsoleteFile> {
         let (manifest, clog) = self.obsolete_scan_numbers(state);
         let mut out = Vec::new();
         let tiers: &[Tier] = if self.pm.is_some() {
@@ -127,6 +169,7 @@ impl DbInner {
                 };
                 let obsolete = match kind {
                     FileKind::Run(_) => !live.contains(&n),
+                    FileKind::ValueLog => !value_logs.contains(&n),
                     FileKind::Manifest => Some(n) != manifest,
                     FileKind::Temp => true,
                     FileKind::CompactionLog => Some(n) != clog,
@@ -142,6 +185,7 @@ impl DbInner {
                         tier,
                         path: self.dir.join(&name),
                         table: matches!(kind, FileKind::Run(_)).then_some(n),
+                        value_log: (kind == FileKind::ValueLog).then_some(n),
                     });
                 }
             }
@@ -154,6 +198,9 @@ impl DbInner {
         for f in files {
             if let Some(n) = f.table {
                 self.table_cache.evict(n);
+            }
+            if let Some(n) = f.value_log {
+                self.table_cache.value_logs().evict(n);
             }
             let _ = self.fs_for(f.tier).remove(&f.path);
         }

@@ -267,6 +267,20 @@ pub(crate) fn verify_files(
                 (Tier::Pm, Some(p)) => &*p.fs,
                 _ => ssd,
             };
+            for (n, _) in &f.value_refs {
+                if !present.contains_key(&(FileKind::ValueLog, *n, f.tier)) {
+                    return Err(Error::corruption(
+                        crate::sst::value_log::value_log_file_name(dir, *n)
+                            .display()
+                            .to_string(),
+                        format!(
+                            "value log named by table {} is missing from {}",
+                            f.number,
+                            f.tier.name()
+                        ),
+                    ));
+                }
+            }
             let size = fs.file_size(&path)?;
             if size != f.file_size {
                 return Err(Error::corruption(
@@ -355,8 +369,11 @@ fn delete_unreferenced(
     counters: &Counters,
 ) {
     let live: HashSet<u64> = versions.current().file_numbers().collect();
+    let value_logs = versions.current().value_log_refs();
     for (&(kind, n, tier), name) in present {
         let obsolete = match kind {
+            // Logs of tables that never committed, and logs no table names any more.
+            FileKind::ValueLog => !value_logs.contains_key(&n),
             FileKind::Run(_) => {
                 let unreferenced = !live.contains(&n);
                 if unreferenced && accounted.is_some_and(|a| !a.contains(&n)) {

@@ -7,7 +7,7 @@
 use crate::fs::FileSystem;
 use crate::parray::PmArray;
 use crate::runs::{run_file_name, OpenRun};
-use crate::sst::{BlockCache, Table};
+use crate::sst::{BlockCache, Table, ValueLogs};
 use crate::stats::{Counters, IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind};
@@ -34,6 +34,8 @@ pub struct TableCache {
     shards: Vec<Mutex<Shard>>,
     per_shard: usize,
     tick: AtomicU64,
+    /// The value logs separated tables point into.
+    value_logs: Arc<ValueLogs>,
 }
 
 impl TableCache {
@@ -47,7 +49,14 @@ impl TableCache {
         counters: Arc<Counters>,
         max_open_files: usize,
     ) -> Self {
+        let value_logs = Arc::new(ValueLogs::new(
+            dir.clone(),
+            Arc::clone(&fs),
+            pm_fs.clone(),
+            Arc::clone(&counters),
+        ));
         TableCache {
+            value_logs,
             dir,
             fs,
             pm_fs,
@@ -105,15 +114,14 @@ impl TableCache {
         }
         let counters = Arc::clone(&self.counters);
         let run = match meta.kind {
-            RunKind::Sst => OpenRun::Sst(Table::open(
+            RunKind::Sst => OpenRun::Sst(Table::open_with_values(
                 file,
                 meta.number,
                 path,
                 Arc::clone(&self.block_cache),
                 counters,
-                meta.tier,
-                part,
-                purpose,
+                (meta.tier, part, purpose),
+                Some(Arc::clone(&self.value_logs)),
             )?),
             RunKind::PmArray => OpenRun::Array(PmArray::open(
                 file, path, counters, meta.tier, part, purpose,
@@ -170,6 +178,11 @@ impl TableCache {
             }
         }
         (filter, index)
+    }
+
+    /// The readers of the value logs.
+    pub fn value_logs(&self) -> &Arc<ValueLogs> {
+        &self.value_logs
     }
 
     /// The database's counters.

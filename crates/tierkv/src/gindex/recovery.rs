@@ -114,5 +114,6 @@ fn read_back(
         kind: RunKind::Sst,
         set: 0,
         row: None,
+        value_refs: Vec::new(),
     })
 }

@@ -35,6 +35,7 @@ fn meta(number: u64) -> Arc<FileMetaData> {
         kind: RunKind::Sst,
         set: 0,
         row: None,
+        value_refs: Vec::new(),
     })
 }
 

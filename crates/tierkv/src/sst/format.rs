@@ -22,6 +22,11 @@ pub const FORMAT_VERSION: u32 = 1;
 /// The format version of a table with a partitioned index: the footer's index block is the
 /// top-level index, whose entries point at index partitions, whose entries point at data blocks.
 pub const FORMAT_VERSION_PARTITIONED: u32 = 2;
+/// Format version 1 with separated values: every value is a tag byte and the value or a
+/// pointer into a value log (`sst::value_log`).
+pub const FORMAT_VERSION_SEPARATED: u32 = 3;
+/// Format version 2 (a partitioned index) with separated values.
+pub const FORMAT_VERSION_PARTITIONED_SEPARATED: u32 = 4;
 /// Bytes after each block: compression type (1) + masked CRC-32C (4).
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Compression type byte for uncompressed blocks (the only supported one).
@@ -73,6 +78,8 @@ pub struct Footer {
     pub index: BlockHandle,
     /// Whether the index is partitioned ([`FORMAT_VERSION_PARTITIONED`]).
     pub partitioned: bool,
+    /// Whether values are separated ([`FORMAT_VERSION_SEPARATED`]).
+    pub separated: bool,
 }
 
 impl Footer {
@@ -85,10 +92,11 @@ impl Footer {
         put_fixed64(&mut v, self.index.size);
         put_fixed32(
             &mut v,
-            if self.partitioned {
-                FORMAT_VERSION_PARTITIONED
-            } else {
-                FORMAT_VERSION
+            match (self.partitioned, self.separated) {
+                (false, false) => FORMAT_VERSION,
+                (true, false) => FORMAT_VERSION_PARTITIONED,
+                (false, true) => FORMAT_VERSION_SEPARATED,
+                (true, true) => FORMAT_VERSION_PARTITIONED_SEPARATED,
             },
         );
         let crc = mask(crc32c(&v));
@@ -115,9 +123,13 @@ impl Footer {
             return Err("footer checksum mismatch".into());
         }
         let version = decode_fixed32(&src[32..]).ok_or("short footer")?;
-        if version != FORMAT_VERSION && version != FORMAT_VERSION_PARTITIONED {
-            return Err(format!("unsupported table format version {version}"));
-        }
+        let (partitioned, separated) = match version {
+            FORMAT_VERSION => (false, false),
+            FORMAT_VERSION_PARTITIONED => (true, false),
+            FORMAT_VERSION_SEPARATED => (false, true),
+            FORMAT_VERSION_PARTITIONED_SEPARATED => (true, true),
+            _ => return Err(format!("unsupported table format version {version}")),
+        };
         let f = |i: usize| decode_fixed64(&src[i * 8..]).ok_or("short footer");
         Ok(Footer {
             filter: BlockHandle {
@@ -128,7 +140,8 @@ impl Footer {
                 offset: f(2)?,
                 size: f(3)?,
             },
-            partitioned: version == FORMAT_VERSION_PARTITIONED,
+            partitioned,
+            separated,
         })
     }
 }
@@ -197,7 +210,8 @@ mod tests {
 
     #[test]
     fn footer_round_trip_and_damage() {
-        for partitioned in [false, true] {
+        for (partitioned, separated) in [(false, false), (true, false), (false, true), (true, true)]
+        {
             let f = Footer {
                 filter: BlockHandle {
                     offset: 100,
@@ -208,6 +222,7 @@ mod tests {
                     size: 300,
                 },
                 partitioned,
+                separated,
             };
             let enc = f.encode();
             assert_eq!(enc.len(), FOOTER_LEN);

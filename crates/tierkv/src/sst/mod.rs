@@ -22,6 +22,7 @@ pub mod filter;
 pub mod format;
 pub mod table;
 pub mod table_builder;
+pub mod value_log;
 
 #[cfg(test)]
 mod tests;
@@ -29,3 +30,4 @@ mod tests;
 pub use cache::BlockCache;
 pub use table::Table;
 pub use table_builder::TableBuilder;
+pub use value_log::{ValueLogWriter, ValueLogs};

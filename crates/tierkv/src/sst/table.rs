@@ -21,6 +21,7 @@ use super::block::{Block, BlockIter};
 use super::cache::BlockCache;
 use super::filter::BloomFilter;
 use super::format::{block_location, read_block, BlockHandle, Footer, FOOTER_LEN};
+use super::value_log::{decode_stored, Stored, ValueLogs};
 use crate::format::{compare_internal, parse_internal_key, user_key, TRAILER_LEN};
 use crate::fs::RandomAccessFile;
 use crate::iterator::InternalIterator;
@@ -94,6 +95,10 @@ pub struct Table {
     partitioned: bool,
     index_bytes: u64,
     filter: Option<BloomFilter>,
+    /// Whether values are stored separated (a tag byte, then the value or a pointer into a
+    /// value log read through `values`).
+    separated: bool,
+    values: Option<Arc<ValueLogs>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -177,6 +182,28 @@ impl Table {
         part: Part,
         purpose: IoPurpose,
     ) -> Result<Arc<Table>> {
+        Self::open_with_values(
+            file,
+            file_number,
+            path,
+            cache,
+            counters,
+            (tier, part, purpose),
+            None,
+        )
+    }
+
+    /// [`Table::open`] for a table that may hold separated values, read through `values`
+    /// (a separated table opened without it reports its pointers as corruption).
+    pub fn open_with_values(
+        file: Arc<dyn RandomAccessFile>,
+        file_number: u64,
+        path: PathBuf,
+        cache: Arc<BlockCache>,
+        counters: Arc<Counters>,
+        (tier, part, purpose): (Tier, Part, IoPurpose),
+        values: Option<Arc<ValueLogs>>,
+    ) -> Result<Arc<Table>> {
         let file_size = file.size();
         if file_size < FOOTER_LEN as u64 {
             return Err(Error::corruption(
@@ -224,7 +251,50 @@ impl Table {
             partitioned: footer.partitioned,
             index_bytes,
             filter,
+            separated: footer.separated,
+            values,
         }))
+    }
+
+    /// Whether the table stores its values separated.
+    pub fn is_separated(&self) -> bool {
+        self.separated
+    }
+
+    /// The value a separated table stores as `stored`, into `out`; `at` (a data block's
+    /// offset) names the place in errors.
+    fn resolve(&self, stored: &[u8], at: u64, purpose: IoPurpose, out: &mut Vec<u8>) -> Result<()> {
+        match decode_stored(stored) {
+            Ok(Stored::Inline(v)) => {
+                out.clear();
+                out.extend_from_slice(v);
+                Ok(())
+            }
+            Ok(Stored::Pointer(p)) => match &self.values {
+                Some(logs) => logs.read(self.tier, p, self.part, purpose, out),
+                None => Err(self.corruption_at(
+                    at,
+                    "a value pointer in a table opened without its value logs",
+                )),
+            },
+            Err(r) => Err(self.corruption_at(at, r)),
+        }
+    }
+
+    /// `(key, stored)` of a lookup, with the value resolved when the table is separated.
+    fn found(
+        &self,
+        key: &[u8],
+        stored: &[u8],
+        at: u64,
+        purpose: IoPurpose,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if !self.separated {
+            return Ok(Some((key.to_vec(), stored.to_vec())));
+        }
+        let mut value = Vec::new();
+        self.resolve(stored, at, purpose, &mut value)?;
+        Ok(Some((key.to_vec(), value)))
     }
 
     fn corruption_at(&self, offset: u64, reason: &str) -> Error {
@@ -354,7 +424,7 @@ impl Table {
             }
             if it.valid() {
                 if user_key(it.key()) == uk {
-                    return Ok(Some((it.key().to_vec(), it.value().to_vec())));
+                    return self.found(it.key(), it.value(), h.offset, purpose);
                 }
                 return Ok(None);
             }
@@ -400,7 +470,7 @@ impl Table {
             return Err(self.corruption_at(handle.offset, r));
         }
         if it.valid() && user_key(it.key()) == user_key(lookup_key) {
-            return Ok(Some((it.key().to_vec(), it.value().to_vec())));
+            return self.found(it.key(), it.value(), handle.offset, purpose);
         }
         Ok(None)
     }
@@ -416,7 +486,19 @@ impl Table {
             block_iter: None,
             spare_key_buf: Vec::new(),
             err: None,
+            resolve: self.separated,
+            value: ValueAt::Block,
+            value_buf: Vec::new(),
         }
+    }
+
+    /// An iterator whose values are as the table stores them: for a separated table, the
+    /// tag and the value or pointer (a compaction copying pointers; see
+    /// [`crate::sst::TableBuilder::add_stored`]).
+    pub fn iter_stored(self: &Arc<Self>, purpose: IoPurpose) -> TableIterator {
+        let mut it = self.iter(purpose, false);
+        it.resolve = false;
+        it
     }
 
     /// The table's file number.
@@ -483,6 +565,7 @@ impl Table {
         let mut n = 0u64;
         let mut prev: Vec<u8> = Vec::new();
         let mut key_buf = Vec::new();
+        let mut value = Vec::new();
         let handles = self.data_handles(IoPurpose::Recovery)?;
         for (i, (h, index_key)) in handles.iter().enumerate() {
             let h = *h;
@@ -512,6 +595,9 @@ impl Table {
                     if !f.may_contain(user_key(k)) {
                         return bad("filter rejects a key of the table");
                     }
+                }
+                if self.separated {
+                    self.resolve(it.value(), h.offset, IoPurpose::Recovery, &mut value)?;
                 }
                 prev.clear();
                 prev.extend_from_slice(k);
@@ -649,6 +735,22 @@ pub struct TableIterator {
     block_iter: Option<BlockIter>,
     spare_key_buf: Vec<u8>,
     err: Option<Error>,
+    /// Whether values of a separated table are resolved (false: stored form).
+    resolve: bool,
+    /// Where the current value is.
+    value: ValueAt,
+    value_buf: Vec<u8>,
+}
+
+/// Where a [`TableIterator`]'s current value is.
+#[derive(Clone, Copy, Debug)]
+enum ValueAt {
+    /// The block entry's value, as stored.
+    Block,
+    /// The block entry's value after its tag (an inline value of a separated table).
+    AfterTag,
+    /// `value_buf` (a value read from a value log).
+    Buf,
 }
 
 impl std::fmt::Debug for TableIterator {
@@ -705,6 +807,9 @@ impl TableIterator {
                 return;
             }
             if it.valid() {
+                if self.resolve {
+                    self.resolve_value();
+                }
                 return;
             }
             let at = self.cursor.next(&self.table, self.purpose, self.fill_cache);
@@ -713,6 +818,34 @@ impl TableIterator {
             }
             if let Some(it) = &mut self.block_iter {
                 it.seek_to_first();
+            }
+        }
+    }
+}
+
+impl TableIterator {
+    /// At a valid entry of a separated table: finds its value (reading a value log for a
+    /// pointer); an error invalidates the iterator.
+    fn resolve_value(&mut self) {
+        let Some(it) = &self.block_iter else { return };
+        let r = match decode_stored(it.value()) {
+            Ok(Stored::Inline(_)) => Ok(ValueAt::AfterTag),
+            Ok(Stored::Pointer(_)) => self
+                .table
+                .resolve(
+                    it.value(),
+                    self.block_offset,
+                    self.purpose,
+                    &mut self.value_buf,
+                )
+                .map(|()| ValueAt::Buf),
+            Err(r) => Err(self.table.corruption_at(self.block_offset, r)),
+        };
+        match r {
+            Ok(at) => self.value = at,
+            Err(e) => {
+                self.err = Some(e);
+                self.block_iter = None;
             }
         }
     }
@@ -762,7 +895,15 @@ impl InternalIterator for TableIterator {
     }
 
     fn value(&self) -> &[u8] {
-        self.block_iter.as_ref().expect("valid iterator").value()
+        let stored = self.block_iter.as_ref().expect("valid iterator").value();
+        if !self.resolve {
+            return stored;
+        }
+        match self.value {
+            ValueAt::Block => stored,
+            ValueAt::AfterTag => &stored[1..],
+            ValueAt::Buf => &self.value_buf,
+        }
     }
 
     fn status(&self) -> Result<()> {

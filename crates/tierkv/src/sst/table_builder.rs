@@ -10,13 +10,18 @@
 use super::block_builder::BlockBuilder;
 use super::filter::FilterBuilder;
 use super::format::{block_trailer, BlockHandle, Footer};
+use super::value_log::{decode_stored, Stored, ValueLogWriter, ValueLogs, TAG_INLINE};
 use crate::format::{
     compare_internal, pack_trailer, user_key, MAX_SEQUENCE, TRAILER_LEN, VALUE_TYPE_FOR_SEEK,
 };
 use crate::fs::WritableFile;
 use crate::options::TableOptions;
+use crate::stats::{IoPurpose, Part};
+use crate::tier::Tier;
 use crate::{Error, Result};
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What a finished table holds, for the version edit that installs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +37,11 @@ pub struct TableSummary {
     /// Every data block's handle, in order: block `b` holds the entries added while
     /// [`TableBuilder::next_block`] was `b` (a global index maps keys straight to blocks).
     pub data_blocks: Vec<BlockHandle>,
+    /// For a separated table: each value log its pointers name, with the record bytes they
+    /// name in it, by log number (the table's own log among them when it wrote one).
+    pub value_refs: Vec<(u64, u64)>,
+    /// Bytes written to the table's own value log.
+    pub value_log_bytes: u64,
 }
 
 /// Builds a table file from sorted entries.
@@ -59,6 +69,24 @@ pub struct TableBuilder {
     handle_buf: Vec<u8>,
     /// Handles of the data blocks written so far.
     data_blocks: Vec<BlockHandle>,
+    /// Key-value separation, when on: values go to a value log above a size.
+    separation: Option<Box<Separation>>,
+}
+
+/// A separated table's value log and the logs its pointers name.
+struct Separation {
+    log: ValueLogWriter,
+    /// Values of at least this many bytes go to the log.
+    threshold: usize,
+    /// Record bytes named per log number.
+    refs: BTreeMap<u64, u64>,
+    /// Logs whose values [`TableBuilder::add_stored`] copies into this table's log instead of
+    /// copying their pointers (garbage collection of mostly dead logs), with the reader and
+    /// the tier they are on.
+    rewrite: HashSet<u64>,
+    reader: Option<(Arc<ValueLogs>, Tier, Part)>,
+    stored: Vec<u8>,
+    value: Vec<u8>,
 }
 
 impl std::fmt::Debug for TableBuilder {
@@ -130,6 +158,40 @@ impl TableBuilder {
             scratch: Vec::new(),
             handle_buf: Vec::new(),
             data_blocks: Vec::new(),
+            separation: None,
+        }
+    }
+
+    /// Turns key-value separation on (before the first entry): values of at least
+    /// `threshold` bytes are appended to `log` and the table stores pointers to them; the
+    /// table is written in a separated format version.
+    pub fn separate_values(&mut self, log: ValueLogWriter, threshold: usize) {
+        debug_assert_eq!(self.num_entries, 0);
+        self.separation = Some(Box::new(Separation {
+            log,
+            threshold: threshold.max(1),
+            refs: BTreeMap::new(),
+            rewrite: HashSet::new(),
+            reader: None,
+            stored: Vec::new(),
+            value: Vec::new(),
+        }));
+    }
+
+    /// For a separated table: values that entries added with [`TableBuilder::add_stored`]
+    /// point to in the logs `rewrite` are read (through `reader`, from `tier`, counted as
+    /// `part`'s compaction reads) and written to this table's log, instead of their pointers
+    /// being copied: a compaction's garbage collection of logs that are mostly dead.
+    pub fn rewrite_value_logs(
+        &mut self,
+        rewrite: HashSet<u64>,
+        reader: Arc<ValueLogs>,
+        tier: Tier,
+        part: Part,
+    ) {
+        if let Some(s) = &mut self.separation {
+            s.rewrite = rewrite;
+            s.reader = Some((reader, tier, part));
         }
     }
 
@@ -143,6 +205,58 @@ impl TableBuilder {
     /// Adds an entry. REQUIRES: `internal_key` is a valid internal key sorting strictly after
     /// every key added before.
     pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        let Some(sep) = &mut self.separation else {
+            return self.add_entry(internal_key, value);
+        };
+        let mut stored = std::mem::take(&mut sep.stored);
+        stored.clear();
+        if value.len() >= sep.threshold {
+            let p = sep.log.append(value)?;
+            *sep.refs.entry(p.number).or_default() += p.record_bytes();
+            p.encode_stored(&mut stored);
+        } else {
+            stored.push(TAG_INLINE);
+            stored.extend_from_slice(value);
+        }
+        let r = self.add_entry(internal_key, &stored);
+        if let Some(sep) = &mut self.separation {
+            sep.stored = stored;
+        }
+        r
+    }
+
+    /// Adds an entry whose value is in the stored form of a separated table (a compaction
+    /// copying entries of separated tables): a pointer is copied as it is (unless its log is
+    /// being rewritten), an inline value is added as by [`TableBuilder::add`]. A table
+    /// without separation refuses it.
+    pub fn add_stored(&mut self, internal_key: &[u8], stored: &[u8]) -> Result<()> {
+        let Some(sep) = &mut self.separation else {
+            return Err(Error::InvalidArgument(
+                "a stored value added to a table without key-value separation".into(),
+            ));
+        };
+        let p = match decode_stored(stored) {
+            Ok(Stored::Inline(v)) => return self.add(internal_key, v),
+            Ok(Stored::Pointer(p)) => p,
+            Err(r) => return Err(Error::corruption("compaction input", r)),
+        };
+        if sep.rewrite.contains(&p.number) {
+            if let Some((reader, tier, part)) = &sep.reader {
+                let mut value = std::mem::take(&mut sep.value);
+                let read = reader.read(*tier, p, *part, IoPurpose::Compaction, &mut value);
+                let r = read.and_then(|()| self.add(internal_key, &value));
+                if let Some(sep) = &mut self.separation {
+                    sep.value = value;
+                }
+                return r;
+            }
+        }
+        *sep.refs.entry(p.number).or_default() += p.record_bytes();
+        self.add_entry(internal_key, stored)
+    }
+
+    /// Adds an entry with `value` as the block stores it.
+    fn add_entry(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
         if internal_key.len() < TRAILER_LEN {
             return Err(Error::InvalidArgument(format!(
                 "table key of {} bytes is shorter than an internal-key trailer",
@@ -239,6 +353,11 @@ impl TableBuilder {
     /// Writes the last data block, the filter block, the index block and the footer, then syncs
     /// the file.
     pub fn finish(mut self) -> Result<TableSummary> {
+        // The values first: a table must never name a log that is not durable.
+        let value_log_bytes = match &mut self.separation {
+            Some(s) => s.log.finish()?,
+            None => 0,
+        };
         self.flush_data_block()?;
         if let Some(h) = self.pending_handle.take() {
             short_successor(&self.last_key, &mut self.scratch);
@@ -265,6 +384,7 @@ impl TableBuilder {
             filter,
             index,
             partitioned,
+            separated: self.separation.is_some(),
         }
         .encode();
         self.file.append(&footer)?;
@@ -277,6 +397,11 @@ impl TableBuilder {
             smallest: self.smallest,
             largest: self.last_key,
             data_blocks: self.data_blocks,
+            value_refs: self
+                .separation
+                .map(|s| s.refs.into_iter().collect())
+                .unwrap_or_default(),
+            value_log_bytes,
         })
     }
 }

@@ -168,6 +168,7 @@ fn table_round_trip_small_blocks_restart_1_no_filter() {
         restart_interval: 1,
         bloom_bits_per_key: 0,
         index_partition_blocks: 0,
+        value_separation: 0,
     };
     check_round_trip(&opts, 3_000);
 }
@@ -180,6 +181,7 @@ fn table_round_trip_partitioned_index() {
             restart_interval: 4,
             bloom_bits_per_key: 0,
             index_partition_blocks: blocks,
+            value_separation: 0,
         };
         check_round_trip(&opts, n);
         // Only one index entry per partition stays in DRAM.
@@ -220,6 +222,7 @@ fn table_multiple_versions_and_deletions() {
         restart_interval: 2,
         bloom_bits_per_key: 10,
         index_partition_blocks: 0,
+        value_separation: 0,
     };
     let (path, _) = write_table(dir.path(), "000002.sst", &opts, &e);
     let t = open(
@@ -384,6 +387,7 @@ fn small_table(dir: &Path) -> (PathBuf, Entries, Vec<u8>) {
         restart_interval: 4,
         bloom_bits_per_key: 10,
         index_partition_blocks: 0,
+        value_separation: 0,
     };
     let (path, _) = write_table(dir, "000009.sst", &opts, &e);
     let bytes = std::fs::read(&path).unwrap();
@@ -511,6 +515,7 @@ fn byte_flips(partition_blocks: usize) {
         restart_interval: 3,
         bloom_bits_per_key: 10,
         index_partition_blocks: partition_blocks,
+        value_separation: 0,
     };
     let (path, _) = write_table(dir.path(), "000010.sst", &opts, &e);
     let bytes = std::fs::read(&path).unwrap();
@@ -619,4 +624,207 @@ fn entries_are_found_in_their_recorded_blocks() {
         .get_in_block(bad, k, IoPurpose::UserRead, true)
         .unwrap_err();
     assert_corruption_naming(err, &path, Some(bad.offset));
+}
+
+/// Every entry of `t`, values resolved.
+fn all(t: &Arc<Table>) -> Entries {
+    let mut it = t.iter(IoPurpose::UserRead, false);
+    it.seek_to_first();
+    let got = collect(&mut it);
+    it.status().unwrap();
+    got
+}
+
+/// Writes `e` as separated table `number` (values of `threshold` bytes or more to its log).
+fn write_separated(
+    dir: &Path,
+    number: u64,
+    threshold: usize,
+    e: &Entries,
+) -> (PathBuf, TableSummary) {
+    let path = dir.join(format!("{number:06}.sst"));
+    let file = PosixFs.create(&path).unwrap();
+    let mut b = TableBuilder::new(&TableOptions::default(), file, path.clone());
+    b.separate_values(
+        ValueLogWriter::new(Arc::new(PosixFs), dir, number),
+        threshold,
+    );
+    for (k, v) in e {
+        b.add(k, v).unwrap();
+    }
+    (path, b.finish().unwrap())
+}
+
+fn open_separated(path: &Path, number: u64, logs: &Arc<ValueLogs>) -> Result<Arc<Table>> {
+    let f = PosixFs.open_readable(path)?;
+    Table::open_with_values(
+        f,
+        number,
+        path.to_path_buf(),
+        BlockCache::new(1 << 20),
+        Arc::new(Counters::default()),
+        (crate::tier::Tier::Ssd, Part::Stage(0), IoPurpose::UserRead),
+        Some(Arc::clone(logs)),
+    )
+}
+
+fn logs_of(dir: &Path) -> Arc<ValueLogs> {
+    Arc::new(ValueLogs::new(
+        dir.to_path_buf(),
+        Arc::new(PosixFs),
+        None,
+        Arc::new(Counters::default()),
+    ))
+}
+
+#[test]
+fn separated_values_round_trip_copy_and_collect() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = make_entries(2_000);
+    // Values are 12..30 bytes: about half go to the log.
+    let (path, s) = write_separated(dir.path(), 1, 20, &e);
+    let log = value_log::value_log_file_name(dir.path(), 1);
+    let big: Vec<_> = e.iter().filter(|(_, v)| v.len() >= 20).collect();
+    assert!(!big.is_empty() && big.len() < e.len());
+    let log_bytes: u64 = big.iter().map(|(_, v)| v.len() as u64 + 4).sum();
+    assert_eq!(s.value_log_bytes, log_bytes);
+    assert_eq!(s.value_refs, vec![(1, log_bytes)]);
+    assert_eq!(std::fs::metadata(&log).unwrap().len(), log_bytes);
+    let logs = logs_of(dir.path());
+    let t = open_separated(&path, 1, &logs).unwrap();
+    assert!(t.is_separated());
+    assert_eq!(all(&t), e);
+    for (k, _) in e.iter().step_by(7) {
+        assert_eq!(
+            t.get(k, IoPurpose::UserRead, false).unwrap(),
+            expected_get(&e, k)
+        );
+    }
+    assert_eq!(t.verify().unwrap(), e.len() as u64);
+    // Stored values: a tag, then the value or a pointer.
+    let mut raw = t.iter_stored(IoPurpose::Compaction);
+    raw.seek_to_first();
+    let stored = collect(&mut raw);
+    for ((k, v), (sk, sv)) in e.iter().zip(&stored) {
+        assert_eq!(k, sk);
+        match value_log::decode_stored(sv).unwrap() {
+            value_log::Stored::Inline(x) => assert_eq!(x, &v[..]),
+            value_log::Stored::Pointer(p) => {
+                assert!(v.len() >= 20);
+                assert_eq!((p.number, p.len as usize), (1, v.len()));
+            }
+        }
+    }
+    // A compaction copying stored values writes no value again: table 2 names log 1.
+    let copy = |number: u64, rewrite: bool| {
+        let path = dir.path().join(format!("{number:06}.sst"));
+        let mut b = TableBuilder::new(
+            &TableOptions::default(),
+            PosixFs.create(&path).unwrap(),
+            path.clone(),
+        );
+        b.separate_values(
+            ValueLogWriter::new(Arc::new(PosixFs), dir.path(), number),
+            20,
+        );
+        if rewrite {
+            b.rewrite_value_logs(
+                [1].into_iter().collect(),
+                Arc::clone(&logs),
+                crate::tier::Tier::Ssd,
+                Part::Stage(0),
+            );
+        }
+        for (k, v) in &stored {
+            b.add_stored(k, v).unwrap();
+        }
+        (path, b.finish().unwrap())
+    };
+    let (p2, s2) = copy(2, false);
+    assert_eq!(
+        (s2.value_log_bytes, s2.value_refs.clone()),
+        (0, vec![(1, log_bytes)])
+    );
+    assert!(!value_log::value_log_file_name(dir.path(), 2).exists());
+    let t2 = open_separated(&p2, 2, &logs).unwrap();
+    assert_eq!(all(&t2), e);
+    // Collecting log 1: its values are copied into log 3, which table 3 alone names.
+    let (p3, s3) = copy(3, true);
+    assert_eq!(s3.value_refs, vec![(3, log_bytes)]);
+    assert_eq!(s3.value_log_bytes, log_bytes);
+    std::fs::remove_file(&log).unwrap();
+    logs.evict(1);
+    let t3 = open_separated(&p3, 3, &logs).unwrap();
+    assert_eq!(all(&t3), e);
+    assert_eq!(t3.verify().unwrap(), e.len() as u64);
+    // Table 2 points into the removed log: corruption, never a value.
+    let (k, _) = big[0];
+    assert!(matches!(
+        t2.get(k, IoPurpose::UserRead, false),
+        Err(Error::Corruption { .. })
+    ));
+    assert!(t2.verify().is_err());
+    // A table opened without the logs reports its pointers.
+    let bare = open(
+        &p3,
+        &BlockCache::new(1 << 20),
+        &Arc::new(Counters::default()),
+    )
+    .unwrap();
+    assert!(matches!(
+        bare.get(k, IoPurpose::UserRead, false),
+        Err(Error::Corruption { .. })
+    ));
+    // A table without separation refuses stored values.
+    let plain = dir.path().join("000009.sst");
+    let mut b = TableBuilder::new(
+        &TableOptions::default(),
+        PosixFs.create(&plain).unwrap(),
+        plain.clone(),
+    );
+    assert!(b.add_stored(&stored[0].0, &stored[0].1).is_err());
+}
+
+#[test]
+fn every_value_log_byte_flip_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let ik = |k: &[u8]| make_internal_key(k, 5, ValueType::Value);
+    let e: Entries = vec![
+        (ik(b"a"), vec![b'x'; 40]),
+        (ik(b"b"), b"small".to_vec()),
+        (ik(b"c"), (0..90u8).collect()),
+    ];
+    let (path, s) = write_separated(dir.path(), 4, 32, &e);
+    let log = value_log::value_log_file_name(dir.path(), 4);
+    let good = std::fs::read(&log).unwrap();
+    assert_eq!(good.len() as u64, s.value_log_bytes);
+    for i in 0..good.len() {
+        let mut bad = good.clone();
+        bad[i] ^= 0x04;
+        std::fs::write(&log, &bad).unwrap();
+        let logs = logs_of(dir.path());
+        let t = open_separated(&path, 4, &logs).unwrap();
+        let errors = [&e[0].0, &e[2].0]
+            .iter()
+            .filter(|k| {
+                matches!(
+                    t.get(k, IoPurpose::UserRead, false),
+                    Err(Error::Corruption { .. })
+                )
+            })
+            .count();
+        assert_eq!(errors, 1, "flip at {i}");
+        let mut it = t.iter(IoPurpose::UserRead, false);
+        it.seek_to_first();
+        let got = collect(&mut it);
+        assert!(it.status().is_err() && got.len() < e.len(), "flip at {i}");
+        assert!(t.verify().is_err());
+    }
+    // A short log: the pointer past its end is corruption.
+    std::fs::write(&log, &good[..good.len() - 1]).unwrap();
+    let t = open_separated(&path, 4, &logs_of(dir.path())).unwrap();
+    assert!(matches!(
+        t.get(&e[2].0, IoPurpose::UserRead, false),
+        Err(Error::Corruption { .. })
+    ));
 }

@@ -45,6 +45,10 @@ const STAGE_TREES: u32 = 7;
 /// interval its first and end entry (varint32 each). Rows recorded by `STAGE_ADDED_ROW` (the
 /// format before it) read with their intervals unknown.
 const STAGE_ADDED_ROW_ENTRIES: u32 = 8;
+/// The value logs a run added by the record before names (key-value separation): varint64
+/// run number, the count, then per log varint64 number and varint64 record bytes. Written
+/// only for runs that name logs, so other manifests read unchanged.
+const STAGE_VALUE_REFS: u32 = 9;
 
 /// The tier's code in the manifest.
 pub(crate) fn tier_code(tier: Tier) -> u32 {
@@ -291,6 +295,15 @@ fn encode_stage(s: &StageEdit) -> Vec<u8> {
             None if f.set != 0 => put_varint64(&mut b, f.set),
             None => {}
         }
+        if !f.value_refs.is_empty() {
+            put_varint32(&mut b, STAGE_VALUE_REFS);
+            put_varint64(&mut b, f.number);
+            put_varint32(&mut b, f.value_refs.len() as u32);
+            for (n, bytes) in &f.value_refs {
+                put_varint64(&mut b, *n);
+                put_varint64(&mut b, *bytes);
+            }
+        }
     }
     b
 }
@@ -403,6 +416,7 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                     kind,
                     set: 0,
                     row: None,
+                    value_refs: Vec::new(),
                 };
                 let (set, row) = match tag {
                     STAGE_ADDED_SET_RUN => match d.varint64() {
@@ -414,6 +428,21 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                     _ => (0, None),
                 };
                 s.added.push((g, FileMetaData { set, row, ..f }));
+            }
+            STAGE_VALUE_REFS => {
+                let number = d.varint64().ok_or("value refs")?;
+                let count = d.varint32().ok_or("value refs")?;
+                let mut refs = Vec::new();
+                for _ in 0..count {
+                    let n = d.varint64().ok_or("value refs")?;
+                    refs.push((n, d.varint64().ok_or("value refs")?));
+                }
+                match s.added.last_mut() {
+                    Some((_, f)) if f.number == number && f.value_refs.is_empty() => {
+                        f.value_refs = refs;
+                    }
+                    _ => return Err("value refs of a run the record before did not add"),
+                }
             }
             _ => return Err("stage tag"),
         }
@@ -437,6 +466,7 @@ mod tests {
             kind: RunKind::Sst,
             set: 0,
             row: None,
+            value_refs: Vec::new(),
         }
     }
 
@@ -465,6 +495,13 @@ mod tests {
             immutable: 1 << 40,
         });
         e.stage_mut(2).added.push((0, run(12, Tier::Pm)));
+        e.stage_mut(2).added.push((
+            0,
+            FileMetaData {
+                value_refs: vec![(9, 1 << 33), (14, 517)],
+                ..run(14, Tier::Pm)
+            },
+        ));
         e.stage_mut(2).added.push((
             1,
             FileMetaData {

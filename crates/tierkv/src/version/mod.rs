@@ -101,6 +101,10 @@ pub struct FileMetaData {
     /// For a row of a row container (TriangleKV's triangle, MatrixKV's matrix): its hints,
     /// the key ranges compaction moved out of it and its size sketch; `None` for other runs.
     pub row: Option<Box<RowInfo>>,
+    /// For an SSTable with separated values: each value log its pointers name (by number,
+    /// on the run's tier) with the record bytes they name there, by log number; empty
+    /// otherwise. A value log is deleted once no run of a live version names it.
+    pub value_refs: Vec<(u64, u64)>,
 }
 
 /// A range of user keys `[start, end)`; `end = None` is unbounded (`start` empty: from the
@@ -309,6 +313,18 @@ impl SketchBuilder {
 }
 
 impl FileMetaData {
+    /// Bytes of the run's own value log (written with it; 0 when it has none).
+    pub fn value_log_bytes(&self) -> u64 {
+        self.value_refs
+            .iter()
+            .find(|(n, _)| *n == self.number)
+            .map_or(0, |(_, b)| *b)
+    }
+
+    /// Bytes the run wrote: its file and its own value log.
+    pub fn written_bytes(&self) -> u64 {
+        self.file_size + self.value_log_bytes()
+    }
     /// Smallest user key.
     pub fn smallest_user_key(&self) -> &[u8] {
         user_key(&self.smallest)
@@ -612,6 +628,18 @@ impl Version {
         self.stages.iter().flat_map(|s| s.runs()).map(|f| f.number)
     }
 
+    /// Every value log a run of the version names (separated values), with the record bytes
+    /// named in it.
+    pub fn value_log_refs(&self) -> std::collections::HashMap<u64, u64> {
+        let mut m = std::collections::HashMap::new();
+        for f in self.stages.iter().flat_map(|s| s.runs()) {
+            for (n, b) in &f.value_refs {
+                *m.entry(*n).or_default() += b;
+            }
+        }
+        m
+    }
+
     /// Every run with its stage and group.
     pub fn runs(&self) -> impl Iterator<Item = (usize, usize, &Arc<FileMetaData>)> + '_ {
         self.stages.iter().enumerate().flat_map(|(s, st)| {
@@ -893,6 +921,7 @@ mod tests {
             kind: RunKind::Sst,
             set: 0,
             row: None,
+            value_refs: Vec::new(),
         }
     }
 

@@ -44,6 +44,9 @@ pub enum FileKind {
     ValueArray,
     /// `NNNNNN.wbuf`: one half of LAB-DB's WAL buffer (a record log in the pool's `PmFs`).
     WalBuffer,
+    /// `NNNNNN.vlog`: the value log of separated table `NNNNNN` (key-value separation;
+    /// `crate::sst::value_log`), on the table's tier.
+    ValueLog,
 }
 
 /// Path of WAL file `n`.
@@ -81,6 +84,7 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
         "clog" => Some((FileKind::CompactionLog, n)),
         "vla" => Some((FileKind::ValueArray, n)),
         "wbuf" => Some((FileKind::WalBuffer, n)),
+        "vlog" => Some((FileKind::ValueLog, n)),
         _ => None,
     }
 }
@@ -624,6 +628,11 @@ mod tests {
             (d.join("1234567.wbuf"), FileKind::WalBuffer, 1234567),
             (d.join("000009.clog"), FileKind::CompactionLog, 9),
             (d.join("000010.dbtmp"), FileKind::Temp, 10),
+            (
+                crate::sst::value_log::value_log_file_name(d, 31),
+                FileKind::ValueLog,
+                31,
+            ),
         ] {
             let name = p.file_name().unwrap().to_str().unwrap();
             assert_eq!(parse_file_name(name), Some((k, n)));
@@ -631,7 +640,7 @@ mod tests {
         assert_eq!(parse_file_name("CURRENT"), None);
         assert_eq!(parse_file_name("LOCK"), None);
         assert_eq!(parse_file_name("x.sst"), None);
-        assert_eq!(parse_file_name("000001.vlog"), None);
+        assert_eq!(parse_file_name("000001.vlo"), None);
         assert_eq!(parse_file_name("000001.wbu"), None);
     }
 
@@ -660,6 +669,7 @@ mod tests {
                 kind: super::super::RunKind::Sst,
                 set: 0,
                 row: None,
+                value_refs: Vec::new(),
             },
         ));
         e.stage_mut(0).pointers.push((1, b"pointer".to_vec()));
