@@ -953,6 +953,17 @@ pub fn format_stats(s: &StatsSummary) -> String {
             );
         }
     }
+    let vl = &st.value_logs;
+    if vl.files > 0 {
+        let _ = writeln!(
+            o,
+            "Value logs:             {} files, {} on PM, {} on SSD, {} of it named by tables",
+            vl.files,
+            b(vl.pm_bytes),
+            b(vl.ssd_bytes),
+            b(vl.live_bytes)
+        );
+    }
     let _ = writeln!(o, "Levels:");
     for (i, l) in st.levels.iter().enumerate() {
         let pm = st.pm_levels.get(i).filter(|p| p.files > 0);
