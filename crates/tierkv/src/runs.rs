@@ -56,6 +56,16 @@ impl OpenRun {
         }
     }
 
+    /// An iterator whose values are as the run stores them (a separated SSTable's pointers
+    /// unresolved: for walks that look at keys only, or copy stored values); it keeps the run
+    /// open.
+    pub fn iter_stored(&self, purpose: IoPurpose) -> Box<dyn InternalIterator> {
+        match self {
+            OpenRun::Sst(t) => Box::new(t.iter_stored(purpose)),
+            OpenRun::Array(a) => Box::new(a.iter(purpose)),
+        }
+    }
+
     /// The run's path.
     pub fn path(&self) -> &Path {
         match self {

@@ -196,10 +196,11 @@ impl DbInner {
             let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
             let mut touched = false;
             for s in sources.iter().filter(|s| s.overlaps(Some(lo), Some(hi))) {
+                // Keys only: a separated table's values stay unread.
                 let mut it = self
                     .table_cache
                     .open_for(s, part, IoPurpose::Compaction)?
-                    .iter(IoPurpose::Compaction, false);
+                    .iter_stored(IoPurpose::Compaction);
                 it.seek(&crate::format::lookup_key(lo, crate::format::MAX_SEQUENCE));
                 it.status()?;
                 if it.valid() && crate::format::user_key(it.key()) <= hi {
@@ -585,17 +586,11 @@ impl DbInner {
                 )));
                 continue;
             }
-            children.push(
-                match (
-                    &stored,
-                    self.table_cache.open_for(f, part, IoPurpose::Compaction)?,
-                ) {
-                    (Some(_), crate::runs::OpenRun::Sst(t)) => {
-                        Box::new(t.iter_stored(IoPurpose::Compaction))
-                    }
-                    (_, run) => run.iter(IoPurpose::Compaction, false),
-                },
-            );
+            let run = self.table_cache.open_for(f, part, IoPurpose::Compaction)?;
+            children.push(match stored {
+                Some(_) => run.iter_stored(IoPurpose::Compaction),
+                None => run.iter(IoPurpose::Compaction, false),
+            });
         }
         // Key-value separation: when every input is a separated table on the output's tier,
         // the merge copies stored values (pointers, not the values), except from the logs it
