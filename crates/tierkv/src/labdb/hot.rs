@@ -30,9 +30,11 @@
 //! (the older one when both are free), persists it, then points the tree entry at it: a crash
 //! at any point leaves the half the tree named intact, and a snapshot that holds a replaced
 //! version holds its half. With both halves named (one by each tree, or by a held version), the
-//! key's version goes to the tree as an ordinary value address for that flush. A half a flush
-//! stops naming stays named until the readers of the versions live then are gone (LAB-DB's
-//! deferred path), since a reader may have read the entry and not yet the half.
+//! key's version goes to the tree as an ordinary value address for that flush. A half an entry
+//! or held version stops naming (a flush replacing it, a compacted chunk's entries removed, a
+//! held version forgotten) stays named until the readers of the versions live then are gone
+//! and the reads of the trees in progress then have ended (LAB-DB's deferred path), since a
+//! reader may have read the entry and not yet the half.
 //!
 //! # Space
 //!

@@ -52,10 +52,15 @@
 //! Readers read the trees' current state under the version they pinned. Everything that
 //! would take a place away from such a reader (a chunk's entries leaving the tree, a value
 //! array being deleted) is **deferred** until every version that was live when it became due
-//! is released ([`LabL0::run_deferred`]). A tree whose root is reset at a switch is not
-//! rewritten: it is **retired**, still found by its number (with its held versions) by readers
-//! of older versions, and its PM chunks go back to the pool when the last of them lets go. So a long-lived iterator
-//! never holds up a switch (and so never stops writes); it only keeps its tree's PM alive.
+//! is released ([`LabL0::run_deferred`]), and every read of the trees in progress when it was
+//! deferred has ended (a read copies what it reads in one call, so only a read in progress may
+//! hold an address it has not followed yet; this covers a chunk compaction's reads, which pin
+//! no version, and readers of versions newer than those waited for, e.g. of the version that
+//! installed a chunk, while its entries are being removed). A tree whose root is reset at a
+//! switch is not rewritten: it is **retired**, still found by its number (with its held
+//! versions) by readers of older versions, and its PM chunks go back to the pool when the last
+//! of them lets go. So a long-lived iterator never holds up a switch (and so never stops
+//! writes); it only keeps its tree's PM alive.
 //!
 //! Value arrays, and hot slots ([`super::hot`]), hold one reference per tree entry and held
 //! version naming them (counted again from the trees at open); an array whose references are
@@ -80,7 +85,7 @@ use crate::tier::Tier;
 use crate::version::{TreeRoles, Version};
 use crate::{Error, Result};
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock, Weak};
 use tierkv_pm::PmPool;
@@ -203,7 +208,39 @@ pub(crate) type Readers<'a> = (Vec<u64>, &'a dyn Fn() -> Vec<Weak<Version>>);
 
 struct Pending {
     waits: Vec<Weak<Version>>,
+    /// The reads numbered below this ([`Reads`]) had started when it was deferred: it waits
+    /// for them to end too.
+    reads_before: u64,
     what: Deferred,
+}
+
+/// The reads of the trees in progress: a `get`, or one fill of an iterator (a user's or a
+/// chunk's). Each reads tree entries and held versions, then the value records and hot-slot
+/// halves they name, in one call that copies what it read; between calls a reader holds no
+/// address. So a reader may still read what an entry or held version named when it stopped
+/// naming it only if its read was in progress then: everything deferred waits, besides the
+/// versions it names, for the reads in progress when it was deferred. That covers the readers
+/// no version pins (a chunk compaction's iterator), and those of versions newer than the ones
+/// a deferral waits for (a chunk's entries are removed after the versions older than its
+/// record, while readers of the newer versions still read the tree).
+#[derive(Default)]
+struct Reads {
+    /// The number of the next read to start.
+    next: u64,
+    /// The reads in progress, by number.
+    live: BTreeSet<u64>,
+}
+
+/// A read in progress ([`LabL0::begin_read`]): it ends when dropped.
+struct ReadGuard<'a> {
+    reads: &'a Mutex<Reads>,
+    number: u64,
+}
+
+impl Drop for ReadGuard<'_> {
+    fn drop(&mut self) {
+        self.reads.lock().live.remove(&self.number);
+    }
 }
 
 /// The trees and value arrays, once the pool is open.
@@ -264,6 +301,8 @@ pub(crate) struct LabL0 {
     /// The immutable tree's chunk compaction so far.
     chunking: Mutex<Option<ChunkState>>,
     pending: Mutex<Vec<Pending>>,
+    /// The reads in progress (lock order: `pending`, then `reads`).
+    reads: Mutex<Reads>,
     counts: Mutex<LabStats>,
     /// A manual compaction asked for the mutable tree to become immutable whatever its size.
     switch_requested: std::sync::atomic::AtomicBool,
@@ -278,6 +317,7 @@ impl LabL0 {
             held: Mutex::new(BTreeMap::new()),
             chunking: Mutex::new(None),
             pending: Mutex::new(Vec::new()),
+            reads: Mutex::new(Reads::default()),
             counts: Mutex::new(LabStats::default()),
             switch_requested: std::sync::atomic::AtomicBool::new(false),
         }
@@ -445,6 +485,7 @@ impl LabL0 {
         pinned: bool,
     ) -> Result<Option<(ValueType, Vec<u8>, u64)>> {
         let a = self.att()?;
+        let _read = self.begin_read();
         for (n, tree) in self.trees_of(roles)? {
             let Some(word) = tree.get_word(key)? else {
                 continue;
@@ -930,8 +971,29 @@ impl LabL0 {
         }
     }
 
+    /// Defers `what` until every version of `waits` is released and every read in progress
+    /// now has ended ([`Reads`]): called once the change that makes it due is made (a read
+    /// that starts later does not find what it releases).
     fn defer(&self, waits: Vec<Weak<Version>>, what: Deferred) {
-        self.pending.lock().push(Pending { waits, what });
+        let reads_before = self.reads.lock().next;
+        self.pending.lock().push(Pending {
+            waits,
+            reads_before,
+            what,
+        });
+    }
+
+    /// Starts a read of the trees ([`Reads`]): taken before the first tree entry or held
+    /// version is read, held until the last value it names is read.
+    fn begin_read(&self) -> ReadGuard<'_> {
+        let mut reads = self.reads.lock();
+        let number = reads.next;
+        reads.next += 1;
+        reads.live.insert(number);
+        ReadGuard {
+            reads: &self.reads,
+            number,
+        }
     }
 
     /// True while something is deferred.
@@ -967,10 +1029,15 @@ impl LabL0 {
         }
         let due: Vec<Deferred> = {
             let mut pending = self.pending.lock();
+            // Read under `pending`: every read that started before a deferral listed here is
+            // either over or among these.
+            let oldest_read = self.reads.lock().live.first().copied();
             let mut due = Vec::new();
             let mut keep = Vec::new();
             for p in pending.drain(..) {
-                if p.waits.iter().all(|w| w.strong_count() == 0) {
+                if p.waits.iter().all(|w| w.strong_count() == 0)
+                    && oldest_read.is_none_or(|r| r >= p.reads_before)
+                {
                     due.push(p.what);
                 } else {
                     keep.push(p);
@@ -992,6 +1059,8 @@ impl LabL0 {
                         }
                         Arc::clone(t)
                     };
+                    // The addresses the removed entries and held versions held.
+                    let mut dropped = Vec::new();
                     let mut bound = Bound::Included(lo.clone());
                     loop {
                         let leaf = match &bound {
@@ -1012,9 +1081,7 @@ impl LabL0 {
                                     WordOp::Keep
                                 }
                             })?;
-                            if let Some(w) = old {
-                                a.drop_ref(w)?;
-                            }
+                            dropped.extend(old);
                         }
                         if !more {
                             break;
@@ -1022,7 +1089,6 @@ impl LabL0 {
                         bound = Bound::Excluded(leaf.last().expect("non-empty").0.clone());
                     }
                     // Held versions of the removed keys in that tree are in L1 now.
-                    let mut dropped = Vec::new();
                     {
                         let mut held = self.held.lock();
                         let keys: Vec<Vec<u8>> = held
@@ -1046,8 +1112,22 @@ impl LabL0 {
                             }
                         }
                     }
+                    // Value-array references go now (an array is deleted only after its
+                    // readers anyway). A hot half must not be rewritten under a read in
+                    // progress: the versions this removal waited for are older than the
+                    // chunk's record, but readers of the newer versions read this tree too,
+                    // and one may have read an entry (or held version) just removed and not
+                    // yet the half it names. Its reference goes once those reads are over.
+                    let mut hot = Vec::new();
                     for w in dropped {
-                        a.drop_ref(w)?;
+                        if matches!(Vaddr::decode(w, &a.location)?, Vaddr::Hot { .. }) {
+                            hot.push(w);
+                        } else {
+                            a.drop_ref(w)?;
+                        }
+                    }
+                    if !hot.is_empty() {
+                        self.defer(Vec::new(), Deferred::DropRefs { words: hot });
                     }
                 }
                 Deferred::ForgetRetired { tree } => {
@@ -1362,6 +1442,10 @@ impl TreeIter {
         self.buf.clear();
         self.pos = 0;
         self.done = true;
+        // One read ([`Reads`]): what the tree entries and held versions name is not released
+        // before the fill has read it.
+        let l0 = Arc::clone(&self.l0);
+        let _read = l0.begin_read();
         if let Err(e) = self.try_fill(from) {
             self.err.get_or_insert(e);
             self.buf.clear();
@@ -1567,6 +1651,174 @@ mod tests {
 
     fn key(i: u64) -> Vec<u8> {
         format!("k{i:04}").into_bytes()
+    }
+
+    /// An L0 attached to a new pool, value arrays on a `MemFs`, every key hot from its first
+    /// flush.
+    fn attached() -> (Arc<PmPool>, Arc<LabL0>) {
+        let pool = PmPool::create_crash_sim(
+            &PoolOptions {
+                size: 8 << 20,
+                chunk_size: 64 << 10,
+                ..PoolOptions::default()
+            },
+            true,
+        )
+        .unwrap();
+        let opened = crate::fs::open_pm_structures(
+            &pool,
+            "t",
+            PmFsOpen::Create(7),
+            crate::fs::PmKinds {
+                lab: Some(true),
+                ..crate::fs::PmKinds::default()
+            },
+        )
+        .unwrap();
+        let options = LabOptions {
+            hot_buffer_bytes: 4 << 10,
+            hot_slot_bytes: 256,
+            hot_threshold: 1,
+            ..LabOptions::default()
+        };
+        let dir = std::path::Path::new("/db");
+        let ssd: Arc<dyn crate::fs::FileSystem> = Arc::new(crate::fs::MemFs::new());
+        ssd.create_dir_all(dir).unwrap();
+        let values = ValueFiles::new(dir, ssd, None, 7, 16, None);
+        let hot = HotBuffer::open(opened.pmfs.clone(), dir, &options, true).unwrap();
+        let l0 = Arc::new(LabL0::new(&options));
+        l0.attach(
+            Arc::clone(&pool),
+            "t",
+            opened.lab_trees.unwrap(),
+            (values, Some(Arc::new(hot))),
+            INITIAL_ROLES,
+            Some(1),
+        )
+        .unwrap();
+        (pool, l0)
+    }
+
+    /// Flushes version `seq` of `key` (value `value`) into the mutable tree of `roles` as
+    /// value array `number`, with no live snapshot or version.
+    fn flush_one(l0: &LabL0, roles: TreeRoles, number: u64, key: &[u8], seq: u64, value: &[u8]) {
+        let entries = vec![(
+            make_internal_key(key, seq, ValueType::Value),
+            value.to_vec(),
+        )];
+        flush_with(l0, roles, number, &entries, Vec::new());
+    }
+
+    /// Flushes `entries` into the mutable tree of `roles` as value array `number`, with the
+    /// live snapshots `snapshots` and no live version.
+    fn flush_with(
+        l0: &LabL0,
+        roles: TreeRoles,
+        number: u64,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        snapshots: Vec<u64>,
+    ) {
+        let live = Vec::new;
+        let readers: Readers<'_> = (snapshots, &live);
+        l0.flush(roles, entries, number, &readers, || Ok(()))
+            .unwrap();
+    }
+
+    fn hot_writes(l0: &LabL0) -> u64 {
+        l0.att().unwrap().hot.as_ref().unwrap().figures().writes
+    }
+
+    /// The upkeep of the flush thread, with no live version: held versions no snapshot needs
+    /// forgotten, unreferenced arrays and slots handed over, what is due run.
+    fn upkeep(l0: &LabL0, smallest: u64) {
+        let hot = l0.forget_held(smallest).unwrap();
+        l0.drop_after(Vec::new(), hot);
+        l0.release_values(&[], u64::MAX);
+        l0.run_deferred().unwrap();
+    }
+
+    /// A compacted chunk's entries are removed once the versions older than its record are
+    /// released, but a reader of a newer version still reads the tree: one that read an entry
+    /// just before its removal still reads the hot half it names, which no flush overwrites
+    /// until that read is over.
+    #[test]
+    fn a_removed_chunk_entrys_hot_half_outlives_the_reads_in_progress() {
+        let (_pool, l0) = attached();
+        let k = b"hot".to_vec();
+        let roles = INITIAL_ROLES;
+        flush_one(&l0, roles, 10, &k, 1, b"one");
+        let roles = l0.switch(roles, &[]).unwrap();
+        assert_eq!(
+            roles,
+            TreeRoles {
+                mutable: 2,
+                immutable: 1
+            }
+        );
+        // Tree 1 names one half of the key's slot, tree 2 the other.
+        flush_one(&l0, roles, 11, &k, 2, b"two");
+        assert_eq!(hot_writes(&l0), 2);
+        let chunk = l0.next_chunk(roles).unwrap().unwrap();
+        assert_eq!(chunk.entries, 1);
+        l0.chunk_done(&chunk, Vec::new());
+        // A read (of the version the chunk's record installed) finds tree 1's entry ...
+        let read = l0.begin_read();
+        let word = l0.tree(1).unwrap().unwrap().get_word(&k).unwrap().unwrap();
+        // ... the entry is removed, and the next flushes of the key find no free half.
+        upkeep(&l0, 10);
+        assert_eq!(l0.tree(1).unwrap().unwrap().get_word(&k).unwrap(), None);
+        upkeep(&l0, 10);
+        flush_one(&l0, roles, 12, &k, 3, b"three");
+        assert_eq!(
+            hot_writes(&l0),
+            2,
+            "a half a read in progress may read was rewritten"
+        );
+        let r = l0.att().unwrap().read(word, &k).unwrap();
+        assert_eq!((r.seq, r.value.as_slice()), (1, &b"one"[..]));
+        drop(read);
+        // The read is over: the half is free for the next flush.
+        upkeep(&l0, 10);
+        flush_one(&l0, roles, 13, &k, 4, b"four");
+        assert_eq!(hot_writes(&l0), 3);
+        let got = l0.get(roles, &k, 10, false).unwrap().unwrap();
+        assert_eq!(got.1, b"four");
+    }
+
+    /// A held version is forgotten once no snapshot needs it, but a chunk compaction (which
+    /// pins no version) reading the immutable tree may have copied it and not yet read its hot
+    /// half: no flush overwrites the half until that read is over.
+    #[test]
+    fn a_forgotten_held_versions_hot_half_outlives_the_reads_in_progress() {
+        let (_pool, l0) = attached();
+        let k = b"hot".to_vec();
+        let roles = INITIAL_ROLES;
+        flush_one(&l0, roles, 10, &k, 1, b"one");
+        // A snapshot at 1: the version the next flush replaces in place is held.
+        let entries = vec![(make_internal_key(&k, 2, ValueType::Value), b"two".to_vec())];
+        flush_with(&l0, roles, 11, &entries, vec![1]);
+        let roles = l0.switch(roles, &[]).unwrap();
+        // The chunk's read copies the held version of tree 1 ...
+        let read = l0.begin_read();
+        let held = l0.held.lock().clone_range(&k, &k, 1);
+        let word = held[&k][0];
+        // ... the snapshot goes, the held version is forgotten, and the next flushes of the
+        // key (into tree 2) find no free half: tree 1 names one, the read may read the other.
+        upkeep(&l0, 10);
+        assert!(l0.held.lock().is_empty());
+        upkeep(&l0, 10);
+        flush_one(&l0, roles, 12, &k, 3, b"three");
+        assert_eq!(
+            hot_writes(&l0),
+            2,
+            "a half a read in progress may read was rewritten"
+        );
+        let r = l0.att().unwrap().read(word, &k).unwrap();
+        assert_eq!((r.seq, r.value.as_slice()), (1, &b"one"[..]));
+        drop(read);
+        upkeep(&l0, 10);
+        flush_one(&l0, roles, 13, &k, 4, b"four");
+        assert_eq!(hot_writes(&l0), 3);
     }
 
     /// A tree of keys 0..300 whose values are in value array 5, but 240..270 in 6 and
