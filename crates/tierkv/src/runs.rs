@@ -127,7 +127,8 @@ impl RunWriter for TableBuilder {
         TableBuilder::add_stored(self, ikey, stored)
     }
     fn size_estimate(&self) -> u64 {
-        self.file_size_estimate()
+        // Outputs are cut on what they write: the table and its own value log.
+        self.file_size_estimate() + self.value_log_size()
     }
     fn finish(self: Box<Self>) -> Result<TableSummary> {
         TableBuilder::finish(*self)

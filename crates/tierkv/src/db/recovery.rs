@@ -268,15 +268,25 @@ pub(crate) fn verify_files(
                 _ => ssd,
             };
             for (n, _) in &f.value_refs {
+                let log = crate::sst::value_log::value_log_file_name(dir, *n);
                 if !present.contains_key(&(FileKind::ValueLog, *n, f.tier)) {
                     return Err(Error::corruption(
-                        crate::sst::value_log::value_log_file_name(dir, *n)
-                            .display()
-                            .to_string(),
+                        log.display().to_string(),
                         format!(
                             "value log named by table {} is missing from {}",
                             f.number,
                             f.tier.name()
+                        ),
+                    ));
+                }
+                // A table's own log holds every record the table wrote (nothing appends later).
+                if *n == f.number && fs.file_size(&log)? < f.value_log_bytes() {
+                    return Err(Error::corruption(
+                        log.display().to_string(),
+                        format!(
+                            "value log is shorter than the {} bytes table {} wrote to it",
+                            f.value_log_bytes(),
+                            f.number
                         ),
                     ));
                 }

@@ -54,6 +54,7 @@ impl TableCache {
             Arc::clone(&fs),
             pm_fs.clone(),
             Arc::clone(&counters),
+            max_open_files,
         ));
         TableCache {
             value_logs,

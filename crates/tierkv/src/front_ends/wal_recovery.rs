@@ -180,9 +180,9 @@ pub(super) fn finish_replay(
         let indexed = db.stages[0].index().is_some();
         for (number, tier) in written.into_iter().filter(|_| !indexed) {
             let kind = db.stages[0].ingest_target().kind;
-            let _ = db
-                .fs_for(tier)
-                .remove(&run_file_name(&db.dir, number, kind));
+            let fs = db.fs_for(tier);
+            let _ = fs.remove(&run_file_name(&db.dir, number, kind));
+            let _ = fs.remove(&crate::sst::value_log::value_log_file_name(&db.dir, number));
         }
         let _ = db.clog_end_recovery(&mut state, false);
         return Err(e);

@@ -350,6 +350,11 @@ impl TableBuilder {
             }
     }
 
+    /// Bytes written to the table's own value log so far (0 without separation).
+    pub fn value_log_size(&self) -> u64 {
+        self.separation.as_ref().map_or(0, |s| s.log.size())
+    }
+
     /// Writes the last data block, the filter block, the index block and the footer, then syncs
     /// the file.
     pub fn finish(mut self) -> Result<TableSummary> {

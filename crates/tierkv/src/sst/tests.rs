@@ -674,6 +674,7 @@ fn logs_of(dir: &Path) -> Arc<ValueLogs> {
         Arc::new(PosixFs),
         None,
         Arc::new(Counters::default()),
+        16,
     ))
 }
 

@@ -153,6 +153,11 @@ impl ValueLogWriter {
         Ok(p)
     }
 
+    /// Bytes appended so far.
+    pub fn size(&self) -> u64 {
+        self.offset
+    }
+
     /// Syncs the log (if anything was written); returns its size.
     pub fn finish(&mut self) -> Result<u64> {
         if let Some(f) = &mut self.file {
@@ -169,6 +174,8 @@ pub struct ValueLogs {
     pm: Option<Arc<dyn FileSystem>>,
     counters: Arc<Counters>,
     open: Mutex<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+    /// At most this many logs are kept open (one is closed to open another past it).
+    max_open: usize,
 }
 
 impl std::fmt::Debug for ValueLogs {
@@ -181,12 +188,13 @@ impl std::fmt::Debug for ValueLogs {
 
 impl ValueLogs {
     /// The value logs of database directory `dir`: on SSD through `ssd`, in the pool through
-    /// `pm`.
+    /// `pm`; at most `max_open` kept open.
     pub fn new(
         dir: PathBuf,
         ssd: Arc<dyn FileSystem>,
         pm: Option<Arc<dyn FileSystem>>,
         counters: Arc<Counters>,
+        max_open: usize,
     ) -> ValueLogs {
         ValueLogs {
             dir,
@@ -194,6 +202,7 @@ impl ValueLogs {
             pm,
             counters,
             open: Mutex::new(HashMap::new()),
+            max_open: max_open.max(1),
         }
     }
 
@@ -218,7 +227,14 @@ impl ValueLogs {
             ));
         }
         let f = fs.open_readable(&path)?;
-        self.open.lock().insert(number, Arc::clone(&f));
+        let mut open = self.open.lock();
+        if open.len() >= self.max_open {
+            // Any one: a reader holding it keeps its handle until it is done.
+            if let Some(&victim) = open.keys().next() {
+                open.remove(&victim);
+            }
+        }
+        open.insert(number, Arc::clone(&f));
         Ok(f)
     }
 
