@@ -6,8 +6,9 @@
 # so both see the same machine noise.
 #
 # Usage: scripts/ab_fill_read.sh BEFORE_BINARY AFTER_BINARY [ROUNDS]
-# Environment: SEPARATE=1 runs each design in its own process (`--design leveled`, then
-#      `--design leveled-pm`) instead of both in one `tierkv bench` invocation.
+# Environment: DESIGNS (default leveled,leveled-pm) the designs compared; SEPARATE=1 runs each
+#      design in its own process (`--design leveled`, then `--design leveled-pm`) instead of all
+#      in one `tierkv bench` invocation.
 # Prints one line per (round, binary, design, benchmark): ops/s, p99.9 and max latency (us); at
 # the end, per design and benchmark, the medians of both binaries and after / before of ops/s.
 set -euo pipefail
@@ -16,13 +17,15 @@ after=${2:?after binary}
 rounds=${3:-3}
 db=/tmp/tierkv-ab
 pool=/dev/shm/tierkv-ab.pool
+designs=${DESIGNS:-leveled,leveled-pm}
 run() {
   local label=$1 bin=$2
   if [ "${SEPARATE:-0}" = 1 ]; then
-    run_designs "$label" "$bin" leveled
-    run_designs "$label" "$bin" leveled-pm
+    for d in ${designs//,/ }; do
+      run_designs "$label" "$bin" "$d"
+    done
   else
-    run_designs "$label" "$bin" leveled,leveled-pm
+    run_designs "$label" "$bin" "$designs"
   fi
 }
 run_designs() {
@@ -47,8 +50,8 @@ for r in $(seq 1 "$rounds"); do
   run "round$r after" "$after"
 done | tee "$out"
 echo "medians over $rounds rounds (ops/s, p99.9 us, max us):"
-for key in "leveled fillrandom" "leveled readrandom" "leveled-pm fillrandom" "leveled-pm readrandom"; do
-  set -- $key
+for d in ${designs//,/ }; do for b in fillrandom readrandom; do
+  set -- "$d" "$b"
   line="$1 $2:"
   for label in before after; do
     for field in 6 8 10; do
@@ -60,4 +63,4 @@ for key in "leveled fillrandom" "leveled readrandom" "leveled-pm fillrandom" "le
   done
   ratio=$(awk -v a="$after_6" -v b="$before_6" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')
   echo "$line after / before $ratio"
-done
+done; done
