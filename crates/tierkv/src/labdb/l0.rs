@@ -1737,6 +1737,31 @@ mod tests {
         l0.run_deferred().unwrap();
     }
 
+    /// With `read` in progress and the half `word` (version 1 of `key`, "one") named by nothing
+    /// else, the next flush of `key` finds no free half and leaves it intact; once the read is
+    /// over, the flush after the upkeep reuses it.
+    fn half_outlives_the_read(
+        l0: &LabL0,
+        roles: TreeRoles,
+        key: &[u8],
+        word: u64,
+        read: ReadGuard<'_>,
+    ) {
+        flush_one(l0, roles, 12, key, 3, b"three");
+        assert_eq!(
+            hot_writes(l0),
+            2,
+            "a half a read in progress may read was rewritten"
+        );
+        let r = l0.att().unwrap().read(word, key).unwrap();
+        assert_eq!((r.seq, r.value.as_slice()), (1, &b"one"[..]));
+        drop(read);
+        // The read is over: the half is free for the next flush.
+        upkeep(l0, 10);
+        flush_one(l0, roles, 13, key, 4, b"four");
+        assert_eq!(hot_writes(l0), 3);
+    }
+
     /// A compacted chunk's entries are removed once the versions older than its record are
     /// released, but a reader of a newer version still reads the tree: one that read an entry
     /// just before its removal still reads the hot half it names, which no flush overwrites
@@ -1768,19 +1793,7 @@ mod tests {
         upkeep(&l0, 10);
         assert_eq!(l0.tree(1).unwrap().unwrap().get_word(&k).unwrap(), None);
         upkeep(&l0, 10);
-        flush_one(&l0, roles, 12, &k, 3, b"three");
-        assert_eq!(
-            hot_writes(&l0),
-            2,
-            "a half a read in progress may read was rewritten"
-        );
-        let r = l0.att().unwrap().read(word, &k).unwrap();
-        assert_eq!((r.seq, r.value.as_slice()), (1, &b"one"[..]));
-        drop(read);
-        // The read is over: the half is free for the next flush.
-        upkeep(&l0, 10);
-        flush_one(&l0, roles, 13, &k, 4, b"four");
-        assert_eq!(hot_writes(&l0), 3);
+        half_outlives_the_read(&l0, roles, &k, word, read);
         let got = l0.get(roles, &k, 10, false).unwrap().unwrap();
         assert_eq!(got.1, b"four");
     }
@@ -1807,18 +1820,7 @@ mod tests {
         upkeep(&l0, 10);
         assert!(l0.held.lock().is_empty());
         upkeep(&l0, 10);
-        flush_one(&l0, roles, 12, &k, 3, b"three");
-        assert_eq!(
-            hot_writes(&l0),
-            2,
-            "a half a read in progress may read was rewritten"
-        );
-        let r = l0.att().unwrap().read(word, &k).unwrap();
-        assert_eq!((r.seq, r.value.as_slice()), (1, &b"one"[..]));
-        drop(read);
-        upkeep(&l0, 10);
-        flush_one(&l0, roles, 13, &k, 4, b"four");
-        assert_eq!(hot_writes(&l0), 3);
+        half_outlives_the_read(&l0, roles, &k, word, read);
     }
 
     /// A tree of keys 0..300 whose values are in value array 5, but 240..270 in 6 and
