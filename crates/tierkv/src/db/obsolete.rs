@@ -93,7 +93,7 @@ impl DbInner {
             logs.sort_unstable_by_key(|(n, _)| *n);
             logs.dedup_by_key(|(n, _)| *n);
             for (n, tier) in logs {
-                if !named.contains(&n) {
+                if !named.contains(&(n, tier)) {
                     out.push(ObsoleteFile {
                         tier,
                         path: value_log_file_name(&self.dir, n),
@@ -106,15 +106,21 @@ impl DbInner {
         out
     }
 
-    /// The value logs a run of a live version names, and those of pending outputs (a table
-    /// being written writes its own).
-    fn named_value_logs(&self, state: &mut super::State) -> HashSet<u64> {
-        let mut named: HashSet<u64> = state.pending_outputs.clone();
+    /// The value logs a run of a live version names, on the tier of that run, and those of
+    /// pending outputs on either tier (a table being written writes its own). A log of the
+    /// same number on another tier (a flush that fell back from a full pool to the SSD left
+    /// its PM log behind) is not named.
+    fn named_value_logs(&self, state: &mut super::State) -> HashSet<(u64, Tier)> {
+        let mut named: HashSet<(u64, Tier)> = state
+            .pending_outputs
+            .iter()
+            .flat_map(|&n| [(n, Tier::Ssd), (n, Tier::Pm)])
+            .collect();
         state.live_versions.retain(|w| w.strong_count() > 0);
         for v in state.live_versions.iter().filter_map(|w| w.upgrade()) {
-            named.extend(v.value_log_refs().into_keys());
+            named.extend(v.value_logs_on_tiers());
         }
-        named.extend(state.versions.current().value_log_refs().into_keys());
+        named.extend(state.versions.current().value_logs_on_tiers());
         named
     }
 
@@ -150,7 +156,7 @@ impl DbInner {
         &self,
         state: &super::State,
         live: &HashSet<u64>,
-        value_logs: &HashSet<u64>,
+        value_logs: &HashSet<(u64, Tier)>,
     ) -> Vec<ObsoleteFile> {
         let (manifest, clog) = self.obsolete_scan_numbers(state);
         let mut out = Vec::new();
@@ -169,7 +175,7 @@ impl DbInner {
                 };
                 let obsolete = match kind {
                     FileKind::Run(_) => !live.contains(&n),
-                    FileKind::ValueLog => !value_logs.contains(&n),
+                    FileKind::ValueLog => !value_logs.contains(&(n, tier)),
                     FileKind::Manifest => Some(n) != manifest,
                     FileKind::Temp => true,
                     FileKind::CompactionLog => Some(n) != clog,

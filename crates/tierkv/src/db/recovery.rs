@@ -379,11 +379,11 @@ fn delete_unreferenced(
     counters: &Counters,
 ) {
     let live: HashSet<u64> = versions.current().file_numbers().collect();
-    let value_logs = versions.current().value_log_refs();
+    let value_logs: HashSet<(u64, Tier)> = versions.current().value_logs_on_tiers().collect();
     for (&(kind, n, tier), name) in present {
         let obsolete = match kind {
             // Logs of tables that never committed, and logs no table names any more.
-            FileKind::ValueLog => !value_logs.contains_key(&n),
+            FileKind::ValueLog => !value_logs.contains(&(n, tier)),
             FileKind::Run(_) => {
                 let unreferenced = !live.contains(&n);
                 if unreferenced && accounted.is_some_and(|a| !a.contains(&n)) {

@@ -640,6 +640,14 @@ impl Version {
         m
     }
 
+    /// Every value log a run of the version names, with the tier it is on (its runs').
+    pub fn value_logs_on_tiers(&self) -> impl Iterator<Item = (u64, crate::tier::Tier)> + '_ {
+        self.stages
+            .iter()
+            .flat_map(|s| s.runs())
+            .flat_map(|f| f.value_refs.iter().map(move |(n, _)| (*n, f.tier)))
+    }
+
     /// Every run with its stage and group.
     pub fn runs(&self) -> impl Iterator<Item = (usize, usize, &Arc<FileMetaData>)> + '_ {
         self.stages.iter().enumerate().flat_map(|(s, st)| {
