@@ -9,7 +9,6 @@ use crate::parray::PmArray;
 use crate::runs::{run_file_name, OpenRun};
 use crate::sst::{BlockCache, Table, ValueLogs};
 use crate::stats::{Counters, IoPurpose, Part};
-use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind};
 use crate::{Error, Result};
 use parking_lot::Mutex;
@@ -92,15 +91,7 @@ impl TableCache {
             return Ok(entry.0.clone());
         }
         let path = run_file_name(&self.dir, meta.number, meta.kind);
-        let fs = match meta.tier {
-            Tier::Ssd => &self.fs,
-            Tier::Pm => self.pm_fs.as_ref().ok_or_else(|| {
-                Error::corruption(
-                    path.display().to_string(),
-                    "run is on PM but the database has no PM pool",
-                )
-            })?,
-        };
+        let fs = crate::fs::fs_of_tier(meta.tier, &self.fs, self.pm_fs.as_ref(), &path, "run")?;
         let file = fs.open_readable(&path)?;
         if file.size() != meta.file_size {
             return Err(Error::corruption(

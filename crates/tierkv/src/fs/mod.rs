@@ -44,6 +44,26 @@ use crate::Result;
 use std::path::Path;
 use std::sync::Arc;
 
+/// The file system of `tier`: `ssd`, or `pm` for the PM tier; a file (`path`, a `what`) on PM
+/// in a database without a pool is corruption.
+pub(crate) fn fs_of_tier<'a>(
+    tier: crate::tier::Tier,
+    ssd: &'a Arc<dyn FileSystem>,
+    pm: Option<&'a Arc<dyn FileSystem>>,
+    path: &Path,
+    what: &str,
+) -> Result<&'a Arc<dyn FileSystem>> {
+    match tier {
+        crate::tier::Tier::Ssd => Ok(ssd),
+        crate::tier::Tier::Pm => pm.ok_or_else(|| {
+            crate::Error::corruption(
+                path.display().to_string(),
+                format!("{what} is on PM but the database has no PM pool"),
+            )
+        }),
+    }
+}
+
 /// A file opened for appending.
 pub trait WritableFile: Send {
     /// Appends `data` (it may stay in a user-space buffer until `flush`).

@@ -211,15 +211,7 @@ impl ValueLogs {
             return Ok(Arc::clone(f));
         }
         let path = value_log_file_name(&self.dir, number);
-        let fs = match tier {
-            Tier::Ssd => &self.ssd,
-            Tier::Pm => self.pm.as_ref().ok_or_else(|| {
-                Error::corruption(
-                    path.display().to_string(),
-                    "value log is on PM but the database has no PM pool",
-                )
-            })?,
-        };
+        let fs = crate::fs::fs_of_tier(tier, &self.ssd, self.pm.as_ref(), &path, "value log")?;
         if !fs.exists(&path) {
             return Err(Error::corruption(
                 path.display().to_string(),
