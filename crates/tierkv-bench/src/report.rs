@@ -861,9 +861,10 @@ pub fn format_stats(s: &StatsSummary) -> String {
         );
         let _ = writeln!(
             o,
-            "PM bytes written:       {} engine ({} WAL, {} flush, {} compaction); {} device ({} lines written back, {} fences)",
+            "PM bytes written:       {} engine ({} WAL, {} manifest, {} flush, {} compaction); {} device ({} lines written back, {} fences)",
             b(st.pm_bytes_written()),
             b(st.pm_written_wal),
+            b(st.pm_written_manifest),
             b(st.pm_written_flush),
             b(st.pm_written_compaction),
             b(st.pm_device_bytes_written()),

@@ -46,6 +46,15 @@ pub struct PmOptions {
     /// it (every write is logged). Default false.
     #[serde(default)]
     pub thread_logs: bool,
+    /// Keep the manifest (the log of version edits) in the PM pool instead of the database
+    /// directory: each edit persists with a PM flush instead of an SSD sync. `CURRENT` stays in
+    /// the directory and then also names the pool (its path, unless it is `pm.pool` there) and
+    /// the database's identity and design, so that the pool can be opened before the manifest
+    /// is read. `None`: the design's choice (`fluidkv`: in the pool, as the paper's Manifest on
+    /// PM; every other design: the directory). For designs with a PM pool; may change between
+    /// opens (every open writes a fresh manifest where the options say).
+    #[serde(default)]
+    pub manifest_on_pm: Option<bool>,
     /// A pool to use instead of opening `path` (crash-simulation tests).
     #[serde(skip)]
     pub pool: Option<Arc<PmPool>>,
@@ -65,6 +74,7 @@ impl Default for PmOptions {
             wal_on_pm: false,
             wal_on_ssd: false,
             thread_logs: false,
+            manifest_on_pm: None,
             pool: None,
         }
     }
@@ -80,6 +90,8 @@ impl std::fmt::Debug for PmOptions {
             .field("latency", &self.latency)
             .field("wal_on_pm", &self.wal_on_pm)
             .field("wal_on_ssd", &self.wal_on_ssd)
+            .field("thread_logs", &self.thread_logs)
+            .field("manifest_on_pm", &self.manifest_on_pm)
             .field("pool", &self.pool.as_ref().map(|_| "<given>"))
             .finish()
     }
@@ -514,6 +526,16 @@ impl std::fmt::Debug for Options {
 }
 
 impl Options {
+    /// Where a manifest written under these options goes: the pool with `pm.manifest_on_pm`
+    /// (for a design with a pool), else the database directory.
+    pub fn manifest_tier(&self) -> crate::tier::Tier {
+        if self.pm.manifest_on_pm == Some(true) && self.design.uses_pm(self) {
+            crate::tier::Tier::Pm
+        } else {
+            crate::tier::Tier::Ssd
+        }
+    }
+
     /// Checks every field; returns [`Error::InvalidArgument`] naming the first bad one.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
@@ -571,6 +593,13 @@ impl Options {
             return bad(format!(
                 "pm.thread_logs needs a design whose log is on PM in front of a DRAM memtable; \
                  {} is not one under these options",
+                self.design
+            ));
+        }
+        if self.pm.manifest_on_pm == Some(true) && !self.design.uses_pm(self) {
+            return bad(format!(
+                "pm.manifest_on_pm needs a design with a PM pool; {} has none under these \
+                 options",
                 self.design
             ));
         }

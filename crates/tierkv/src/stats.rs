@@ -866,6 +866,9 @@ pub struct DbStats {
     pub wal_syncs: u64,
     /// PM bytes appended to the WAL.
     pub pm_written_wal: u64,
+    /// PM bytes of manifest records (a manifest in the pool: `pm.manifest_on_pm`).
+    #[serde(default)]
+    pub pm_written_manifest: u64,
     /// PM bytes written by flushes.
     pub pm_written_flush: u64,
     /// PM bytes written by compactions.
@@ -1036,11 +1039,13 @@ impl DbStats {
             wal_appends: g(&c.wal_appends),
             wal_syncs: g(&c.wal_syncs),
             pm_written_wal: sum(Tier::Pm, P::Wal, true),
+            pm_written_manifest: sum(Tier::Pm, P::Manifest, true),
             pm_written_flush: sum(Tier::Pm, P::Flush, true),
             pm_written_compaction: sum(Tier::Pm, P::Compaction, true),
             pm_read_user: sum(Tier::Pm, P::UserRead, false),
             pm_read_compaction: sum(Tier::Pm, P::Compaction, false),
             pm_read_recovery: sum(Tier::Pm, P::Recovery, false)
+                + sum(Tier::Pm, P::Manifest, false)
                 + sum(Tier::Pm, P::Wal, false)
                 + sum(Tier::Pm, P::Flush, false),
             pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
@@ -1091,7 +1096,10 @@ impl DbStats {
 
     /// All PM bytes written, as the engine handed them to the PM layer.
     pub fn pm_bytes_written(&self) -> u64 {
-        self.pm_written_wal + self.pm_written_flush + self.pm_written_compaction
+        self.pm_written_wal
+            + self.pm_written_manifest
+            + self.pm_written_flush
+            + self.pm_written_compaction
     }
 
     /// PM bytes written at the device: cache lines written back x 64 (0 without PM).

@@ -455,3 +455,197 @@ fn a_missing_short_or_damaged_value_log_is_reported() {
         assert_eq!(db.get(&key(i)).unwrap(), Some(vec![i as u8; 300]));
     }
 }
+
+/// The names of the manifests in `dir` (the directory, not the pool).
+fn directory_manifests(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("MANIFEST-"))
+        .collect()
+}
+
+/// The pool of a closed database, opened as the engine opens it; `current` is its `CURRENT`.
+fn open_pool(pool: &std::path::Path, current: &str) -> tierkv::fs::PmFs {
+    let identity = current
+        .lines()
+        .find_map(|l| l.strip_prefix("identity "))
+        .map(|h| u128::from_str_radix(h, 16).unwrap())
+        .expect("CURRENT names the identity");
+    let options = tierkv_pm::PoolOptions {
+        size: 128 << 20,
+        chunk_size: 64 << 10,
+        ..tierkv_pm::PoolOptions::default()
+    };
+    let pool = tierkv_pm::PmPool::open(pool, &options).unwrap();
+    tierkv::fs::open_pm_structures(
+        &pool,
+        "test pool",
+        tierkv::fs::PmFsOpen::Existing(identity),
+        tierkv::fs::PmKinds::default(),
+    )
+    .unwrap()
+    .pmfs
+}
+
+/// FluidKV keeps its manifest in the pool (the paper's Manifest on PM): `CURRENT` in the
+/// directory names it with the pool's path and the database's identity and design, no
+/// manifest is in the directory, and the database reopens, checks and describes itself from
+/// it. `pm.manifest_on_pm` moves it between opens (the old one is deleted); a `CURRENT` that
+/// disagrees with the pool, a missing pool, a damaged manifest in the pool and a lost
+/// `CURRENT` are reported, and `repair` finds the manifest in the pool again.
+#[test]
+fn the_manifest_lives_in_the_pool() {
+    use tierkv::fs::FileSystem;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let pool = tmp.path().join("pools").join("fluid.pool");
+    std::fs::create_dir_all(pool.parent().unwrap()).unwrap();
+    let options = |on_pm: Option<bool>, path: bool| {
+        let mut o = fluidkv(100);
+        if on_pm.is_some() {
+            o.pm.manifest_on_pm = on_pm;
+        }
+        o.pm.path = path.then(|| pool.clone());
+        o
+    };
+    assert_eq!(options(None, true).manifest_tier(), Tier::Pm);
+    let mut model = BTreeMap::new();
+    let db = Db::open(&dir, options(None, true)).unwrap();
+    load(&db, &mut model, 0, 3000);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    load(&db, &mut model, 3000, 1000);
+    // Every flush and compaction record went to the pool; the directory got only CURRENT.
+    let s = db.stats();
+    assert!(s.flushes > 0 && s.pm_written_manifest > 0, "{s:?}");
+    assert!(s.ssd_written_manifest < 200, "{s:?}");
+    db.close().unwrap();
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    let lines: Vec<&str> = current.lines().collect();
+    assert!(lines[0].starts_with("pm:MANIFEST-"), "{current}");
+    assert_eq!(lines[1], "design fluidkv");
+    assert_eq!(lines[3], format!("pool {}", pool.display()));
+    assert_eq!(directory_manifests(&dir), Vec::<String>::new());
+
+    // Reopened without the pool's path: CURRENT gives it.
+    let db = Db::open(&dir, options(None, false)).unwrap();
+    assert_matches(&db, &model, 4000, "reopened from the manifest in the pool");
+    db.close().unwrap();
+    let created = Db::describe(&dir, &tierkv::fs::PosixFs).unwrap();
+    assert!(created.manifest_on_pm);
+    assert_eq!(created.design, "fluidkv");
+    assert_eq!(created.pm_path.as_deref(), Some(pool.as_path()));
+    let report = Db::check(&dir, options(None, false)).unwrap();
+    assert!(report.tables_checked > 0, "{report:?}");
+
+    // Moved to the directory and back; each open deletes the other tier's manifest.
+    let db = Db::open(&dir, options(Some(false), false)).unwrap();
+    load(&db, &mut model, 4000, 500);
+    db.close().unwrap();
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    assert!(current.starts_with("MANIFEST-") && current.lines().count() == 1);
+    assert_eq!(directory_manifests(&dir).len(), 1);
+    assert!(
+        !Db::describe(&dir, &tierkv::fs::PosixFs)
+            .unwrap()
+            .manifest_on_pm
+    );
+    let db = Db::open(&dir, options(Some(true), false)).unwrap();
+    assert_matches(&db, &model, 4500, "manifest moved back to the pool");
+    db.close().unwrap();
+    assert_eq!(directory_manifests(&dir), Vec::<String>::new());
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    let manifest = current.lines().next().unwrap()["pm:".len()..].to_string();
+    {
+        let fs = open_pool(&pool, &current);
+        let in_pool: Vec<String> = fs
+            .list(&dir)
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.starts_with("MANIFEST-"))
+            .collect();
+        assert_eq!(in_pool, vec![manifest.clone()]);
+    }
+
+    // A design other than the one CURRENT names, before the pool is touched.
+    let mut leveled_pm = Design::LEVELED_PM.options(Options::default());
+    leveled_pm.pm.path = Some(pool.clone());
+    let e = Db::open(&dir, leveled_pm).err().unwrap();
+    assert!(
+        matches!(&e, tierkv::Error::InvalidArgument(m) if m.contains("design")),
+        "{e}"
+    );
+    // CURRENT naming another identity: the pool is refused as another database's.
+    let other = current
+        .lines()
+        .map(|l| match l.strip_prefix("identity ") {
+            Some(_) => format!("identity {:032x}", 0xfeed_u128),
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    std::fs::write(dir.join("CURRENT"), &other).unwrap();
+    let e = Db::open(&dir, options(None, false)).err().unwrap();
+    assert!(e.to_string().contains("another database"), "{e}");
+    // CURRENT naming a pool that is not there.
+    let elsewhere = current.replace(
+        &pool.display().to_string(),
+        &tmp.path().join("gone.pool").display().to_string(),
+    );
+    std::fs::write(dir.join("CURRENT"), &elsewhere).unwrap();
+    let e = Db::open(&dir, options(None, false)).err().unwrap();
+    assert!(
+        matches!(&e, tierkv::Error::NotFound(m) if m.contains("gone.pool")),
+        "{e}"
+    );
+    std::fs::write(dir.join("CURRENT"), &current).unwrap();
+
+    // A damaged manifest in the pool: corruption naming it, never a database with less.
+    let original = {
+        let fs = open_pool(&pool, &current);
+        let path = dir.join(&manifest);
+        let original = fs.read_all(&path).unwrap();
+        let mut damaged = original.clone();
+        damaged[10] ^= 0x40;
+        fs.remove(&path).unwrap();
+        let mut w = fs.create_log(&path).unwrap();
+        w.append(&damaged).unwrap();
+        w.sync().unwrap();
+        original
+    };
+    let e = Db::open(&dir, options(None, false)).err().unwrap();
+    assert!(
+        matches!(&e, tierkv::Error::Corruption { location, .. }
+            if location.contains(&manifest) && location.contains("PM pool")),
+        "{e}"
+    );
+    {
+        let fs = open_pool(&pool, &current);
+        let path = dir.join(&manifest);
+        fs.remove(&path).unwrap();
+        let mut w = fs.create_log(&path).unwrap();
+        w.append(&original).unwrap();
+        w.sync().unwrap();
+    }
+
+    // A lost CURRENT: the directory holds no database file, but the pool is another
+    // database's and holds its runs, so no new database is created over it; repair finds the
+    // manifest in the pool and points CURRENT at it again.
+    std::fs::remove_file(dir.join("CURRENT")).unwrap();
+    let e = Db::open(&dir, options(None, true)).err().unwrap();
+    assert!(e.to_string().contains("another database"), "{e}");
+    let repaired = Db::repair(&dir, options(None, true)).unwrap();
+    assert!(repaired.changed, "{repaired:?}");
+    assert!(repaired.manifest.contains(&manifest), "{repaired:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("CURRENT")).unwrap(),
+        current
+    );
+    let db = Db::open(&dir, options(None, false)).unwrap();
+    assert_matches(&db, &model, 4500, "after repair");
+    db.close().unwrap();
+    let unchanged = Db::repair(&dir, options(None, false)).unwrap();
+    assert!(!unchanged.changed, "{unchanged:?}");
+}

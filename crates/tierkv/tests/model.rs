@@ -207,6 +207,11 @@ impl Backend {
         if o.design != Design::SLMDB && o.design != Design::LABDB {
             o.table.value_separation = [0, 100, 300][rng.gen_range(0..3)];
         }
+        // The manifest in the pool or the directory, drawn at every open of a design with a
+        // pool: a reopen moves it (and deletes the one on the other tier).
+        if o.design.uses_pm(&o) {
+            o.pm.manifest_on_pm = Some(rng.gen_bool(0.5));
+        }
         (dir, o)
     }
 }

@@ -84,11 +84,15 @@ fn options(design: Design, fs: &MemFs, pool: Arc<PmPool>) -> Options {
     o.pm.pool = Some(pool);
     o.pm.chunk_bytes = 64 << 10;
     o.table.block_size = 1024;
-    // FluidKV's key-value separation (its default): the walks cross value-log writes and
-    // the compactions that copy pointers or collect logs.
+    // FluidKV's key-value separation and manifest in the pool (its defaults): the walks cross
+    // value-log writes, the compactions that copy pointers or collect logs, and every manifest
+    // record (and the creation's first manifest, before `CURRENT` exists) as PM stores.
     if design == Design::FLUIDKV {
-        o.table.value_separation = design.options(Options::default()).table.value_separation;
+        let defaults = design.options(Options::default());
+        o.table.value_separation = defaults.table.value_separation;
         assert!(o.table.value_separation > 0);
+        o.pm.manifest_on_pm = defaults.pm.manifest_on_pm;
+        assert_eq!(o.manifest_tier(), tierkv::Tier::Pm);
     }
     o.compaction.level0_compaction_trigger = 2;
     o.compaction.target_file_size = 4096;

@@ -2,7 +2,7 @@
 
 use super::table_cache::TableCache;
 use crate::format::{compare_internal, user_key};
-use crate::fs::{FileSystem, PmFsOpen};
+use crate::fs::FileSystem;
 use crate::log::LogReader;
 use crate::options::Options;
 use crate::parray::live::dead_entries;
@@ -59,11 +59,10 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         )),
         other => other,
     })?;
-    let versions = VersionSet::recover(dir, options, Arc::clone(&counters))?;
+    let (versions, pm) =
+        super::recovery::recover_versions(dir, options, Arc::clone(&counters), false)?;
     let version = versions.current();
     version.check_invariants()?;
-    let how = PmFsOpen::Existing(versions.identity());
-    let pm = super::recovery::open_pm(dir, options, how, false, versions.pm_path())?;
     let present = super::recovery::list_files(&*options.fs, pm.as_ref(), dir)?;
     super::recovery::verify_files(dir, &versions, &present, &*options.fs, pm.as_ref())?;
     let front = crate::front_ends::build(options.design.spec().front_end, options);

@@ -324,14 +324,16 @@ impl Db {
     }
 
     /// What the database at `path` was created with (design, format version, level count,
-    /// WAL tier, and where its PM pool is when not `pm.pool` in the directory), read from its
-    /// manifest through `fs` without opening it; tools use it to open a database with the
-    /// options it needs and to show where its pool is.
+    /// WAL tier, where its PM pool is when not `pm.pool` in the directory, and whether its
+    /// manifest is in the pool), read from its manifest through `fs` without opening it (a
+    /// manifest in the pool is read through the pool `CURRENT` names, without taking its lock
+    /// or writing); tools use it to open a database with the options it needs and to show
+    /// where its pool is.
     pub fn describe(
         path: impl AsRef<Path>,
         fs: &dyn FileSystem,
     ) -> Result<crate::version::CreationFields> {
-        crate::version::read_creation_fields(fs, path.as_ref())
+        recovery::describe(path.as_ref(), fs)
     }
 }
 

@@ -2,7 +2,9 @@
 //! the front end recover.
 //!
 //! Order: `CURRENT` -> manifest (every edit; design, format and identity checked) -> the PM
-//! pool, which must carry the same identity -> check that every run the version names exists
+//! pool, which must carry the same identity (for a manifest in the pool: `CURRENT`, which then
+//! names the pool, the database's identity and design -> the pool -> the manifest, whose
+//! identity must be `CURRENT`'s; [`recover_versions`]) -> check that every run the version names exists
 //! with its recorded size, and that the files the front end's durable state needs exist (the
 //! oldest live WAL) -> delete what no durable state references (runs of unfinished flushes and
 //! compactions, retired logs, temporary files; this frees space before recovery needs any) ->
@@ -29,8 +31,9 @@ use crate::sst::BlockCache;
 use crate::stats::Counters;
 use crate::tier::Tier;
 use crate::version::{
-    current_file_name, new_identity, parse_file_name, pool_path_to_record, run_file_name,
-    set_current, FileKind, VersionEdit, VersionSet,
+    current_file_name, new_identity, parse_file_name, pool_path_to_record, read_current,
+    read_manifest_creation_fields, run_file_name, set_current, CreationFields, Current, FileKind,
+    VersionEdit, VersionSet,
 };
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet};
@@ -67,13 +70,13 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                     dir.display()
                 )));
             }
-            let mut versions = VersionSet::recover(dir, &options, Arc::clone(&counters))?;
-            let how = PmFsOpen::Existing(versions.identity());
-            let pm = open_pm(dir, &options, how, true, versions.pm_path())?;
+            let (mut versions, pm) = recover_versions(dir, &options, Arc::clone(&counters), true)?;
             if options.pm.path.is_some() {
                 // The pool was found, bound to this database, at the path given: record it.
                 versions.set_pm_path(pool_path_to_record(dir, &options));
             }
+            let (tier, place) = manifest_place(&options, pm.as_ref());
+            versions.set_manifest_place(tier, place);
             (versions, pm)
         }
         DirState::New { leftovers } => {
@@ -88,7 +91,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             }
             let identity = new_identity();
             let pm = open_pm(dir, &options, PmFsOpen::Create(identity), true, None)?;
-            let versions = VersionSet::create(dir, &options, identity, Arc::clone(&counters))?;
+            let place = manifest_place(&options, pm.as_ref());
+            let versions =
+                VersionSet::create(dir, &options, identity, Arc::clone(&counters), place)?;
             (versions, pm)
         }
     };
@@ -161,6 +166,92 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     };
     inner.front.recover(&inner, &present)?;
     Ok(inner)
+}
+
+/// Reads `CURRENT`, then the manifest it names and the PM pool, in the order the manifest's
+/// place needs: a manifest in the directory first (it says where the pool is and which
+/// database it must belong to), a manifest in the pool after the pool (`CURRENT` says both).
+/// `lock`: take the pool's lock (not for offline checks). Writes nothing.
+pub(crate) fn recover_versions(
+    dir: &Path,
+    options: &Options,
+    counters: Arc<Counters>,
+    lock: bool,
+) -> Result<(VersionSet, Option<PmTier>)> {
+    let fs = Arc::clone(&options.fs);
+    let current = read_current(&*fs, dir, &counters)?;
+    match &current {
+        Current::Directory(_) => {
+            let versions = VersionSet::recover(dir, options, counters, &current, fs)?;
+            let how = PmFsOpen::Existing(versions.identity());
+            let pm = open_pm(dir, options, how, lock, versions.pm_path())?;
+            Ok((versions, pm))
+        }
+        Current::Pool {
+            design,
+            identity,
+            pool,
+            ..
+        } => {
+            if design != options.design.name() {
+                return Err(Error::InvalidArgument(format!(
+                    "database {} was created with design {design:?}, opened with {:?}",
+                    dir.display(),
+                    options.design.name()
+                )));
+            }
+            let how = PmFsOpen::Existing(*identity);
+            let pm = open_pm(dir, options, how, lock, pool.as_deref())?.ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "database {} keeps its manifest in its PM pool, but design {} uses no pool \
+                     under these options",
+                    dir.display(),
+                    options.design
+                ))
+            })?;
+            let pm_fs = Arc::clone(&pm.fs);
+            let versions = VersionSet::recover(dir, options, counters, &current, pm_fs)?;
+            Ok((versions, Some(pm)))
+        }
+    }
+}
+
+/// Where a manifest written under `options` goes: the pool's file system with
+/// `pm.manifest_on_pm` (see [`Options::manifest_tier`]), else the directory's.
+fn manifest_place(options: &Options, pm: Option<&PmTier>) -> (Tier, Arc<dyn FileSystem>) {
+    match (options.manifest_tier(), pm) {
+        (Tier::Pm, Some(pm)) => (Tier::Pm, Arc::clone(&pm.fs)),
+        _ => (Tier::Ssd, Arc::clone(&options.fs)),
+    }
+}
+
+/// What the database in `dir` was created with, from the first record of its live manifest;
+/// needs no options. A manifest in the PM pool is read through the pool `CURRENT` names,
+/// opened without its lock and without writing.
+pub(crate) fn describe(dir: &Path, fs: &dyn FileSystem) -> Result<CreationFields> {
+    let current = read_current(fs, dir, &Counters::default())?;
+    let name = dir.join(current.manifest_name());
+    let Current::Pool {
+        design,
+        identity,
+        pool,
+        ..
+    } = &current
+    else {
+        return read_manifest_creation_fields(fs, &name);
+    };
+    let options = design.parse::<crate::Design>()?.options(Options::default());
+    let how = PmFsOpen::Existing(*identity);
+    let pm = open_pm(dir, &options, how, false, pool.as_deref())?.ok_or_else(|| {
+        Error::corruption(
+            current_file_name(dir).display().to_string(),
+            format!("design {design} has no PM pool to hold the manifest"),
+        )
+    })?;
+    let mut created = read_manifest_creation_fields(&*pm.fs, &name)?;
+    created.pm_path = pool.clone();
+    created.manifest_on_pm = true;
+    Ok(created)
 }
 
 /// What a database directory holds.
@@ -574,10 +665,13 @@ fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpa
     ))
 }
 
-/// Points `CURRENT` at the newest manifest of `dir` from which the database opens consistently
+/// Points `CURRENT` at the newest manifest from which the database opens consistently
 /// (every table present with its recorded size, its oldest live WAL present, its PM pool
-/// bound to it). Leaves a database whose `CURRENT` already names such a manifest as it is.
-/// Nothing but `CURRENT` is written; no file is deleted.
+/// bound to it). The manifests of the directory are candidates, and those in the database's
+/// PM pool when it can be found: the pool `CURRENT` names, else `pm.path`, else `pm.pool` in
+/// the directory, for the design `CURRENT` names, else `options.design`. Leaves a database
+/// whose `CURRENT` already names such a manifest as it is. Nothing but `CURRENT` is written;
+/// no file is deleted.
 pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     let fs = Arc::clone(&options.fs);
     if !fs.exists(dir) {
@@ -588,41 +682,52 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     }
     let _lock = fs.lock(&dir.join("LOCK"))?;
     let counters = Arc::new(Counters::default());
-    let mut manifests: Vec<(u64, String)> = fs
+    let current = read_current(&*fs, dir, &counters).ok();
+    let mut manifests: Vec<(u64, Tier, String)> = fs
         .list(dir)?
         .into_iter()
         .filter_map(|name| match parse_file_name(&name) {
-            Some((FileKind::Manifest, n)) => Some((n, name)),
+            Some((FileKind::Manifest, n)) => Some((n, Tier::Ssd, name)),
             _ => None,
         })
         .collect();
-    manifests.sort_unstable_by_key(|m| std::cmp::Reverse(m.0));
-    let current = VersionSet::recover(dir, options, Arc::clone(&counters))
-        .ok()
-        .and_then(|v| v.recovered_manifest());
     let mut rejected = Vec::new();
-    for (number, name) in &manifests {
-        let tried = options_of_manifest(options, &*fs, &dir.join(name)).and_then(|options| {
-            let versions =
-                VersionSet::recover_manifest(dir, name, &options, Arc::clone(&counters))?;
-            let how = PmFsOpen::Existing(versions.identity());
-            let pm = open_pm(dir, &options, how, true, versions.pm_path())?;
-            let present = list_files(&*fs, pm.as_ref(), dir)?;
-            verify_files(dir, &versions, &present, &*fs, pm.as_ref())
-        });
+    let pool = match repair_pool(dir, options, current.as_ref()) {
+        Ok(pool) => pool,
+        Err(e) => {
+            rejected.push(("the PM pool".to_string(), e.to_string()));
+            None
+        }
+    };
+    if let Some((_, _, names)) = &pool {
+        manifests.extend(names.iter().map(|(n, name)| (*n, Tier::Pm, name.clone())));
+    }
+    manifests.sort_unstable_by_key(|m| std::cmp::Reverse(m.0));
+    for (_, tier, name) in &manifests {
+        let tried = match tier {
+            Tier::Ssd => repair_candidate(dir, options, &counters, name, None),
+            Tier::Pm => {
+                let (o, how, _) = pool.as_ref().expect("pool manifests come from a pool");
+                repair_candidate(dir, o, &counters, name, Some(*how))
+            }
+        };
+        let shown = match tier {
+            Tier::Ssd => name.clone(),
+            Tier::Pm => format!("{name} (in the PM pool)"),
+        };
         match tried {
-            Ok(()) => {
-                let changed = current != Some(*number);
+            Ok(chosen) => {
+                let changed = current.as_ref() != Some(&chosen);
                 if changed {
-                    set_current(&*fs, dir, *number, &counters)?;
+                    set_current(&*fs, dir, &chosen, &counters)?;
                 }
                 return Ok(RepairReport {
-                    manifest: name.clone(),
+                    manifest: shown,
                     changed,
                     rejected,
                 });
             }
-            Err(e) => rejected.push((name.clone(), e.to_string())),
+            Err(e) => rejected.push((shown, e.to_string())),
         }
     }
     Err(Error::corruption(
@@ -640,6 +745,130 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
             )
         },
     ))
+}
+
+/// Opens the database as the manifest `name` describes and checks its files; returns what
+/// `CURRENT` must say to name it. `in_pool`: the manifest is a file of the pool, opened with
+/// `options` (the design `CURRENT` or the options name) for the database `in_pool` says.
+fn repair_candidate(
+    dir: &Path,
+    options: &Options,
+    counters: &Arc<Counters>,
+    name: &str,
+    in_pool: Option<PmFsOpen>,
+) -> Result<Current> {
+    let fs = Arc::clone(&options.fs);
+    match in_pool {
+        None => {
+            let options = options_of_manifest(options, &*fs, &dir.join(name))?;
+            let place = (Tier::Ssd, Arc::clone(&fs));
+            let versions =
+                VersionSet::recover_manifest(dir, name, &options, Arc::clone(counters), place)?;
+            let how = PmFsOpen::Existing(versions.identity());
+            let pm = open_pm(dir, &options, how, true, versions.pm_path())?;
+            let present = list_files(&*fs, pm.as_ref(), dir)?;
+            verify_files(dir, &versions, &present, &*fs, pm.as_ref())?;
+            Ok(Current::Directory(
+                versions.recovered_manifest().unwrap_or(0),
+            ))
+        }
+        Some(how) => {
+            let pm = open_pm(dir, options, how, true, None)?
+                .ok_or_else(|| Error::InvalidArgument("the design has no PM pool".into()))?;
+            let options = options_of_manifest(options, &*pm.fs, &dir.join(name))?;
+            let place = (Tier::Pm, Arc::clone(&pm.fs));
+            let versions =
+                VersionSet::recover_manifest(dir, name, &options, Arc::clone(counters), place)?;
+            if versions.identity() != how.identity() {
+                return Err(Error::corruption(
+                    name,
+                    format!(
+                        "identity {:032x}, the pool's {:032x}",
+                        versions.identity(),
+                        how.identity()
+                    ),
+                ));
+            }
+            let present = list_files(&*fs, Some(&pm), dir)?;
+            verify_files(dir, &versions, &present, &*fs, Some(&pm))?;
+            let pool = match options.pm.path {
+                Some(_) => pool_path_to_record(dir, &options),
+                None => versions.pm_path().map(Path::to_path_buf),
+            };
+            Ok(Current::Pool {
+                number: versions.recovered_manifest().unwrap_or(0),
+                design: options.design.name().to_string(),
+                identity: versions.identity(),
+                pool,
+            })
+        }
+    }
+}
+
+/// The database's PM pool for [`repair`], when one can be found: the options that open it
+/// (its path resolved into `pm.path`), the database it is bound to, and its manifests (number,
+/// name). `None` when the design has no pool or no pool file is there.
+#[allow(clippy::type_complexity)]
+fn repair_pool(
+    dir: &Path,
+    options: &Options,
+    current: Option<&Current>,
+) -> Result<Option<(Options, PmFsOpen, Vec<(u64, String)>)>> {
+    let mut o = options.clone();
+    let mut recorded = None;
+    if let Some(Current::Pool { design, pool, .. }) = current {
+        o.design = design.parse()?;
+        recorded = pool.clone();
+    }
+    if !o.design.uses_pm(&o) {
+        return Ok(None);
+    }
+    if o.pm.pool.is_none() {
+        let path =
+            o.pm.path
+                .clone()
+                .or(recorded)
+                .unwrap_or_else(|| dir.join("pm.pool"));
+        if !path.exists() {
+            return Ok(None);
+        }
+        o.pm.path = Some(path);
+    }
+    let identity = match current {
+        Some(Current::Pool { identity, .. }) => *identity,
+        _ => {
+            let pool = match &o.pm.pool {
+                Some(pool) => Arc::clone(pool),
+                None => PmPool::open(
+                    o.pm.path.as_deref().expect("resolved above"),
+                    &PoolOptions {
+                        size: o.pm.size_bytes,
+                        mode: o.pm.mode,
+                        latency: o.pm.latency,
+                        chunk_size: o.pm.chunk_bytes,
+                    },
+                )?,
+            };
+            let bound = pool.root_table()?.identity;
+            match bound {
+                Some(id) => id,
+                None => return Ok(None),
+            }
+        }
+    };
+    let how = PmFsOpen::Existing(identity);
+    let pm = open_pm(dir, &o, how, true, None)?
+        .ok_or_else(|| Error::InvalidArgument("the design has no PM pool".into()))?;
+    let names = pm
+        .fs
+        .list(dir)?
+        .into_iter()
+        .filter_map(|name| match parse_file_name(&name) {
+            Some((FileKind::Manifest, n)) => Some((n, name)),
+            _ => None,
+        })
+        .collect();
+    Ok(Some((o, how, names)))
 }
 
 /// `options` with what the manifest at `path` says the database was created with (design,

@@ -13,6 +13,9 @@
 //! * Key-value separation (`table.value_separation`, 256 bytes): larger values go to a value
 //!   log next to the buffer tree's table (`sst::value_log`); compactions copy pointers, and
 //!   collect logs that are mostly dead.
+//! * Manifest on PM (`pm.manifest_on_pm`): the engine's manifest (every run's metadata, the
+//!   log and sequence numbers) is a file of the pool, so a flush or compaction commits with a
+//!   PM persist; `CURRENT` in the directory names the pool.
 //! * Load-aware threshold (`compaction.load_aware`, `db/load.rs`): the BufferStore compacts at
 //!   4 buffer trees under writes, at 1 under reads, and flushes eagerly when read-only.
 //! * Parallel compaction (`compaction.subcompactions` = the machine's cores): the buffer
@@ -24,7 +27,7 @@
 //! `docs/designs/fluidkv.md` maps the paper's sections to this code and lists where the
 //! design differs (a StableStore file holds many LSTs, so reuse is per file; large values
 //! are copied from the FastStore's logs into a value log at the flush; the manifest is the
-//! engine's).
+//! engine's record log, kept in the pool, not a slot array).
 
 use super::DesignSpec;
 use crate::pipeline::{FrontEndKind, Stage};
@@ -68,10 +71,11 @@ const FLUIDKV_VALUE_SEPARATION: usize = 256;
 /// bytes, no filters, two groups (BufferStore, StableStore), compaction at 4 buffer trees
 /// under writes and 1 under reads, as many compaction partitions as cores, StableStore files
 /// of 4 MiB (one PM chunk), runs no buffer-tree key falls into reused, FastStore on, values
-/// of 256 bytes or more separated.
+/// of 256 bytes or more separated, the manifest in the pool.
 fn fluidkv_defaults(o: &mut crate::options::Options) {
     let engine = crate::options::Options::default();
     o.pm.thread_logs = true;
+    o.pm.manifest_on_pm.get_or_insert(true);
     if o.table.block_size == engine.table.block_size {
         o.table.block_size = 512;
     }

@@ -874,7 +874,7 @@ impl PmFs {
 /// [`PmFsOwner::into_fs`] gives the file system.
 pub struct PmFsOwner {
     fs: PmFs,
-    /// Files found by `open`.
+    /// Files found by `open` that hold data (not manifests or temporary files).
     files: usize,
 }
 
@@ -907,7 +907,21 @@ impl PmOwner for PmFsOwner {
     fn open(&mut self, root: u64) -> Result<Vec<u64>> {
         let dir = self.fs.read_directory(root)?;
         let files = self.fs.scan_entries(&dir)?;
-        self.files = files.len();
+        // Manifests and temporary files hold no data: a pool with nothing else is what a
+        // creation that stopped before `CURRENT` existed leaves (a database that lost its
+        // `CURRENT` has runs or logs as well).
+        self.files = files
+            .iter()
+            .filter(|f| {
+                !matches!(
+                    crate::version::parse_file_name(&f.name),
+                    Some((
+                        crate::version::FileKind::Manifest | crate::version::FileKind::Temp,
+                        _
+                    ))
+                )
+            })
+            .count();
         Ok(self.fs.install(dir, files))
     }
 

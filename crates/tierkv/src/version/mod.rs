@@ -15,16 +15,18 @@
 //! sorted by smallest key and its runs' key ranges do not overlap. Every run's smallest key is
 //! at most its largest.
 
+mod current;
 mod edit;
 mod set;
 
+pub(crate) use current::set_current;
+pub use current::{current_file_name, read_current, Current};
 pub use edit::VersionEdit;
+pub(crate) use set::pool_path_to_record;
 pub use set::{
-    current_file_name, log_file_name, new_identity, parse_file_name, read_creation_fields,
-    read_manifest_creation_fields, run_file_name, value_array_file_name, CreationFields, FileKind,
-    VersionSet,
+    log_file_name, new_identity, parse_file_name, read_manifest_creation_fields, run_file_name,
+    value_array_file_name, CreationFields, FileKind, VersionSet,
 };
-pub(crate) use set::{pool_path_to_record, set_current};
 
 use crate::format::{compare_internal, user_key};
 use crate::tier::Tier;

@@ -4,12 +4,15 @@
 //! before the new version is installed. Each open starts a fresh manifest whose first record is a
 //! snapshot of the whole state, so a torn tail of an older manifest is never appended to.
 //! `CURRENT` names the live manifest; it is replaced by writing a temporary file, syncing it,
-//! renaming it over `CURRENT` and syncing the directory.
+//! renaming it over `CURRENT` and syncing the directory. The manifest is a file of the database
+//! directory or, with `pm.manifest_on_pm`, of the PM pool's file system (then `CURRENT`, still
+//! in the directory, also says how to open the pool: `super::current`); the open decides, and
+//! each fresh manifest goes where the options of that open say.
 //!
 //! Thread-safety: not internally synchronized; the database keeps it under its state mutex.
 
 use super::RunKind;
-use super::{StageLayout, Version, VersionEdit};
+use super::{set_current, Current, StageLayout, Version, VersionEdit};
 use crate::fs::FileSystem;
 use crate::log::{LogReader, LogWriter};
 use crate::options::Options;
@@ -65,11 +68,6 @@ pub fn value_array_file_name(dir: &Path, n: u64) -> PathBuf {
 pub fn manifest_file_name(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("MANIFEST-{n:06}"))
 }
-/// Path of `CURRENT`.
-pub fn current_file_name(dir: &Path) -> PathBuf {
-    dir.join("CURRENT")
-}
-
 /// Parses a file name of the database directory into its kind and number.
 pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
     if let Some(n) = name.strip_prefix("MANIFEST-") {
@@ -92,7 +90,10 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
 /// The current version plus the counters and the manifest writer.
 pub struct VersionSet {
     dir: PathBuf,
+    /// The directory's file system (`CURRENT`).
     fs: Arc<dyn FileSystem>,
+    /// Where the next manifest is written: the directory's file system or the pool's.
+    manifest_place: (Tier, Arc<dyn FileSystem>),
     counters: Arc<Counters>,
     current: Arc<Version>,
     design: String,
@@ -121,18 +122,21 @@ pub struct VersionSet {
 }
 
 impl VersionSet {
-    /// Creates the manifest and `CURRENT` of a new, empty database.
+    /// Creates the manifest and `CURRENT` of a new, empty database, the manifest on the file
+    /// system of `manifest_place` (the directory's, or the pool's for a manifest on PM).
     /// `identity` is the new database's identity (see [`new_identity`]).
     pub fn create(
         dir: &Path,
         options: &Options,
         identity: u128,
         counters: Arc<Counters>,
+        manifest_place: (Tier, Arc<dyn FileSystem>),
     ) -> Result<VersionSet> {
         let layouts = options.design.layouts(options);
         let mut vs = VersionSet {
             dir: dir.to_path_buf(),
             fs: options.fs.clone(),
+            manifest_place,
             counters,
             pointers: empty_pointers(&layouts),
             current: Arc::new(Version::new(layouts)),
@@ -152,48 +156,68 @@ impl VersionSet {
         Ok(vs)
     }
 
-    /// Reads `CURRENT` and the manifest it names; writes nothing. Checks that the database was
-    /// created with `options.design` and a compatible format.
-    pub fn recover(dir: &Path, options: &Options, counters: Arc<Counters>) -> Result<VersionSet> {
-        let fs = options.fs.clone();
-        let current_path = current_file_name(dir);
-        let current = fs.read_all(&current_path)?;
-        counters.add_read(
-            Tier::Ssd,
-            Part::Db,
-            IoPurpose::Recovery,
-            current.len() as u64,
-        );
-        let name = std::str::from_utf8(&current)
-            .ok()
-            .and_then(|s| s.strip_suffix('\n'))
-            .filter(|s| matches!(parse_file_name(s), Some((FileKind::Manifest, _))))
-            .ok_or_else(|| {
-                Error::corruption(current_path.display().to_string(), "not a manifest name")
+    /// Reads the manifest `current` names from `fs` (the directory's file system, or the
+    /// pool's for a manifest on PM); writes nothing. Checks that the database was created with
+    /// `options.design` and a compatible format, and that a manifest in the pool belongs to the
+    /// database `CURRENT` describes. The set writes its next manifest back to the same place
+    /// unless [`VersionSet::set_manifest_place`] moves it.
+    pub fn recover(
+        dir: &Path,
+        options: &Options,
+        counters: Arc<Counters>,
+        current: &Current,
+        fs: Arc<dyn FileSystem>,
+    ) -> Result<VersionSet> {
+        let name = current.manifest_name();
+        let current_path = super::current_file_name(dir);
+        let place = (current.tier(), fs);
+        let vs =
+            Self::recover_manifest(dir, &name, options, counters, place).map_err(|e| match e {
+                Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                    Error::corruption(
+                        current_path.display().to_string(),
+                        format!(
+                            "CURRENT names {name}{}, which is missing",
+                            match current.tier() {
+                                Tier::Pm => " in the PM pool",
+                                Tier::Ssd => "",
+                            }
+                        ),
+                    )
+                }
+                other => other,
             })?;
-        Self::recover_manifest(dir, name, options, counters).map_err(|e| match e {
-            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                Error::corruption(
+        if let Current::Pool { identity, .. } = current {
+            if vs.identity != *identity {
+                return Err(Error::corruption(
                     current_path.display().to_string(),
-                    format!("CURRENT names {name}, which is missing"),
-                )
+                    format!(
+                        "CURRENT gives identity {identity:032x}, the manifest {name} in the PM \
+                         pool {:032x}",
+                        vs.identity
+                    ),
+                ));
             }
-            other => other,
-        })
+        }
+        Ok(vs)
     }
 
-    /// Reads the manifest `name` of `dir` (whatever `CURRENT` says); writes nothing.
+    /// Reads the manifest `name` (whatever `CURRENT` says) from the file system of `place`,
+    /// on which the set then writes its next manifest; writes nothing.
     pub fn recover_manifest(
         dir: &Path,
         name: &str,
         options: &Options,
         counters: Arc<Counters>,
+        place: (Tier, Arc<dyn FileSystem>),
     ) -> Result<VersionSet> {
-        let fs = options.fs.clone();
         let manifest_path = dir.join(name);
-        let data = fs.read_all(&manifest_path)?;
-        counters.add_read(Tier::Ssd, Part::Db, IoPurpose::Recovery, data.len() as u64);
-        let location = manifest_path.display().to_string();
+        let data = place.1.read_all(&manifest_path)?;
+        counters.add_read(place.0, Part::Db, IoPurpose::Recovery, data.len() as u64);
+        let location = match place.0 {
+            Tier::Pm => format!("{} (in the PM pool)", manifest_path.display()),
+            Tier::Ssd => manifest_path.display().to_string(),
+        };
         let mut reader = LogReader::new(data, location.clone());
         let layouts = options.design.layouts(options);
         let mut r = Replayed {
@@ -209,7 +233,8 @@ impl VersionSet {
         let design = r.design.ok_or_else(|| missing("design"))?;
         Ok(VersionSet {
             dir: dir.to_path_buf(),
-            fs,
+            fs: options.fs.clone(),
+            manifest_place: place,
             counters,
             current: Arc::new(r.version),
             design,
@@ -225,6 +250,12 @@ impl VersionSet {
             manifest: None,
             recovered: parse_file_name(name).map(|(_, n)| n),
         })
+    }
+
+    /// Where the next manifest (the first this process writes) goes. A manifest already
+    /// started stays where it is.
+    pub fn set_manifest_place(&mut self, tier: Tier, fs: Arc<dyn FileSystem>) {
+        self.manifest_place = (tier, fs);
     }
 
     /// The number of the manifest this set was recovered from (`None` for a new database).
@@ -292,7 +323,7 @@ impl VersionSet {
                 let n = writer.add_record(&edit.encode())?;
                 writer.sync()?;
                 self.counters
-                    .add_written(Tier::Ssd, Part::Db, IoPurpose::Manifest, n);
+                    .add_written(self.manifest_place.0, Part::Db, IoPurpose::Manifest, n);
             }
             None => {
                 // Allocate the manifest's number before recording next_file_number in it.
@@ -308,8 +339,8 @@ impl VersionSet {
         Ok(self.current())
     }
 
-    /// Writes a new manifest holding a snapshot of `version` plus `edit`'s counters, syncs it and
-    /// its directory, then points `CURRENT` at it.
+    /// Writes a new manifest holding a snapshot of `version` plus `edit`'s counters on its
+    /// place's file system, syncs it and its directory, then points `CURRENT` at it.
     fn start_manifest(&mut self, number: u64, version: &Version, edit: &VersionEdit) -> Result<()> {
         let path = manifest_file_name(&self.dir, number);
         let mut snapshot = VersionEdit {
@@ -337,13 +368,25 @@ impl VersionSet {
                 }
             }
         }
-        let mut writer = LogWriter::new(self.fs.create_log(&path)?);
+        let current = match self.manifest_place.0 {
+            Tier::Ssd => Current::Directory(number),
+            Tier::Pm => Current::Pool {
+                number,
+                design: self.design.clone(),
+                identity: self.identity,
+                pool: self.pm_path.clone(),
+            },
+        };
+        // A pool path CURRENT cannot hold is refused before anything is written.
+        current.encode()?;
+        let (tier, fs) = (self.manifest_place.0, Arc::clone(&self.manifest_place.1));
+        let mut writer = LogWriter::new(fs.create_log(&path)?);
         let n = writer.add_record(&snapshot.encode())?;
         writer.sync()?;
         self.counters
-            .add_written(Tier::Ssd, Part::Db, IoPurpose::Manifest, n);
-        self.fs.sync_dir(&self.dir)?;
-        set_current(&*self.fs, &self.dir, number, &self.counters)?;
+            .add_written(tier, Part::Db, IoPurpose::Manifest, n);
+        fs.sync_dir(&self.dir)?;
+        set_current(&*self.fs, &self.dir, &current, &self.counters)?;
         self.manifest = Some((writer, number));
         Ok(())
     }
@@ -374,21 +417,8 @@ pub struct CreationFields {
     /// for the default and for manifests written before the path was recorded. An open
     /// without `pm.path` uses it.
     pub pm_path: Option<PathBuf>,
-}
-
-/// Reads what the database in `dir` was created with from the first record of the manifest
-/// `CURRENT` names; writes nothing and needs no options.
-pub fn read_creation_fields(fs: &dyn FileSystem, dir: &Path) -> Result<CreationFields> {
-    let current_path = current_file_name(dir);
-    let current = fs.read_all(&current_path)?;
-    let name = std::str::from_utf8(&current)
-        .ok()
-        .and_then(|s| s.strip_suffix('\n'))
-        .filter(|s| matches!(parse_file_name(s), Some((FileKind::Manifest, _))))
-        .ok_or_else(|| {
-            Error::corruption(current_path.display().to_string(), "not a manifest name")
-        })?;
-    read_manifest_creation_fields(fs, &dir.join(name))
+    /// Whether the live manifest is in the PM pool (`pm.manifest_on_pm`).
+    pub manifest_on_pm: bool,
 }
 
 /// Reads what a database was created with from the first record of the manifest at `path`.
@@ -409,6 +439,7 @@ pub fn read_manifest_creation_fields(fs: &dyn FileSystem, path: &Path) -> Result
         num_levels: levels.ok_or_else(|| missing("stage 0 group count"))?,
         wal_on_pm: e.wal_tier.ok_or_else(|| missing("WAL tier"))? == Tier::Pm,
         pm_path: e.pm_path,
+        manifest_on_pm: false,
     })
 }
 
@@ -584,33 +615,26 @@ fn check_creation_fields(
     Ok(())
 }
 
-/// Points `CURRENT` at manifest `number`: write a temp file, sync, rename, sync the directory.
-pub(crate) fn set_current(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    number: u64,
-    counters: &Counters,
-) -> Result<()> {
-    let contents = format!("MANIFEST-{number:06}\n");
-    let tmp = dir.join(format!("{number:06}.dbtmp"));
-    let mut f = fs.create(&tmp)?;
-    f.append(contents.as_bytes())?;
-    f.sync()?;
-    drop(f);
-    fs.rename(&tmp, &current_file_name(dir))?;
-    fs.sync_dir(dir)?;
-    counters.add_written(
-        Tier::Ssd,
-        Part::Db,
-        IoPurpose::Manifest,
-        contents.len() as u64,
-    );
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The manifest in the directory, on the options' file system.
+    fn in_dir(o: &Options) -> (Tier, Arc<dyn FileSystem>) {
+        (Tier::Ssd, o.fs.clone())
+    }
+
+    /// Reads `CURRENT` and recovers the directory manifest it names.
+    fn recover(dir: &Path, o: &Options, counters: Arc<Counters>) -> Result<VersionSet> {
+        let current = super::super::read_current(&*o.fs, dir, &counters)?;
+        VersionSet::recover(dir, o, counters, &current, o.fs.clone())
+    }
+
+    /// What the directory manifest `CURRENT` names was created with.
+    fn read_creation_fields(fs: &dyn FileSystem, dir: &Path) -> Result<CreationFields> {
+        let current = super::super::read_current(fs, dir, &Counters::default())?;
+        read_manifest_creation_fields(fs, &dir.join(current.manifest_name()))
+    }
 
     #[test]
     fn file_names_round_trip() {
@@ -649,7 +673,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let opts = Options::default();
         let counters = Arc::new(Counters::default());
-        let mut vs = VersionSet::create(dir.path(), &opts, 7, counters.clone()).unwrap();
+        let mut vs =
+            VersionSet::create(dir.path(), &opts, 7, counters.clone(), in_dir(&opts)).unwrap();
         let n = vs.new_file_number();
         vs.last_sequence = 42;
         let mut e = VersionEdit::default();
@@ -675,7 +700,7 @@ mod tests {
         e.stage_mut(0).pointers.push((1, b"pointer".to_vec()));
         vs.log_and_apply(e).unwrap();
         drop(vs);
-        let vs = VersionSet::recover(dir.path(), &opts, counters.clone()).unwrap();
+        let vs = recover(dir.path(), &opts, counters.clone()).unwrap();
         assert_eq!(vs.last_sequence, 42);
         assert_eq!(vs.current().stage(0).groups[1].len(), 1);
         assert_eq!(vs.pointers[0][1], b"pointer");
@@ -687,9 +712,7 @@ mod tests {
             },
             ..Options::default()
         };
-        let err = VersionSet::recover(dir.path(), &other, counters)
-            .err()
-            .unwrap();
+        let err = recover(dir.path(), &other, counters).err().unwrap();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     }
 
@@ -702,11 +725,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let opts = Options::default();
         let counters = Arc::new(Counters::default());
-        let mut vs = VersionSet::create(dir.path(), &opts, 7, counters.clone()).unwrap();
+        let mut vs =
+            VersionSet::create(dir.path(), &opts, 7, counters.clone(), in_dir(&opts)).unwrap();
         assert_eq!(vs.current().stage(0).trees, None);
         vs.log_and_apply(VersionEdit::default()).unwrap();
         drop(vs);
-        let mut vs = VersionSet::recover(dir.path(), &opts, counters.clone()).unwrap();
+        let mut vs = recover(dir.path(), &opts, counters.clone()).unwrap();
         assert_eq!(vs.current().stage(0).trees, None);
         let first = TreeRoles {
             mutable: 21,
@@ -729,7 +753,7 @@ mod tests {
         drop(vs);
         // Read back from the delta records, then from the next manifest's snapshot.
         for _ in 0..2 {
-            let mut vs = VersionSet::recover(dir.path(), &opts, counters.clone()).unwrap();
+            let mut vs = recover(dir.path(), &opts, counters.clone()).unwrap();
             assert_eq!(vs.current().stage(0).trees, Some(switched));
             let first_manifest = vs.recovered_manifest();
             vs.log_and_apply(VersionEdit::default()).unwrap();
@@ -756,7 +780,7 @@ mod tests {
         std::fs::create_dir(&db).unwrap();
         let relative = PathBuf::from("some-dir/x.pool");
         let opts = with_pool(Some(relative.clone()));
-        let vs = VersionSet::create(&db, &opts, 7, counters.clone()).unwrap();
+        let vs = VersionSet::create(&db, &opts, 7, counters.clone(), in_dir(&opts)).unwrap();
         let expected = std::env::current_dir().unwrap().join(&relative);
         assert_eq!(vs.pm_path(), Some(expected.as_path()));
         drop(vs);
@@ -767,7 +791,7 @@ mod tests {
             Some(expected.clone())
         );
         // Recovery reads it, and the next manifest (a fresh snapshot) carries it on.
-        let mut vs = VersionSet::recover(&db, &with_pool(None), counters.clone()).unwrap();
+        let mut vs = recover(&db, &with_pool(None), counters.clone()).unwrap();
         assert_eq!(vs.pm_path(), Some(expected.as_path()));
         let first = vs.recovered_manifest().unwrap();
         vs.log_and_apply(VersionEdit::default()).unwrap();
@@ -792,7 +816,7 @@ mod tests {
             let d = dir.path().join("d2");
             let _ = std::fs::remove_dir_all(&d);
             std::fs::create_dir(&d).unwrap();
-            drop(VersionSet::create(&d, &opts, 8, counters.clone()).unwrap());
+            drop(VersionSet::create(&d, &opts, 8, counters.clone(), in_dir(&opts)).unwrap());
             let created = read_creation_fields(&crate::fs::PosixFs, &d).unwrap();
             assert_eq!(created.pm_path, None, "{name}");
         }
