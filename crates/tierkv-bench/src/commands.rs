@@ -44,9 +44,10 @@ pub struct DbArgs {
 }
 
 impl DbArgs {
-    /// Options to open the database; only `put` may create it. For an existing database the
-    /// design, level count and WAL tier come from its manifest, so every database opens
-    /// whatever it was created with (a `leveled` one with `--wal_on_pm`, say).
+    /// Options to open the database; only `put` may create it. The design's defaults apply
+    /// (as in `tierkv bench`). For an existing database the design, level count and WAL tier
+    /// come from its manifest, so every database opens whatever it was created with (a
+    /// `leveled` one with `--wal_on_pm`, say).
     pub fn options(&self, create_if_missing: bool) -> EngineResult<Options> {
         let mut o = Options {
             design: self.design.unwrap_or(Design::LEVELED),
@@ -56,6 +57,11 @@ impl DbArgs {
         // Without --pm_path the engine opens the pool the manifest names (or `pm.pool` in the
         // directory).
         o.pm.path = self.pm_path.clone();
+        // A manifest in a pool that is not where CURRENT says: the engine's error names the
+        // pool (opening with a guessed design would report the design instead).
+        if let Err(e @ tierkv::Error::NotFound(_)) = self.describe() {
+            return Err(e.into());
+        }
         if let Some(created) = self.created() {
             let design = Design::from_str(&created.design)?;
             if self.design.is_some_and(|d| d != design) {
@@ -67,15 +73,22 @@ impl DbArgs {
                 .into());
             }
             o.design = design;
+            o = design.options(o);
             o.pm.wal_on_pm = created.wal_on_pm;
             o.compaction.num_levels = created.num_levels;
+        } else {
+            o = o.design.options(o);
         }
         Ok(o)
     }
 
     /// What the database recorded at creation, when `--db` holds one.
     fn created(&self) -> Option<CreationFields> {
-        Db::describe(&self.db, &tierkv::fs::PosixFs).ok()
+        self.describe().ok()
+    }
+
+    fn describe(&self) -> tierkv::Result<CreationFields> {
+        Db::describe_with_pool(&self.db, &tierkv::fs::PosixFs, self.pm_path.as_deref())
     }
 
     /// The pool file the database is opened with: `--pm_path`, else the recorded path, else
@@ -178,6 +191,8 @@ pub struct DbSummary {
     pub wal_tier: String,
     /// Where its write buffers live (`dram`, or `pm` for a persistent memtable).
     pub write_buffer_tier: String,
+    /// Where its manifest lives (`ssd`: the database directory; `pm`: the pool).
+    pub manifest_tier: String,
     /// Live keys (the latest version of each, deletions left out).
     pub live_keys: u64,
     /// Key + value bytes of the live keys.
@@ -321,6 +336,7 @@ impl DbSummary {
             format_version: created.format_version,
             wal_tier: if created.wal_on_pm { "pm" } else { "ssd" }.to_string(),
             write_buffer_tier: if memtable_on_pm { "pm" } else { "dram" }.to_string(),
+            manifest_tier: if created.manifest_on_pm { "pm" } else { "ssd" }.to_string(),
             live_keys,
             live_bytes,
             stages,
@@ -373,11 +389,12 @@ pub fn format_db_summary(s: &DbSummary) -> String {
     let _ = writeln!(o, "Database:        {}", s.path.display());
     let _ = writeln!(
         o,
-        "Design:          {} (format {}, WAL on {}, write buffers in {})",
+        "Design:          {} (format {}, WAL on {}, write buffers in {}, manifest on {})",
         s.design,
         s.format_version,
         s.wal_tier.to_uppercase(),
-        s.write_buffer_tier.to_uppercase()
+        s.write_buffer_tier.to_uppercase(),
+        s.manifest_tier.to_uppercase()
     );
     let _ = writeln!(
         o,

@@ -102,6 +102,79 @@ fn tools_open_the_pool_the_database_recorded() {
     assert_eq!(ok(&["scan", "--db", db]), "b\t2\n");
 }
 
+/// `fluidkv` keeps its manifest in the pool: the tools find the design and the pool through
+/// `CURRENT` alone, follow a moved pool given once, and `repair` (given the design and the
+/// pool) finds the manifest in the pool after `CURRENT` is lost.
+#[test]
+fn tools_find_a_manifest_in_the_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let pool = dir.path().join("fluid.pool");
+    let (db, pool_s) = (db.to_str().unwrap(), pool.to_str().unwrap());
+    ok(&[
+        "put",
+        "--db",
+        db,
+        "--design",
+        "fluidkv",
+        "--pm_path",
+        pool_s,
+        "a",
+        "1",
+    ]);
+    let current = std::fs::read_to_string(Path::new(db).join("CURRENT")).unwrap();
+    assert!(current.starts_with("pm:MANIFEST-"), "{current}");
+    assert!(current.contains(&format!("\npool {pool_s}\n")), "{current}");
+    assert_eq!(ok(&["get", "--db", db, "a"]), "1\n");
+    ok(&["put", "--db", db, "b", "2"]);
+    assert!(ok(&["check", "--db", db]).starts_with("OK"));
+    let json: serde_json::Value = serde_json::from_str(&ok(&["stats", "--db", db, "--json"]))
+        .expect("stats --json prints JSON");
+    assert_eq!(json["design"], "fluidkv");
+    assert_eq!(json["manifest_tier"], "pm");
+    assert!(ok(&["stats", "--db", db]).contains("manifest on PM)"));
+
+    let moved = dir.path().join("moved.pool");
+    std::fs::rename(&pool, &moved).unwrap();
+    let err = fails(&["get", "--db", db, "b"]);
+    assert!(err.contains(pool_s) && !err.contains("corruption"), "{err}");
+    let moved_s = moved.to_str().unwrap();
+    assert_eq!(ok(&["get", "--db", db, "--pm_path", moved_s, "b"]), "2\n");
+    assert_eq!(ok(&["get", "--db", db, "b"]), "2\n");
+    assert!(std::fs::read_to_string(Path::new(db).join("CURRENT"))
+        .unwrap()
+        .contains(&format!("\npool {moved_s}\n")));
+
+    std::fs::remove_file(Path::new(db).join("CURRENT")).unwrap();
+    // No new database is created over the pool, which holds the old one's runs and logs.
+    let err = fails(&[
+        "put",
+        "--db",
+        db,
+        "--design",
+        "fluidkv",
+        "--pm_path",
+        moved_s,
+        "c",
+        "3",
+    ]);
+    assert!(err.contains("another database"), "{err}");
+    let repaired = ok(&[
+        "repair",
+        "--db",
+        db,
+        "--design",
+        "fluidkv",
+        "--pm_path",
+        moved_s,
+    ]);
+    assert!(
+        repaired.contains("CURRENT now names MANIFEST-"),
+        "{repaired}"
+    );
+    assert_eq!(ok(&["scan", "--db", db]), "a\t1\nb\t2\n");
+}
+
 /// A relative `--pm_path` is recorded as the absolute path it named, so the tools find the
 /// pool from any working directory; a database with the default pool (`pm.pool` in its
 /// directory) still opens after the directory is moved.

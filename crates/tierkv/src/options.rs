@@ -718,18 +718,24 @@ impl Options {
                 ));
             }
             // The header and directory chunks, a spare, and one chunk per WAL when the WAL is
-            // on PM (otherwise room for one table).
+            // on PM (otherwise room for one table), and the manifest's when it is in the pool.
+            let manifest_on_pm = self.manifest_tier() == Tier::Pm;
             let min_chunks = if self.design.wal_tier(self) == Tier::Pm {
-                crate::db::min_pool_chunks(self.max_write_buffer_number)
+                crate::db::min_pool_chunks(self.max_write_buffer_number, manifest_on_pm)
             } else {
-                3
+                3 + if manifest_on_pm {
+                    crate::db::MANIFEST_CHUNKS
+                } else {
+                    0
+                }
             };
             let min = min_chunks * pm.chunk_bytes;
             if pm.size_bytes < min {
                 return bad(format!(
                     "pm.size_bytes {} is below the minimum of {min} bytes ({} MiB: {min_chunks} \
                      chunks of {} bytes: the pool header, the file directory, a spare chunk and \
-                     one chunk per WAL of max_write_buffer_number memtables)",
+                     one chunk per WAL of max_write_buffer_number memtables, and two for a \
+                     manifest in the pool)",
                     pm.size_bytes,
                     min >> 20,
                     pm.chunk_bytes

@@ -89,22 +89,28 @@ fn a_pool_of_another_database_is_refused() {
 /// the database reopens (again and again) with all of it and no orphan file.
 ///
 /// The same with FluidKV's thread logs (`pm.thread_logs`): a write that finds no room for its
-/// log record waits for a flush, or rotates the write buffer so that one frees its logs.
+/// log record waits for a flush, or rotates the write buffer so that one frees its logs. And
+/// with the manifest in the pool too (`pm.manifest_on_pm`), whose chunks the pool's
+/// minimum counts.
 #[test]
 fn a_full_pool_keeps_taking_writes_and_always_reopens() {
-    for thread_logs in [false, true] {
-        full_pool_keeps_taking_writes(thread_logs);
+    for (thread_logs, manifest_on_pm) in
+        [(false, false), (true, false), (false, true), (true, true)]
+    {
+        full_pool_keeps_taking_writes(thread_logs, manifest_on_pm);
     }
 }
 
-fn full_pool_keeps_taking_writes(thread_logs: bool) {
+fn full_pool_keeps_taking_writes(thread_logs: bool, manifest_on_pm: bool) {
     let dir = tempfile::tempdir().unwrap();
     let pool = dir.path().join("small.pool");
     let mut o = pm_options(Design::LEVELED_PM, &pool);
     o.pm.thread_logs = thread_logs;
+    o.pm.manifest_on_pm = Some(manifest_on_pm);
     o.write_buffer_size = 1 << 20;
     o.pm.chunk_bytes = 64 << 10;
-    o.pm.size_bytes = 6 * (64 << 10); // one chunk more than the minimum
+    // One chunk more than the minimum (which counts two chunks for a manifest in the pool).
+    o.pm.size_bytes = if manifest_on_pm { 8 } else { 6 } * (64 << 10);
     o.compaction.target_file_size = 64 << 10;
     let n = 6000u32;
     {
@@ -122,6 +128,8 @@ fn full_pool_keeps_taking_writes(thread_logs: bool) {
         );
         assert!(s.pm_flush_fallbacks > 0, "tables went to SSD: {s:?}");
     }
+    let current = std::fs::read_to_string(dir.path().join("CURRENT")).unwrap();
+    assert_eq!(current.starts_with("pm:"), manifest_on_pm, "{current}");
     // No background compaction after the fill: the files on disk can be compared with the
     // version at any instant.
     o.compaction.level0_compaction_trigger = 1000;

@@ -38,9 +38,9 @@ pub use check::CheckReport;
 pub(crate) use flush::ShadowFilter;
 pub(crate) use inner::{DbInner, State};
 pub use iter::{DbIterator, MergingIterator};
-pub(crate) use recovery::min_pool_chunks;
 pub(crate) use recovery::Present;
 pub use recovery::RepairReport;
+pub(crate) use recovery::{min_pool_chunks, MANIFEST_CHUNKS};
 pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
 pub(crate) use table_cache::TableCache;
@@ -333,7 +333,17 @@ impl Db {
         path: impl AsRef<Path>,
         fs: &dyn FileSystem,
     ) -> Result<crate::version::CreationFields> {
-        recovery::describe(path.as_ref(), fs)
+        recovery::describe(path.as_ref(), fs, None)
+    }
+
+    /// [`Db::describe`] with the pool file at `pool` (a pool that moved) when the manifest is
+    /// in the pool; `None` is where `CURRENT` says.
+    pub fn describe_with_pool(
+        path: impl AsRef<Path>,
+        fs: &dyn FileSystem,
+        pool: Option<&Path>,
+    ) -> Result<crate::version::CreationFields> {
+        recovery::describe(path.as_ref(), fs, pool)
     }
 }
 

@@ -77,6 +77,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             }
             let (tier, place) = manifest_place(&options, pm.as_ref());
             versions.set_manifest_place(tier, place);
+            versions.set_manifest_roll_bytes(manifest_roll_bytes(tier, pm.as_ref()));
             (versions, pm)
         }
         DirState::New { leftovers } => {
@@ -92,8 +93,10 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             let identity = new_identity();
             let pm = open_pm(dir, &options, PmFsOpen::Create(identity), true, None)?;
             let place = manifest_place(&options, pm.as_ref());
-            let versions =
+            let tier = place.0;
+            let mut versions =
                 VersionSet::create(dir, &options, identity, Arc::clone(&counters), place)?;
+            versions.set_manifest_roll_bytes(manifest_roll_bytes(tier, pm.as_ref()));
             (versions, pm)
         }
     };
@@ -225,10 +228,24 @@ fn manifest_place(options: &Options, pm: Option<&PmTier>) -> (Tier, Arc<dyn File
     }
 }
 
+/// When a manifest on `tier` is replaced by a fresh snapshot: in the pool at a chunk's data
+/// (it then fits the chunks the pool keeps for it, the live one and the next), in the
+/// directory at [`crate::version::DEFAULT_MANIFEST_ROLL_BYTES`].
+fn manifest_roll_bytes(tier: Tier, pm: Option<&PmTier>) -> u64 {
+    match (tier, pm) {
+        (Tier::Pm, Some(pm)) => pm.pmfs.data_per_chunk(),
+        _ => crate::version::DEFAULT_MANIFEST_ROLL_BYTES,
+    }
+}
+
 /// What the database in `dir` was created with, from the first record of its live manifest;
 /// needs no options. A manifest in the PM pool is read through the pool `CURRENT` names,
-/// opened without its lock and without writing.
-pub(crate) fn describe(dir: &Path, fs: &dyn FileSystem) -> Result<CreationFields> {
+/// opened without its lock and without writing (at `given` if set).
+pub(crate) fn describe(
+    dir: &Path,
+    fs: &dyn FileSystem,
+    given: Option<&Path>,
+) -> Result<CreationFields> {
     let current = read_current(fs, dir, &Counters::default())?;
     let name = dir.join(current.manifest_name());
     let Current::Pool {
@@ -240,7 +257,11 @@ pub(crate) fn describe(dir: &Path, fs: &dyn FileSystem) -> Result<CreationFields
     else {
         return read_manifest_creation_fields(fs, &name);
     };
-    let options = design.parse::<crate::Design>()?.options(Options::default());
+    let mut options = design.parse::<crate::Design>()?.options(Options::default());
+    options.pm.path = given.map(Path::to_path_buf);
+    // The pool is there (CURRENT says so) whatever the WAL's tier: `leveled` has one only with
+    // its WAL on PM.
+    options.pm.wal_on_pm = true;
     let how = PmFsOpen::Existing(*identity);
     let pm = open_pm(dir, &options, how, false, pool.as_deref())?.ok_or_else(|| {
         Error::corruption(
@@ -619,12 +640,18 @@ fn missing_pool(dir: &Path, path: &Path, given: bool, recorded: Option<&Path>) -
 const POOL_OVERHEAD_CHUNKS: u64 = 2;
 /// Chunks kept free in steady state for recovery's new WAL.
 const SPARE_CHUNKS: u64 = 1;
+/// Chunks kept free for the manifest when it is in the pool: the live one's growth and the
+/// next one an open or a rollover writes before the old one is deleted.
+pub(crate) const MANIFEST_CHUNKS: u64 = 2;
 
 /// The smallest pool, in chunks, that a design with its WAL on PM can run in: the header and
 /// directory chunks, one chunk for each WAL of `max_write_buffer_number` memtables, and the
-/// spare.
-pub(crate) fn min_pool_chunks(max_write_buffer_number: usize) -> u64 {
-    POOL_OVERHEAD_CHUNKS + SPARE_CHUNKS + max_write_buffer_number as u64
+/// spare (and the manifest's chunks with `manifest_on_pm`).
+pub(crate) fn min_pool_chunks(max_write_buffer_number: usize, manifest_on_pm: bool) -> u64 {
+    POOL_OVERHEAD_CHUNKS
+        + SPARE_CHUNKS
+        + max_write_buffer_number as u64
+        + if manifest_on_pm { MANIFEST_CHUNKS } else { 0 }
 }
 
 /// How the pool's chunks are shared between WALs and tables, and the most chunks one WAL may
@@ -632,8 +659,15 @@ pub(crate) fn min_pool_chunks(max_write_buffer_number: usize) -> u64 {
 /// a full memtable's log needs, but no more than its share of the pool: in a small pool,
 /// memtables are rotated when their WAL fills its share.
 fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpacePolicy, u64)> {
+    let manifest_on_pm = options.manifest_tier() == Tier::Pm;
+    let manifest_chunks = if manifest_on_pm { MANIFEST_CHUNKS } else { 0 };
     if options.design.wal_tier(options) != Tier::Pm {
-        return Ok((PmSpacePolicy::default(), 0));
+        let policy = PmSpacePolicy {
+            spare_chunks: manifest_chunks,
+            log_quota_chunks: 0,
+            manifest_chunks,
+        };
+        return Ok((policy, 0));
     }
     let pool = pmfs.pool();
     let data_per_chunk = pmfs.data_per_chunk();
@@ -641,16 +675,17 @@ fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpa
     let full_log = (options.write_buffer_size + crate::front_ends::MAX_GROUP_BYTES) as u64;
     let data_chunks = pool
         .chunk_count()
-        .saturating_sub(POOL_OVERHEAD_CHUNKS + SPARE_CHUNKS);
+        .saturating_sub(POOL_OVERHEAD_CHUNKS + SPARE_CHUNKS + manifest_chunks);
     let cap = full_log
         .div_ceil(data_per_chunk)
         .min(data_chunks / memtables);
     if cap == 0 {
-        let min = min_pool_chunks(options.max_write_buffer_number);
+        let min = min_pool_chunks(options.max_write_buffer_number, manifest_on_pm);
         return Err(Error::InvalidArgument(format!(
             "{location} has {} chunks of {} bytes; a design with its WAL on PM needs at least \
              {min} ({} bytes): the header and directory chunks, one per WAL of \
-             max_write_buffer_number = {memtables} memtables, and a spare",
+             max_write_buffer_number = {memtables} memtables, a spare, and {manifest_chunks} \
+             for a manifest in the pool",
             pool.chunk_count(),
             pool.chunk_size(),
             min * pool.chunk_size()
@@ -658,8 +693,9 @@ fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpa
     }
     Ok((
         PmSpacePolicy {
-            spare_chunks: SPARE_CHUNKS,
+            spare_chunks: SPARE_CHUNKS + manifest_chunks,
             log_quota_chunks: cap * memtables,
+            manifest_chunks,
         },
         cap,
     ))

@@ -19,7 +19,9 @@
 //!                  name); any other value is damage
 //!   size word:     the file's size in the low 48 bits, check16(entry offset, size) above
 //!   flags:         bit 0 = log space: a log file (its chunks are zeroed before use) or a
-//!                  persistent memtable (not zeroed: never read as a record log);
+//!                  persistent memtable (not zeroed: never read as a record log); a
+//!                  manifest (`MANIFEST-NNNNNN`) has it too (zeroed chunks), but its chunks
+//!                  are counted apart from the logs' share (`PmSpacePolicy::manifest_chunks`);
 //!                  bit 1 = positioned: the file's chunks carry position words (files created
 //!                  by builds before it have no position words, and no holes)
 //! chunk:           next u64 (0 = last; else the next chunk's offset, whose low 16 bits are
@@ -204,6 +206,11 @@ pub struct PmSpacePolicy {
     /// Chunks the logs together may hold; tables leave the part of it the logs do not hold
     /// free.
     pub log_quota_chunks: u64,
+    /// The part of `spare_chunks` a manifest (`MANIFEST-NNNNNN`, a record log whose chunks
+    /// are not log space) may take: with the manifest in the pool, tables and logs keep room
+    /// for it to grow and for the next one an open or a rollover starts, so a commit never
+    /// finds a pool the tables filled.
+    pub manifest_chunks: u64,
 }
 
 /// What a chunk is for.
@@ -215,6 +222,28 @@ enum ChunkClass {
     /// A persistent memtable: log space (it is the design's log), chunks not zeroed (nothing
     /// reads it as a record log).
     Buffer,
+    /// A manifest: zeroed as a log's (it is read as a record log), not log space; may take the
+    /// spare chunks set aside for manifests.
+    Manifest,
+}
+
+/// True for a manifest's file name: its chunks are [`ChunkClass::Manifest`], also when the
+/// file system is opened again (the entry's flags say "log"; the name says which).
+fn is_manifest_name(name: &str) -> bool {
+    matches!(
+        crate::version::parse_file_name(name),
+        Some((crate::version::FileKind::Manifest, _))
+    )
+}
+
+impl ChunkClass {
+    /// Counted in the logs' share of the pool ([`PmSpacePolicy::log_quota_chunks`]).
+    fn is_log_space(self) -> bool {
+        matches!(
+            self,
+            ChunkClass::Log | ChunkClass::LogUsingSpare | ChunkClass::Buffer
+        )
+    }
 }
 
 /// A snapshot of the pool's space as `PmFs` accounts it.
@@ -636,7 +665,8 @@ impl PmFs {
         for f in files {
             let held = f.chunks.iter().filter(|&&c| c != 0);
             live.extend(held.clone());
-            if f.log {
+            let log_space = f.log && !is_manifest_name(&f.name);
+            if log_space {
                 log_chunks.fetch_add(held.count() as u64, Ordering::AcqRel);
             }
             dir.files.insert(
@@ -648,7 +678,7 @@ impl PmFs {
                     positioned: f.positioned,
                     size: AtomicU64::new(f.size),
                     removed: AtomicBool::new(false),
-                    log_chunks: f.log.then(|| Arc::clone(&log_chunks)),
+                    log_chunks: log_space.then(|| Arc::clone(&log_chunks)),
                 }),
             );
         }
@@ -736,22 +766,25 @@ impl PmFs {
         let keep = match class {
             ChunkClass::Table => table_reserve(&space),
             ChunkClass::Log | ChunkClass::Buffer => policy.spare_chunks,
+            ChunkClass::Manifest => policy.spare_chunks.saturating_sub(policy.manifest_chunks),
             ChunkClass::LogUsingSpare => 0,
         };
         if free <= keep {
             return Err(Error::NoSpace(format!(
                 "{}: no PM chunk for a {} ({free} of {} chunks free, {keep} held back for logs)",
                 self.location,
-                if class == ChunkClass::Table {
-                    "table"
-                } else {
-                    "log"
+                match class {
+                    ChunkClass::Table => "table",
+                    ChunkClass::Manifest => "manifest",
+                    _ => "log",
                 },
                 self.pool.chunk_count() - 1
             )));
         }
         let c = if class == ChunkClass::Table {
             self.pool.allocate_chunk()?
+        } else if class == ChunkClass::Manifest {
+            self.pool.allocate_zeroed_chunk(CHUNK_HEADER_BYTES)?
         } else if class == ChunkClass::Buffer {
             let c = self.pool.allocate_chunk()?;
             space.log_chunks.fetch_add(1, Ordering::AcqRel);
@@ -779,7 +812,7 @@ impl PmFs {
     /// Gives back a chunk of `class` that was never linked.
     fn release_chunk(&self, c: u64, class: ChunkClass) {
         self.pool.free_chunk(c);
-        if class != ChunkClass::Table {
+        if class.is_log_space() {
             self.space.lock().log_chunks.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -834,7 +867,9 @@ impl PmFs {
             positioned: true,
             size: AtomicU64::new(0),
             removed: AtomicBool::new(false),
-            log_chunks: log.then(|| Arc::clone(&self.space.lock().log_chunks)),
+            log_chunks: class
+                .is_log_space()
+                .then(|| Arc::clone(&self.space.lock().log_chunks)),
         });
         self.dir.lock().files.insert(name, Arc::clone(&file));
         Ok(Box::new(PmWritable {
@@ -1328,7 +1363,16 @@ impl FileSystem for PmFs {
     }
 
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.create_file(path, ChunkClass::Log)
+        let manifest = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(is_manifest_name);
+        let class = if manifest {
+            ChunkClass::Manifest
+        } else {
+            ChunkClass::Log
+        };
+        self.create_file(path, class)
     }
 
     fn open_readable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -1920,6 +1964,7 @@ mod tests {
         fs.set_space_policy(PmSpacePolicy {
             spare_chunks: 1,
             log_quota_chunks: 4,
+            manifest_chunks: 0,
         });
         assert_eq!(fs.space().free_chunks, 14);
         let mut log = fs.create_log(Path::new("/db/000001.log")).unwrap();
@@ -1957,6 +2002,45 @@ mod tests {
         let p2 = PmPool::open_crash_image(img, &log_pool_options()).unwrap();
         let fs2 = PmFs::open(p2, "s2", PmFsOpen::Existing(ID)).unwrap();
         assert_eq!(fs2.space().log_chunks, 1);
+    }
+
+    /// A manifest's chunks are zeroed like a log's but are not log space, also after a reopen
+    /// (the name says so); tables and logs leave the manifest's chunks free, and a manifest
+    /// may take them (not the WAL's spare).
+    #[test]
+    fn manifests_take_the_chunks_set_aside_for_them() {
+        let p = pool(); // 16 chunks: the header, the directory, 14 free
+        let fs = PmFs::open(Arc::clone(&p), "m.pool", PmFsOpen::Create(ID)).unwrap();
+        fs.set_space_policy(PmSpacePolicy {
+            spare_chunks: 3,
+            log_quota_chunks: 0,
+            manifest_chunks: 2,
+        });
+        let dpc = fs.data_per_chunk() as usize;
+        let mut table = fs.create(Path::new("/db/000002.sst")).unwrap();
+        table.append(&vec![7u8; 11 * dpc]).unwrap();
+        assert!(matches!(table.append(&[7u8]), Err(Error::NoSpace(_))));
+        let err = fs.create_log(Path::new("/db/000003.log")).err().unwrap();
+        assert!(matches!(err, Error::NoSpace(_)), "{err}");
+        let mut manifest = fs.create_log(Path::new("/db/MANIFEST-000004")).unwrap();
+        manifest.append(&vec![1u8; 2 * dpc]).unwrap();
+        manifest.flush().unwrap();
+        assert_eq!(fs.space().log_chunks, 0, "a manifest is not log space");
+        assert_eq!(fs.space().free_chunks, 1, "the WAL's spare is left");
+        let err = manifest.append(&vec![1u8; dpc]).unwrap_err();
+        assert!(
+            matches!(&err, Error::NoSpace(m) if m.contains("manifest")),
+            "{err}"
+        );
+        drop((manifest, table));
+        let img = p.crash_image(tierkv_pm::CrashImage::Strict).unwrap();
+        let p2 = PmPool::open_crash_image(img, &log_pool_options()).unwrap();
+        let fs2 = PmFs::open(p2, "m2", PmFsOpen::Existing(ID)).unwrap();
+        assert_eq!(fs2.space().log_chunks, 0);
+        let data = fs2.read_all(Path::new("/db/MANIFEST-000004")).unwrap();
+        assert_eq!(data, vec![1u8; 2 * dpc]);
+        fs2.remove(Path::new("/db/MANIFEST-000004")).unwrap();
+        assert_eq!(fs2.space().log_chunks, 0);
     }
 
     /// One fence per flushed PM log append (data and size together), whatever the record

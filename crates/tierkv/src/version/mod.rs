@@ -25,7 +25,7 @@ pub use edit::VersionEdit;
 pub(crate) use set::pool_path_to_record;
 pub use set::{
     log_file_name, new_identity, parse_file_name, read_manifest_creation_fields, run_file_name,
-    value_array_file_name, CreationFields, FileKind, VersionSet,
+    value_array_file_name, CreationFields, FileKind, VersionSet, DEFAULT_MANIFEST_ROLL_BYTES,
 };
 
 use crate::format::{compare_internal, user_key};

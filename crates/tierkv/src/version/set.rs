@@ -22,6 +22,10 @@ use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// A manifest in the database directory is replaced by a fresh snapshot at this size (as
+/// RocksDB's `max_manifest_file_size`, smaller: a snapshot is cheap next to 64 MiB of edits).
+pub const DEFAULT_MANIFEST_ROLL_BYTES: u64 = 64 << 20;
+
 /// The on-disk format version written by this build.
 pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this build opens. Format 1 had no database identity (its PM pools
@@ -117,6 +121,11 @@ pub struct VersionSet {
     /// largest key of the last one), empty for the start.
     pub pointers: Vec<Vec<Vec<u8>>>,
     manifest: Option<(LogWriter, u64)>,
+    /// Bytes in the live manifest, and in its first record (the snapshot).
+    manifest_bytes: (u64, u64),
+    /// The live manifest is replaced by a fresh snapshot once it holds this many bytes and
+    /// four times its snapshot ([`VersionSet::set_manifest_roll_bytes`]).
+    roll_bytes: u64,
     /// The number of the manifest this set was recovered from.
     recovered: Option<u64>,
 }
@@ -150,6 +159,8 @@ impl VersionSet {
             last_sequence: 0,
             log_number: 0,
             manifest: None,
+            manifest_bytes: (0, 0),
+            roll_bytes: DEFAULT_MANIFEST_ROLL_BYTES,
             recovered: None,
         };
         vs.log_and_apply(VersionEdit::default())?;
@@ -248,8 +259,24 @@ impl VersionSet {
             log_number: r.log_number.ok_or_else(|| missing("log number"))?,
             pointers: r.pointers,
             manifest: None,
+            manifest_bytes: (0, 0),
+            roll_bytes: DEFAULT_MANIFEST_ROLL_BYTES,
             recovered: parse_file_name(name).map(|(_, n)| n),
         })
+    }
+
+    /// Replaces the live manifest by a fresh snapshot once it holds `bytes` (and at least four
+    /// times its snapshot, so that a large version is not rewritten at every edit). Default
+    /// [`DEFAULT_MANIFEST_ROLL_BYTES`]; a manifest in the pool rolls at a chunk, so that it
+    /// stays within the chunks the pool keeps for it.
+    pub fn set_manifest_roll_bytes(&mut self, bytes: u64) {
+        self.roll_bytes = bytes.max(1);
+    }
+
+    /// True if the live manifest is due for a rollover.
+    fn manifest_full(&self) -> bool {
+        let (bytes, snapshot) = self.manifest_bytes;
+        bytes >= self.roll_bytes.max(snapshot.saturating_mul(4))
     }
 
     /// Where the next manifest (the first this process writes) goes. A manifest already
@@ -316,14 +343,27 @@ impl VersionSet {
                 self.pointers[s.stage][*group] = key.clone();
             }
         }
+        let full = self.manifest_full();
         match self.manifest.as_mut() {
+            Some(_) if full => {
+                // A rollover: a fresh snapshot in a new manifest, `CURRENT` switched; the old
+                // one is deleted by the next scan for obsolete files.
+                let number = self.new_file_number();
+                edit.next_file_number = Some(self.next_file_number);
+                edit.last_sequence = Some(self.last_sequence);
+                self.start_manifest(number, &new_version, &edit)?;
+            }
             Some((writer, _)) => {
                 edit.next_file_number = Some(self.next_file_number);
                 edit.last_sequence = Some(self.last_sequence);
-                let n = writer.add_record(&edit.encode())?;
-                writer.sync()?;
+                let tier = self.manifest_place.0;
+                let n = writer
+                    .add_record(&edit.encode())
+                    .and_then(|n| writer.sync().map(|()| n))
+                    .map_err(|e| manifest_error(tier, e))?;
                 self.counters
-                    .add_written(self.manifest_place.0, Part::Db, IoPurpose::Manifest, n);
+                    .add_written(tier, Part::Db, IoPurpose::Manifest, n);
+                self.manifest_bytes.0 += n;
             }
             None => {
                 // Allocate the manifest's number before recording next_file_number in it.
@@ -380,15 +420,29 @@ impl VersionSet {
         // A pool path CURRENT cannot hold is refused before anything is written.
         current.encode()?;
         let (tier, fs) = (self.manifest_place.0, Arc::clone(&self.manifest_place.1));
-        let mut writer = LogWriter::new(fs.create_log(&path)?);
-        let n = writer.add_record(&snapshot.encode())?;
-        writer.sync()?;
+        let mut writer = LogWriter::new(fs.create_log(&path).map_err(|e| manifest_error(tier, e))?);
+        let n = writer
+            .add_record(&snapshot.encode())
+            .and_then(|n| writer.sync().map(|()| n))
+            .map_err(|e| manifest_error(tier, e))?;
         self.counters
             .add_written(tier, Part::Db, IoPurpose::Manifest, n);
         fs.sync_dir(&self.dir)?;
         set_current(&*self.fs, &self.dir, &current, &self.counters)?;
         self.manifest = Some((writer, number));
+        self.manifest_bytes = (n, n);
         Ok(())
+    }
+}
+
+/// A full pool met by a manifest in the pool says how to keep the manifest elsewhere.
+fn manifest_error(tier: Tier, e: Error) -> Error {
+    match (tier, e) {
+        (Tier::Pm, Error::NoSpace(m)) => Error::NoSpace(format!(
+            "{m}; the manifest is in the PM pool (pm.manifest_on_pm): an open with \
+             pm.manifest_on_pm = false writes it to the database directory instead"
+        )),
+        (_, e) => e,
     }
 }
 
@@ -714,6 +768,65 @@ mod tests {
         };
         let err = recover(dir.path(), &other, counters).err().unwrap();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    }
+
+    /// A manifest past its roll size (and four times its snapshot) is replaced by a fresh
+    /// snapshot in a new manifest, `CURRENT` switched; recovery reads the same version from
+    /// whichever manifest `CURRENT` names.
+    #[test]
+    fn a_full_manifest_rolls_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options::default();
+        let counters = Arc::new(Counters::default());
+        let mut vs =
+            VersionSet::create(dir.path(), &opts, 7, counters.clone(), in_dir(&opts)).unwrap();
+        vs.set_manifest_roll_bytes(4096);
+        let first = vs.manifest_number().unwrap();
+        let mut numbers = vec![first];
+        for i in 0..200u64 {
+            let n = vs.new_file_number();
+            let mut e = VersionEdit::default();
+            e.stage_mut(0).added.push((
+                2,
+                super::super::FileMetaData {
+                    number: n,
+                    file_size: 10,
+                    num_entries: 1,
+                    smallest: crate::format::make_internal_key(
+                        format!("k{i:05}a").as_bytes(),
+                        1,
+                        crate::format::ValueType::Value,
+                    ),
+                    largest: crate::format::make_internal_key(
+                        format!("k{i:05}b").as_bytes(),
+                        1,
+                        crate::format::ValueType::Value,
+                    ),
+                    tier: Tier::Ssd,
+                    kind: super::super::RunKind::Sst,
+                    set: 0,
+                    row: None,
+                    value_refs: Vec::new(),
+                },
+            ));
+            vs.log_and_apply(e).unwrap();
+            let m = vs.manifest_number().unwrap();
+            if numbers.last() != Some(&m) {
+                numbers.push(m);
+            }
+            // Never larger than the roll size plus one record, or four snapshots.
+            let (bytes, snapshot) = vs.manifest_bytes;
+            assert!(
+                bytes < (4096u64).max(4 * snapshot) + 200,
+                "{bytes} {snapshot}"
+            );
+        }
+        assert!(numbers.len() >= 2, "rolled over: {numbers:?}");
+        let live = vs.manifest_number().unwrap();
+        drop(vs);
+        let vs = recover(dir.path(), &opts, counters).unwrap();
+        assert_eq!(vs.recovered_manifest(), Some(live));
+        assert_eq!(vs.current().stage(0).groups[2].len(), 200);
     }
 
     /// The L0 tree roles survive recovery and every fresh manifest snapshot; a later edit
