@@ -11,6 +11,7 @@
 
 use crate::config::{BenchConfig, DesignChoice, DesignEntry, EngineKind};
 use crate::engine::{EngineResult, KvEngine, MemEngine, NullEngine, TierKvEngine};
+use crate::overrides::{apply_overrides, OptionOverride};
 use crate::report::{self, format_bytes, BenchResult, DesignRun, JsonReport};
 use crate::text::{display_bytes, parse_bytes_arg};
 use crate::verify::VerifyingEngine;
@@ -41,6 +42,11 @@ pub struct DbArgs {
     /// recorded).
     #[arg(long = "pm_path")]
     pub pm_path: Option<PathBuf>,
+    /// Sets one engine option for this open, as `tierkv bench --set` does (PATH=VALUE, e.g.
+    /// `pm.manifest_on_pm=false`); applied after the design's defaults and what the database
+    /// recorded. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE", value_parser = OptionOverride::from_str)]
+    pub set: Vec<OptionOverride>,
 }
 
 impl DbArgs {
@@ -79,7 +85,7 @@ impl DbArgs {
         } else {
             o = o.design.options(o);
         }
-        Ok(o)
+        Ok(apply_overrides(&o, &self.set)?)
     }
 
     /// What the database recorded at creation, when `--db` holds one.

@@ -173,6 +173,15 @@ fn tools_find_a_manifest_in_the_pool() {
         "{repaired}"
     );
     assert_eq!(ok(&["scan", "--db", db]), "a\t1\nb\t2\n");
+    // `--set` moves the manifest to the directory for this open (and a bad one is refused).
+    let set = "--set=pm.manifest_on_pm=false";
+    assert_eq!(ok(&["get", "--db", db, set, "a"]), "1\n");
+    let current = std::fs::read_to_string(Path::new(db).join("CURRENT")).unwrap();
+    assert!(current.starts_with("MANIFEST-"), "{current}");
+    assert!(Path::new(db).join(current.trim_end()).exists());
+    let err = fails(&["get", "--db", db, "--set=pm.no_such_option=1", "a"]);
+    assert!(err.contains("no_such_option"), "{err}");
+    assert_eq!(ok(&["scan", "--db", db]), "a\t1\nb\t2\n");
 }
 
 /// A relative `--pm_path` is recorded as the absolute path it named, so the tools find the
