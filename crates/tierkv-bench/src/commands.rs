@@ -53,7 +53,7 @@ impl DbArgs {
     /// Options to open the database; only `put` may create it. The design's defaults apply
     /// (as in `tierkv bench`). For an existing database the design, level count and WAL tier
     /// come from its manifest, so every database opens whatever it was created with (a
-    /// `leveled` one with `--wal_on_pm`, say).
+    /// `leveled` one with `--wal_on_pm`, say), and its manifest stays where it is.
     pub fn options(&self, create_if_missing: bool) -> EngineResult<Options> {
         let mut o = Options {
             design: self.design.unwrap_or(Design::LEVELED),
@@ -81,6 +81,8 @@ impl DbArgs {
             o.design = design;
             o = design.options(o);
             o.pm.wal_on_pm = created.wal_on_pm;
+            // The manifest stays where it is (`--set=pm.manifest_on_pm=...` moves it).
+            o.pm.manifest_on_pm = Some(created.manifest_on_pm);
             o.compaction.num_levels = created.num_levels;
         } else {
             o = o.design.options(o);

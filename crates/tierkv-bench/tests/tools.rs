@@ -103,8 +103,9 @@ fn tools_open_the_pool_the_database_recorded() {
 }
 
 /// `fluidkv` keeps its manifest in the pool: the tools find the design and the pool through
-/// `CURRENT` alone, follow a moved pool given once, and `repair` (given the design and the
-/// pool) finds the manifest in the pool after `CURRENT` is lost.
+/// `CURRENT` alone, follow a moved pool given once and keep the manifest where it is (`--set`
+/// moves it), and `repair`, given only the pool, finds the manifest in the pool (and the design
+/// in it) after `CURRENT` is lost.
 #[test]
 fn tools_find_a_manifest_in_the_pool() {
     let dir = tempfile::tempdir().unwrap();
@@ -159,15 +160,8 @@ fn tools_find_a_manifest_in_the_pool() {
         "3",
     ]);
     assert!(err.contains("another database"), "{err}");
-    let repaired = ok(&[
-        "repair",
-        "--db",
-        db,
-        "--design",
-        "fluidkv",
-        "--pm_path",
-        moved_s,
-    ]);
+    // Without --design: the pool's newest manifest names it.
+    let repaired = ok(&["repair", "--db", db, "--pm_path", moved_s]);
     assert!(
         repaired.contains("CURRENT now names MANIFEST-"),
         "{repaired}"
@@ -181,7 +175,10 @@ fn tools_find_a_manifest_in_the_pool() {
     assert!(Path::new(db).join(current.trim_end()).exists());
     let err = fails(&["get", "--db", db, "--set=pm.no_such_option=1", "a"]);
     assert!(err.contains("no_such_option"), "{err}");
+    // The tools keep it where it is.
     assert_eq!(ok(&["scan", "--db", db]), "a\t1\nb\t2\n");
+    let after = std::fs::read_to_string(Path::new(db).join("CURRENT")).unwrap();
+    assert!(after.starts_with("MANIFEST-"), "{after}");
 }
 
 /// A relative `--pm_path` is recorded as the absolute path it named, so the tools find the

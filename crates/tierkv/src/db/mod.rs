@@ -40,7 +40,7 @@ pub(crate) use inner::{DbInner, State};
 pub use iter::{DbIterator, MergingIterator};
 pub(crate) use recovery::Present;
 pub use recovery::RepairReport;
-pub(crate) use recovery::{min_pool_chunks, MANIFEST_CHUNKS};
+pub(crate) use recovery::{describes_empty_database, min_pool_chunks, MANIFEST_CHUNKS};
 pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
 pub(crate) use table_cache::TableCache;

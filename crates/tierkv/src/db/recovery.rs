@@ -260,8 +260,11 @@ pub(crate) fn describe(
     let mut options = design.parse::<crate::Design>()?.options(Options::default());
     options.pm.path = given.map(Path::to_path_buf);
     // The pool is there (CURRENT says so) whatever the WAL's tier: `leveled` has one only with
-    // its WAL on PM.
+    // its WAL on PM. The smallest write buffers, so that any pool a database may have passes
+    // the space policy's check (nothing is written).
     options.pm.wal_on_pm = true;
+    options.max_write_buffer_number = 1;
+    options.write_buffer_size = 4096;
     let how = PmFsOpen::Existing(*identity);
     let pm = open_pm(dir, &options, how, false, pool.as_deref())?.ok_or_else(|| {
         Error::corruption(
@@ -320,7 +323,7 @@ fn classify_directory(fs: &dyn FileSystem, dir: &Path) -> Result<DirState> {
 
 /// True if the manifest at `path` reads cleanly and names no file and no WAL: what a creation
 /// writes before `CURRENT` exists.
-fn describes_empty_database(fs: &dyn FileSystem, path: &Path) -> bool {
+pub(crate) fn describes_empty_database(fs: &dyn FileSystem, path: &Path) -> bool {
     let Ok(data) = fs.read_all(path) else {
         return false;
     };
@@ -684,11 +687,15 @@ fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpa
         return Err(Error::InvalidArgument(format!(
             "{location} has {} chunks of {} bytes; a design with its WAL on PM needs at least \
              {min} ({} bytes): the header and directory chunks, one per WAL of \
-             max_write_buffer_number = {memtables} memtables, a spare, and {manifest_chunks} \
-             for a manifest in the pool",
+             max_write_buffer_number = {memtables} memtables, and a spare{}",
             pool.chunk_count(),
             pool.chunk_size(),
-            min * pool.chunk_size()
+            min * pool.chunk_size(),
+            if manifest_on_pm {
+                ", and two for the manifest in the pool"
+            } else {
+                ""
+            }
         )));
     }
     Ok((
@@ -719,13 +726,9 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     let _lock = fs.lock(&dir.join("LOCK"))?;
     let counters = Arc::new(Counters::default());
     let current = read_current(&*fs, dir, &counters).ok();
-    let mut manifests: Vec<(u64, Tier, String)> = fs
-        .list(dir)?
+    let mut manifests: Vec<(u64, Tier, String)> = manifests_of(&*fs, dir)?
         .into_iter()
-        .filter_map(|name| match parse_file_name(&name) {
-            Some((FileKind::Manifest, n)) => Some((n, Tier::Ssd, name)),
-            _ => None,
-        })
+        .map(|(n, name)| (n, Tier::Ssd, name))
         .collect();
     let mut rejected = Vec::new();
     let pool = match repair_pool(dir, options, current.as_ref()) {
@@ -842,8 +845,10 @@ fn repair_candidate(
 }
 
 /// The database's PM pool for [`repair`], when one can be found: the options that open it
-/// (its path resolved into `pm.path`), the database it is bound to, and its manifests (number,
-/// name). `None` when the design has no pool or no pool file is there.
+/// (its path resolved into `pm.path`, the design `CURRENT` names, else the options', else the
+/// one the pool's newest manifest names), the database it is bound to, and its manifests
+/// (number, name). `None` when no pool file is there, the pool is bound to no database, or no
+/// design with a pool can be found.
 #[allow(clippy::type_complexity)]
 fn repair_pool(
     dir: &Path,
@@ -856,55 +861,78 @@ fn repair_pool(
         o.design = design.parse()?;
         recorded = pool.clone();
     }
-    if !o.design.uses_pm(&o) {
-        return Ok(None);
-    }
-    if o.pm.pool.is_none() {
-        let path =
-            o.pm.path
-                .clone()
-                .or(recorded)
-                .unwrap_or_else(|| dir.join("pm.pool"));
-        if !path.exists() {
-            return Ok(None);
-        }
-        o.pm.path = Some(path);
-    }
-    let identity = match current {
-        Some(Current::Pool { identity, .. }) => *identity,
-        _ => {
-            let pool = match &o.pm.pool {
-                Some(pool) => Arc::clone(pool),
-                None => PmPool::open(
-                    o.pm.path.as_deref().expect("resolved above"),
-                    &PoolOptions {
-                        size: o.pm.size_bytes,
-                        mode: o.pm.mode,
-                        latency: o.pm.latency,
-                        chunk_size: o.pm.chunk_bytes,
-                    },
-                )?,
-            };
-            let bound = pool.root_table()?.identity;
-            match bound {
-                Some(id) => id,
-                None => return Ok(None),
+    let pool = match &o.pm.pool {
+        Some(pool) => Arc::clone(pool),
+        None => {
+            let path =
+                o.pm.path
+                    .clone()
+                    .or(recorded)
+                    .unwrap_or_else(|| dir.join("pm.pool"));
+            if !path.exists() {
+                return Ok(None);
             }
+            o.pm.path = Some(path.clone());
+            PmPool::open(
+                &path,
+                &PoolOptions {
+                    size: o.pm.size_bytes,
+                    mode: o.pm.mode,
+                    latency: o.pm.latency,
+                    chunk_size: o.pm.chunk_bytes,
+                },
+            )?
         }
     };
+    let table = pool.root_table()?;
+    let identity = match (current, table.identity) {
+        (Some(Current::Pool { identity, .. }), _) => *identity,
+        (_, Some(id)) => id,
+        (_, None) => return Ok(None),
+    };
     let how = PmFsOpen::Existing(identity);
+    if !matches!(current, Some(Current::Pool { .. })) && !o.design.uses_pm(&o) {
+        // The options name a design without a pool (the tools' default when the database
+        // cannot describe itself): the pool's newest manifest names the design. Only a pool
+        // that holds nothing but its file system opens without knowing the design.
+        if table
+            .roots
+            .keys()
+            .any(|name| name != crate::fs::PMFS_ROOT_NAME)
+        {
+            return Ok(None);
+        }
+        let location = o.pm.path.as_ref().map_or_else(
+            || "PM pool (given)".to_string(),
+            |p| p.display().to_string(),
+        );
+        let pmfs = crate::fs::open_pm_structures(&pool, &location, how, Default::default())?.pmfs;
+        let newest = manifests_of(&pmfs, dir)?.into_iter().max_by_key(|m| m.0);
+        let Some((_, name)) = newest else {
+            return Ok(None);
+        };
+        o = options_of_manifest(&o, &pmfs, &dir.join(name))?;
+        if !o.design.uses_pm(&o) {
+            return Ok(None);
+        }
+    }
+    drop(pool);
     let pm = open_pm(dir, &o, how, true, None)?
         .ok_or_else(|| Error::InvalidArgument("the design has no PM pool".into()))?;
-    let names = pm
-        .fs
+    let names = manifests_of(&*pm.fs, dir)?;
+    Ok(Some((o, how, names)))
+}
+
+/// The manifests (number, name) of `dir` on `fs`.
+fn manifests_of(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<(u64, String)>> {
+    Ok(fs
         .list(dir)?
         .into_iter()
         .filter_map(|name| match parse_file_name(&name) {
             Some((FileKind::Manifest, n)) => Some((n, name)),
             _ => None,
         })
-        .collect();
-    Ok(Some((o, how, names)))
+        .collect())
 }
 
 /// `options` with what the manifest at `path` says the database was created with (design,

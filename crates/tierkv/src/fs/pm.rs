@@ -253,6 +253,8 @@ pub struct PmSpace {
     pub free_chunks: u64,
     /// Chunks held by log files.
     pub log_chunks: u64,
+    /// Chunks held by manifests.
+    pub manifest_chunks: u64,
     /// The policy in force.
     pub policy: PmSpacePolicy,
 }
@@ -260,7 +262,8 @@ pub struct PmSpace {
 impl PmSpace {
     /// Chunks a log may still take (all free chunks but the spare).
     pub fn chunks_for_logs(&self) -> u64 {
-        self.free_chunks.saturating_sub(self.policy.spare_chunks)
+        self.free_chunks
+            .saturating_sub(log_reserve(&self.policy, self.manifest_chunks))
     }
 }
 
@@ -268,13 +271,27 @@ struct SpaceState {
     policy: PmSpacePolicy,
     /// Chunks held by log files (live or removed but still read).
     log_chunks: Arc<AtomicU64>,
+    /// Chunks held by manifests (live or removed but still read).
+    manifest_chunks: Arc<AtomicU64>,
 }
 
-/// Chunks a table (or the directory) must leave free: the spare plus what the logs may yet
-/// grow into.
+/// Chunks a manifest must leave free: the spare that is not the manifests' (recovery's WAL's).
+fn manifest_keep(policy: &PmSpacePolicy) -> u64 {
+    policy.spare_chunks.saturating_sub(policy.manifest_chunks)
+}
+
+/// Chunks a log must leave free: the WAL's spare plus the part of the manifests' chunks they
+/// do not hold yet.
+fn log_reserve(policy: &PmSpacePolicy, manifest_held: u64) -> u64 {
+    manifest_keep(policy) + policy.manifest_chunks.saturating_sub(manifest_held)
+}
+
+/// Chunks a table (or the directory) must leave free: what a log must, plus what the logs may
+/// yet grow into.
 fn table_reserve(space: &SpaceState) -> u64 {
     let logs = space.log_chunks.load(Ordering::Acquire);
-    space.policy.spare_chunks + space.policy.log_quota_chunks.saturating_sub(logs)
+    let manifests = space.manifest_chunks.load(Ordering::Acquire);
+    log_reserve(&space.policy, manifests) + space.policy.log_quota_chunks.saturating_sub(logs)
 }
 
 struct PmFile {
@@ -289,6 +306,8 @@ struct PmFile {
     removed: AtomicBool,
     /// The log-chunk counter of the file system, for log files.
     log_chunks: Option<Arc<AtomicU64>>,
+    /// The manifest-chunk counter of the file system, for manifests.
+    manifest_chunks: Option<Arc<AtomicU64>>,
 }
 
 impl Drop for PmFile {
@@ -299,8 +318,11 @@ impl Drop for PmFile {
             for &c in chunks.iter() {
                 self.pool.free_chunk(c);
             }
-            if let Some(l) = &self.log_chunks {
-                l.fetch_sub(chunks.len() as u64, Ordering::AcqRel);
+            for counter in [&self.log_chunks, &self.manifest_chunks]
+                .into_iter()
+                .flatten()
+            {
+                counter.fetch_sub(chunks.len() as u64, Ordering::AcqRel);
             }
         }
     }
@@ -387,6 +409,7 @@ impl PmFs {
             space: Arc::new(Mutex::new(SpaceState {
                 policy: PmSpacePolicy::default(),
                 log_chunks: Arc::new(AtomicU64::new(0)),
+                manifest_chunks: Arc::new(AtomicU64::new(0)),
             })),
         })
     }
@@ -433,7 +456,10 @@ impl PmFs {
         d.files.clear();
         d.free_entries = self.entries_of(dir).collect();
         d.chunks = vec![dir];
-        self.space.lock().log_chunks.store(0, Ordering::Release);
+        let space = self.space.lock();
+        space.log_chunks.store(0, Ordering::Release);
+        space.manifest_chunks.store(0, Ordering::Release);
+        drop(space);
         Ok(dir)
     }
 
@@ -661,13 +687,25 @@ impl PmFs {
             .filter(|e| !used.contains(e))
             .collect();
         dir.chunks = dir_chunks;
-        let log_chunks = Arc::clone(&self.space.lock().log_chunks);
+        let (log_chunks, manifest_chunks) = {
+            let space = self.space.lock();
+            (
+                Arc::clone(&space.log_chunks),
+                Arc::clone(&space.manifest_chunks),
+            )
+        };
         for f in files {
             let held = f.chunks.iter().filter(|&&c| c != 0);
             live.extend(held.clone());
-            let log_space = f.log && !is_manifest_name(&f.name);
-            if log_space {
-                log_chunks.fetch_add(held.count() as u64, Ordering::AcqRel);
+            let manifest = f.log && is_manifest_name(&f.name);
+            let log_space = f.log && !manifest;
+            let counter = if manifest {
+                Some(&manifest_chunks)
+            } else {
+                log_space.then_some(&log_chunks)
+            };
+            if let Some(counter) = counter {
+                counter.fetch_add(held.count() as u64, Ordering::AcqRel);
             }
             dir.files.insert(
                 f.name,
@@ -679,6 +717,7 @@ impl PmFs {
                     size: AtomicU64::new(f.size),
                     removed: AtomicBool::new(false),
                     log_chunks: log_space.then(|| Arc::clone(&log_chunks)),
+                    manifest_chunks: manifest.then(|| Arc::clone(&manifest_chunks)),
                 }),
             );
         }
@@ -722,6 +761,7 @@ impl PmFs {
         PmSpace {
             free_chunks: self.pool.free_chunks(),
             log_chunks: s.log_chunks.load(Ordering::Acquire),
+            manifest_chunks: s.manifest_chunks.load(Ordering::Acquire),
             policy: s.policy,
         }
     }
@@ -763,15 +803,17 @@ impl PmFs {
         let space = self.space.lock();
         let free = self.pool.free_chunks();
         let policy = space.policy;
+        let manifests = space.manifest_chunks.load(Ordering::Acquire);
         let keep = match class {
             ChunkClass::Table => table_reserve(&space),
-            ChunkClass::Log | ChunkClass::Buffer => policy.spare_chunks,
-            ChunkClass::Manifest => policy.spare_chunks.saturating_sub(policy.manifest_chunks),
+            ChunkClass::Log | ChunkClass::Buffer => log_reserve(&policy, manifests),
+            ChunkClass::Manifest => manifest_keep(&policy),
             ChunkClass::LogUsingSpare => 0,
         };
         if free <= keep {
             return Err(Error::NoSpace(format!(
-                "{}: no PM chunk for a {} ({free} of {} chunks free, {keep} held back for logs)",
+                "{}: no PM chunk for a {} ({free} of {} chunks free, {keep} held back for logs \
+                 and manifests)",
                 self.location,
                 match class {
                     ChunkClass::Table => "table",
@@ -784,7 +826,9 @@ impl PmFs {
         let c = if class == ChunkClass::Table {
             self.pool.allocate_chunk()?
         } else if class == ChunkClass::Manifest {
-            self.pool.allocate_zeroed_chunk(CHUNK_HEADER_BYTES)?
+            let c = self.pool.allocate_zeroed_chunk(CHUNK_HEADER_BYTES)?;
+            space.manifest_chunks.fetch_add(1, Ordering::AcqRel);
+            c
         } else if class == ChunkClass::Buffer {
             let c = self.pool.allocate_chunk()?;
             space.log_chunks.fetch_add(1, Ordering::AcqRel);
@@ -814,6 +858,11 @@ impl PmFs {
         self.pool.free_chunk(c);
         if class.is_log_space() {
             self.space.lock().log_chunks.fetch_sub(1, Ordering::AcqRel);
+        } else if class == ChunkClass::Manifest {
+            self.space
+                .lock()
+                .manifest_chunks
+                .fetch_sub(1, Ordering::AcqRel);
         }
     }
 
@@ -870,6 +919,8 @@ impl PmFs {
             log_chunks: class
                 .is_log_space()
                 .then(|| Arc::clone(&self.space.lock().log_chunks)),
+            manifest_chunks: (class == ChunkClass::Manifest)
+                .then(|| Arc::clone(&self.space.lock().manifest_chunks)),
         });
         self.dir.lock().files.insert(name, Arc::clone(&file));
         Ok(Box::new(PmWritable {
@@ -942,22 +993,23 @@ impl PmOwner for PmFsOwner {
     fn open(&mut self, root: u64) -> Result<Vec<u64>> {
         let dir = self.fs.read_directory(root)?;
         let files = self.fs.scan_entries(&dir)?;
-        // Manifests and temporary files hold no data: a pool with nothing else is what a
-        // creation that stopped before `CURRENT` existed leaves (a database that lost its
-        // `CURRENT` has runs or logs as well).
-        self.files = files
+        use crate::version::FileKind;
+        let names: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
+        let chunks = self.fs.install(dir, files);
+        // Temporary files, and manifests that name no file and no WAL, hold no data: a pool
+        // with nothing else is what a creation that stopped before `CURRENT` existed leaves
+        // (its manifest in the pool). Read only: the allocator is not rebuilt yet.
+        self.files = names
             .iter()
-            .filter(|f| {
-                !matches!(
-                    crate::version::parse_file_name(&f.name),
-                    Some((
-                        crate::version::FileKind::Manifest | crate::version::FileKind::Temp,
-                        _
-                    ))
-                )
+            .filter(|name| match crate::version::parse_file_name(name) {
+                Some((FileKind::Temp, _)) => false,
+                Some((FileKind::Manifest, _)) => {
+                    !crate::db::describes_empty_database(&self.fs, Path::new(name.as_str()))
+                }
+                _ => true,
             })
             .count();
-        Ok(self.fs.install(dir, files))
+        Ok(chunks)
     }
 
     fn holdings(&self) -> Option<String> {
@@ -2026,7 +2078,9 @@ mod tests {
         manifest.append(&vec![1u8; 2 * dpc]).unwrap();
         manifest.flush().unwrap();
         assert_eq!(fs.space().log_chunks, 0, "a manifest is not log space");
+        assert_eq!(fs.space().manifest_chunks, 2);
         assert_eq!(fs.space().free_chunks, 1, "the WAL's spare is left");
+        assert_eq!(fs.space().chunks_for_logs(), 0);
         let err = manifest.append(&vec![1u8; dpc]).unwrap_err();
         assert!(
             matches!(&err, Error::NoSpace(m) if m.contains("manifest")),
@@ -2037,10 +2091,36 @@ mod tests {
         let p2 = PmPool::open_crash_image(img, &log_pool_options()).unwrap();
         let fs2 = PmFs::open(p2, "m2", PmFsOpen::Existing(ID)).unwrap();
         assert_eq!(fs2.space().log_chunks, 0);
+        assert_eq!(
+            fs2.space().manifest_chunks,
+            2,
+            "recognised by its name after a reopen"
+        );
         let data = fs2.read_all(Path::new("/db/MANIFEST-000004")).unwrap();
         assert_eq!(data, vec![1u8; 2 * dpc]);
         fs2.remove(Path::new("/db/MANIFEST-000004")).unwrap();
         assert_eq!(fs2.space().log_chunks, 0);
+        assert_eq!(fs2.space().manifest_chunks, 0);
+        // While the manifests hold their chunks, logs keep only the WAL's spare: the chunks the
+        // manifests took do not come out of the logs' room a second time.
+        let fs = PmFs::open(pool(), "m3.pool", PmFsOpen::Create(ID)).unwrap();
+        fs.set_space_policy(PmSpacePolicy {
+            spare_chunks: 3,
+            log_quota_chunks: 4,
+            manifest_chunks: 2,
+        });
+        let mut manifest = fs.create_log(Path::new("/db/MANIFEST-000005")).unwrap();
+        manifest.append(&vec![1u8; dpc + 1]).unwrap();
+        manifest.flush().unwrap();
+        assert_eq!(fs.space().manifest_chunks, 2);
+        // 14 - 2 (manifest) = 12 free; tables leave the WAL's spare and the log quota: 7.
+        let mut table = fs.create(Path::new("/db/000006.sst")).unwrap();
+        table.append(&vec![7u8; 7 * dpc]).unwrap();
+        assert!(matches!(table.append(&[7u8]), Err(Error::NoSpace(_))));
+        let mut log = fs.create_log(Path::new("/db/000007.log")).unwrap();
+        log.reserve(4 * dpc as u64).unwrap();
+        assert_eq!(fs.space().log_chunks, 4, "the whole log quota");
+        assert_eq!(fs.space().free_chunks, 1);
     }
 
     /// One fence per flushed PM log append (data and size together), whatever the record

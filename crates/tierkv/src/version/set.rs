@@ -347,23 +347,26 @@ impl VersionSet {
         match self.manifest.as_mut() {
             Some(_) if full => {
                 // A rollover: a fresh snapshot in a new manifest, `CURRENT` switched; the old
-                // one is deleted by the next scan for obsolete files.
+                // one is deleted by the next scan for obsolete files. A new manifest that finds
+                // no room (a full pool) is removed again and the edit appended to the live
+                // one, which `CURRENT` still names; the next attempt waits until the live one
+                // has grown fourfold.
                 let number = self.new_file_number();
                 edit.next_file_number = Some(self.next_file_number);
                 edit.last_sequence = Some(self.last_sequence);
-                self.start_manifest(number, &new_version, &edit)?;
+                match self.write_manifest(number, &new_version, &edit) {
+                    Ok(written) => self.switch_manifest(written)?,
+                    Err(Error::NoSpace(_)) => {
+                        self.manifest_bytes.1 = self.manifest_bytes.0;
+                        self.append_edit(&edit)?;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
-            Some((writer, _)) => {
+            Some(_) => {
                 edit.next_file_number = Some(self.next_file_number);
                 edit.last_sequence = Some(self.last_sequence);
-                let tier = self.manifest_place.0;
-                let n = writer
-                    .add_record(&edit.encode())
-                    .and_then(|n| writer.sync().map(|()| n))
-                    .map_err(|e| manifest_error(tier, e))?;
-                self.counters
-                    .add_written(tier, Part::Db, IoPurpose::Manifest, n);
-                self.manifest_bytes.0 += n;
+                self.append_edit(&edit)?;
             }
             None => {
                 // Allocate the manifest's number before recording next_file_number in it.
@@ -382,6 +385,19 @@ impl VersionSet {
     /// Writes a new manifest holding a snapshot of `version` plus `edit`'s counters on its
     /// place's file system, syncs it and its directory, then points `CURRENT` at it.
     fn start_manifest(&mut self, number: u64, version: &Version, edit: &VersionEdit) -> Result<()> {
+        let written = self.write_manifest(number, version, edit)?;
+        self.switch_manifest(written)
+    }
+
+    /// Writes and syncs a new manifest (a snapshot of `version` plus `edit`'s counters) on its
+    /// place's file system, and its directory; `CURRENT` is not touched. On error the file is
+    /// removed again.
+    fn write_manifest(
+        &self,
+        number: u64,
+        version: &Version,
+        edit: &VersionEdit,
+    ) -> Result<NewManifest> {
         let path = manifest_file_name(&self.dir, number);
         let mut snapshot = VersionEdit {
             design: Some(self.design.clone()),
@@ -420,19 +436,62 @@ impl VersionSet {
         // A pool path CURRENT cannot hold is refused before anything is written.
         current.encode()?;
         let (tier, fs) = (self.manifest_place.0, Arc::clone(&self.manifest_place.1));
-        let mut writer = LogWriter::new(fs.create_log(&path).map_err(|e| manifest_error(tier, e))?);
+        let written = fs.create_log(&path).and_then(|file| {
+            let mut writer = LogWriter::new(file);
+            let n = writer.add_record(&snapshot.encode())?;
+            writer.sync()?;
+            fs.sync_dir(&self.dir)?;
+            Ok((writer, n))
+        });
+        match written {
+            Ok((writer, n)) => {
+                self.counters
+                    .add_written(tier, Part::Db, IoPurpose::Manifest, n);
+                Ok(NewManifest {
+                    writer,
+                    number,
+                    bytes: n,
+                    current,
+                })
+            }
+            Err(e) => {
+                // Named by nothing: CURRENT was not switched.
+                let _ = fs.remove(&path);
+                Err(manifest_error(tier, e))
+            }
+        }
+    }
+
+    /// Points `CURRENT` at a manifest [`VersionSet::write_manifest`] wrote and makes it the
+    /// live one.
+    fn switch_manifest(&mut self, m: NewManifest) -> Result<()> {
+        set_current(&*self.fs, &self.dir, &m.current, &self.counters)?;
+        self.manifest = Some((m.writer, m.number));
+        self.manifest_bytes = (m.bytes, m.bytes);
+        Ok(())
+    }
+
+    /// Appends `edit` to the live manifest and syncs it.
+    fn append_edit(&mut self, edit: &VersionEdit) -> Result<()> {
+        let tier = self.manifest_place.0;
+        let (writer, _) = self.manifest.as_mut().expect("a live manifest");
         let n = writer
-            .add_record(&snapshot.encode())
+            .add_record(&edit.encode())
             .and_then(|n| writer.sync().map(|()| n))
             .map_err(|e| manifest_error(tier, e))?;
         self.counters
             .add_written(tier, Part::Db, IoPurpose::Manifest, n);
-        fs.sync_dir(&self.dir)?;
-        set_current(&*self.fs, &self.dir, &current, &self.counters)?;
-        self.manifest = Some((writer, number));
-        self.manifest_bytes = (n, n);
+        self.manifest_bytes.0 += n;
         Ok(())
     }
+}
+
+/// A manifest written and synced, not yet named by `CURRENT`.
+struct NewManifest {
+    writer: LogWriter,
+    number: u64,
+    bytes: u64,
+    current: Current,
 }
 
 /// A full pool met by a manifest in the pool says how to keep the manifest elsewhere.
@@ -827,6 +886,57 @@ mod tests {
         let vs = recover(dir.path(), &opts, counters).unwrap();
         assert_eq!(vs.recovered_manifest(), Some(live));
         assert_eq!(vs.current().stage(0).groups[2].len(), 200);
+    }
+
+    /// A rollover that finds no room for the new manifest (a full pool) appends the edit to
+    /// the live manifest instead, leaves no partial manifest behind, and loses nothing.
+    #[test]
+    fn a_rollover_without_room_keeps_the_live_manifest() {
+        use crate::fs::{PmFs, PmFsOpen, PmSpacePolicy};
+        let dir = tempfile::tempdir().unwrap();
+        let pool_options = tierkv_pm::PoolOptions {
+            size: 1 << 20,
+            chunk_size: 64 << 10,
+            ..tierkv_pm::PoolOptions::default()
+        };
+        let pool = tierkv_pm::PmPool::create_crash_sim(&pool_options, true).unwrap();
+        let pmfs = PmFs::open(Arc::clone(&pool), "p", PmFsOpen::Create(7)).unwrap();
+        pmfs.set_space_policy(PmSpacePolicy::default());
+        let opts = Options {
+            design: crate::Design::FLUIDKV,
+            ..Options::default()
+        };
+        let counters = Arc::new(Counters::default());
+        let place: (Tier, Arc<dyn FileSystem>) = (Tier::Pm, Arc::new(pmfs.clone()));
+        let mut vs = VersionSet::create(dir.path(), &opts, 7, counters.clone(), place).unwrap();
+        vs.set_manifest_roll_bytes(2048);
+        let live = vs.manifest_number().unwrap();
+        // Every other chunk goes to a table.
+        let mut table = pmfs.create(&dir.path().join("000100.sst")).unwrap();
+        while table.append(&[0u8; 4096]).is_ok() {}
+        assert_eq!(pool.free_chunks(), 0);
+        let numbers_before = vs.next_file_number;
+        for i in 0..40u64 {
+            let mut e = VersionEdit::default();
+            e.stage_mut(0)
+                .pointers
+                .push((0, format!("pointer {i} {}", "x".repeat(100)).into_bytes()));
+            vs.log_and_apply(e).unwrap();
+        }
+        assert!(vs.next_file_number > numbers_before, "a rollover was tried");
+        assert_eq!(vs.manifest_number(), Some(live), "no room to roll over");
+        let manifests: Vec<String> = pmfs
+            .list(dir.path())
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.starts_with("MANIFEST-"))
+            .collect();
+        assert_eq!(manifests, vec![format!("MANIFEST-{live:06}")]);
+        drop(vs);
+        let current = super::super::read_current(&*opts.fs, dir.path(), &counters).unwrap();
+        let vs =
+            VersionSet::recover(dir.path(), &opts, counters, &current, Arc::new(pmfs)).unwrap();
+        assert!(vs.pointers[0][0].starts_with(b"pointer 39 "));
     }
 
     /// The L0 tree roles survive recovery and every fresh manifest snapshot; a later edit
