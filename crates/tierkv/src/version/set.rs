@@ -743,6 +743,25 @@ mod tests {
         VersionSet::recover(dir, o, counters, &current, o.fs.clone())
     }
 
+    /// An SSD table `n` of one entry between two (user key, sequence) bounds.
+    fn table(n: u64, lo: (&[u8], u64), hi: (&[u8], u64)) -> super::super::FileMetaData {
+        let key = |(k, seq): (&[u8], u64)| {
+            crate::format::make_internal_key(k, seq, crate::format::ValueType::Value)
+        };
+        super::super::FileMetaData {
+            number: n,
+            file_size: 10,
+            num_entries: 1,
+            smallest: key(lo),
+            largest: key(hi),
+            tier: Tier::Ssd,
+            kind: super::super::RunKind::Sst,
+            set: 0,
+            row: None,
+            value_refs: Vec::new(),
+        }
+    }
+
     /// What the directory manifest `CURRENT` names was created with.
     fn read_creation_fields(fs: &dyn FileSystem, dir: &Path) -> Result<CreationFields> {
         let current = super::super::read_current(fs, dir, &Counters::default())?;
@@ -791,25 +810,9 @@ mod tests {
         let n = vs.new_file_number();
         vs.last_sequence = 42;
         let mut e = VersionEdit::default();
-        e.stage_mut(0).added.push((
-            1,
-            super::super::FileMetaData {
-                number: n,
-                file_size: 10,
-                num_entries: 1,
-                smallest: crate::format::make_internal_key(
-                    b"a",
-                    1,
-                    crate::format::ValueType::Value,
-                ),
-                largest: crate::format::make_internal_key(b"b", 2, crate::format::ValueType::Value),
-                tier: crate::tier::Tier::Ssd,
-                kind: super::super::RunKind::Sst,
-                set: 0,
-                row: None,
-                value_refs: Vec::new(),
-            },
-        ));
+        e.stage_mut(0)
+            .added
+            .push((1, table(n, (b"a", 1), (b"b", 2))));
         e.stage_mut(0).pointers.push((1, b"pointer".to_vec()));
         vs.log_and_apply(e).unwrap();
         drop(vs);
@@ -847,26 +850,11 @@ mod tests {
             let mut e = VersionEdit::default();
             e.stage_mut(0).added.push((
                 2,
-                super::super::FileMetaData {
-                    number: n,
-                    file_size: 10,
-                    num_entries: 1,
-                    smallest: crate::format::make_internal_key(
-                        format!("k{i:05}a").as_bytes(),
-                        1,
-                        crate::format::ValueType::Value,
-                    ),
-                    largest: crate::format::make_internal_key(
-                        format!("k{i:05}b").as_bytes(),
-                        1,
-                        crate::format::ValueType::Value,
-                    ),
-                    tier: Tier::Ssd,
-                    kind: super::super::RunKind::Sst,
-                    set: 0,
-                    row: None,
-                    value_refs: Vec::new(),
-                },
+                table(
+                    n,
+                    (format!("k{i:05}a").as_bytes(), 1),
+                    (format!("k{i:05}b").as_bytes(), 1),
+                ),
             ));
             vs.log_and_apply(e).unwrap();
             let m = vs.manifest_number().unwrap();
