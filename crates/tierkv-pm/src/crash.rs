@@ -6,7 +6,8 @@
 //!   may not reach PM: caches evict whenever they like);
 //! * `flush` captures a dirty line's content as **pending** (its write-back is in flight);
 //!   `write_nt` makes the 8-byte words it streams pending directly (its unaligned head and tail
-//!   are stored and flushed like `write` + `flush`);
+//!   are stored and flushed like `write` + `flush`; words that store what a clean line already
+//!   holds, as when a fresh chunk is zeroed, change no image and are not recorded);
 //! * `fence` applies every pending capture to the **shadow image** (durable) and clears it.
 //!
 //! The lines a range touches are those of [`crate::persist::cache_lines`], the function the
@@ -148,20 +149,38 @@ impl CrashSim {
             st.dirty.extend(lines.clone());
             self.capture(&mut st, lines);
         }
+        // The aligned words, one line at a time: each becomes pending over the line's durable
+        // content (or over what is already pending for it).
         let mut word = mid_start;
         while word < mid_end {
             let line = word / CACHE_LINE;
-            let w = ((word % CACHE_LINE) / 8) as usize;
-            let at = word as usize;
-            let value: [u8; 8] = self.memory(&st)[at..at + 8].try_into().unwrap();
-            let shadow_line = Self::line_of(&st.shadow, line);
-            let p = st.pending.entry(line).or_insert(Pending {
-                data: shadow_line,
+            let line_start = line * CACHE_LINE;
+            let stop = (line_start + CACHE_LINE).min(mid_end);
+            let (w0, w1) = (
+                ((word - line_start) / 8) as usize,
+                ((stop - line_start) / 8) as usize,
+            );
+            let current = Self::line_of(self.memory(&st), line);
+            let state = &mut *st;
+            let (a, b) = (w0 * 8, w1 * 8);
+            let at = line_start as usize;
+            if current[a..b] == state.shadow[at + a..at + b]
+                && !state.dirty.contains(&line)
+                && !state.pending.contains_key(&line)
+            {
+                // The line was clean (memory equal to the durable image) and these words store
+                // what it already holds (zeroing a fresh chunk): no image can tell.
+                word = stop;
+                continue;
+            }
+            let p = state.pending.entry(line).or_insert_with(|| Pending {
+                data: Self::line_of(&state.shadow, line),
                 mask: 0,
             });
-            p.data[w * 8..w * 8 + 8].copy_from_slice(&value);
-            p.mask |= 1 << w;
-            word += 8;
+            p.data[a..b].copy_from_slice(&current[a..b]);
+            // Bits w0..w1 (w1 <= 8, so the shift fits in 16 bits).
+            p.mask |= ((1u16 << w1) - (1u16 << w0)) as u8;
+            word = stop;
         }
     }
 

@@ -642,6 +642,9 @@ impl fmt::Debug for MemFs {
     }
 }
 
+/// A directory's visible files: names and bytes, by name.
+type Listing = Vec<(String, Vec<u8>)>;
+
 impl MemFs {
     /// An empty file system holding only the root directories: `/` and the empty path (the parent
     /// of relative names).
@@ -666,6 +669,35 @@ impl MemFs {
             image.dirs.entry(root).or_default();
         }
         MemFs::from_tree(image)
+    }
+
+    /// True if `other` shows the same directories and, under the same names, files with the
+    /// same bytes (the visible state; what is durable is not compared). Two crash images that
+    /// compare equal are the same input to a recovery, so a crash test may recover one of them.
+    pub fn same_files(&self, other: &MemFs) -> bool {
+        if Arc::ptr_eq(&self.state, &other.state) {
+            return true;
+        }
+        // One file system's state lock at a time: its listing is taken, then released.
+        let mine = self.listing();
+        mine == other.listing()
+    }
+
+    /// Every directory with its visible files' names and bytes.
+    fn listing(&self) -> Vec<(PathBuf, Listing)> {
+        let s = self.state.lock();
+        s.tree
+            .dirs
+            .iter()
+            .map(|(path, dir)| {
+                let files = dir
+                    .entries
+                    .iter()
+                    .map(|(name, inode)| (name.clone(), inode.data.lock().bytes.clone()))
+                    .collect();
+                (path.clone(), files)
+            })
+            .collect()
     }
 
     /// Shorthand for `crash(CrashMode::SyncedOnly)`.
@@ -1109,6 +1141,38 @@ mod tests {
             Error::Io { source, .. } => source.kind(),
             other => panic!("expected an I/O error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn same_files_compares_names_and_bytes() {
+        let fs = fs_with_db();
+        write(&fs, "/db/a", b"synced", true);
+        write(&fs, "/db/b", b"unsynced", false);
+        assert!(fs.same_files(&fs));
+        // Every crash image of a file system whose files are all durable is the same one.
+        let mut w = fs.create(&p("/db/b")).unwrap();
+        w.append(b"unsynced").unwrap();
+        w.sync().unwrap();
+        fs.sync_dir(&p("/db")).unwrap();
+        let synced = fs.crash(CrashMode::SyncedOnly);
+        let process = fs.crash(CrashMode::ProcessCrash);
+        assert!(synced.same_files(&process) && process.same_files(&synced));
+        assert!(synced.same_files(&fs.crash(CrashMode::Random(7))));
+        // An unsynced append, a missing name, other bytes, another directory: all differ.
+        w.append(b"!").unwrap();
+        let process = fs.crash(CrashMode::ProcessCrash);
+        assert!(!synced.same_files(&process));
+        assert!(!process.same_files(&synced));
+        let other = synced.crash(CrashMode::SyncedOnly);
+        other.remove(&p("/db/a")).unwrap();
+        assert!(!other.same_files(&synced));
+        let other = synced.crash(CrashMode::SyncedOnly);
+        write(&other, "/db/a", b"SYNCED", true);
+        assert!(!other.same_files(&synced));
+        let other = synced.crash(CrashMode::SyncedOnly);
+        other.create_dir_all(&p("/db/sub")).unwrap();
+        assert!(!other.same_files(&synced));
+        assert!(synced.same_files(&synced.crash(CrashMode::SyncedOnly)));
     }
 
     #[test]

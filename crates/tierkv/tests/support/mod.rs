@@ -84,6 +84,41 @@ pub struct Image {
     pub pool: Option<Vec<u8>>,
 }
 
+impl Image {
+    /// True if both images hold the same SSD files and the same pool bytes: the same input to
+    /// a recovery.
+    pub fn same(&self, other: &Image) -> bool {
+        self.pool == other.pool && self.ssd.same_files(&other.ssd)
+    }
+}
+
+/// The distinct crash images of one crash instant a walk has recovered. Recovery of a given
+/// image is deterministic, so a walk recovers each distinct image once; the images of one
+/// instant often coincide (a synced-only image equals the process-crash one once everything
+/// is synced, a random one equals either), and recovering a copy again would check nothing
+/// new. A walk whose images carry bounds of different strictness offers the strictest first.
+#[derive(Default)]
+pub struct Distinct {
+    seen: Vec<Image>,
+    /// Images offered that equalled one seen before.
+    pub repeats: usize,
+}
+
+impl Distinct {
+    /// True, remembering `img`, if no image offered before equals it.
+    pub fn is_new(&mut self, img: &Image) -> bool {
+        if self.seen.iter().any(|s| s.same(img)) {
+            self.repeats += 1;
+            return false;
+        }
+        self.seen.push(Image {
+            ssd: img.ssd.clone(),
+            pool: img.pool.clone(),
+        });
+        true
+    }
+}
+
 /// A design's live store: an in-memory SSD and, if the design uses PM, a crash-simulation
 /// pool.
 pub struct Env {
