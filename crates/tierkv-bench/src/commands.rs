@@ -701,7 +701,7 @@ pub fn open_engine(
         (EngineKind::Null, _) => Box::new(NullEngine::default()),
         (EngineKind::Memory, _) => Box::new(MemEngine::default()),
         (EngineKind::Tierkv, DesignChoice::Tierkv(design)) => {
-            let options = config.entry_options(entry)?;
+            let mut options = config.entry_options(entry)?;
             if let (Some(pool), false) = (&options.pm.path, config.use_existing_db) {
                 // A fresh database gets a fresh pool: the bench owns the file it was given.
                 let _ = std::fs::remove_file(pool);
@@ -719,6 +719,16 @@ pub fn open_engine(
                             created.design
                         )
                         .into());
+                    }
+                    // Its manifest stays where it is, as with the tools, unless --set (or the
+                    // design entry) moves it.
+                    let moved = config
+                        .set
+                        .iter()
+                        .chain(&entry.overrides)
+                        .any(|o| o.path == "pm.manifest_on_pm");
+                    if !moved {
+                        options.pm.manifest_on_pm = Some(created.manifest_on_pm);
                     }
                 }
             }

@@ -179,6 +179,30 @@ fn tools_find_a_manifest_in_the_pool() {
     assert_eq!(ok(&["scan", "--db", db]), "a\t1\nb\t2\n");
     let after = std::fs::read_to_string(Path::new(db).join("CURRENT")).unwrap();
     assert!(after.starts_with("MANIFEST-"), "{after}");
+    // So does `bench --use_existing_db`, whose design defaults would put it in the pool; its
+    // --set moves it.
+    let bench = |extra: &[&str]| {
+        let db_flag = format!("--db={db}");
+        let pool_flag = format!("--pm_path={moved_s}");
+        let mut args = vec![
+            "bench",
+            "--design=fluidkv",
+            "--num=2",
+            "--benchmarks=readrandom",
+            "--use_existing_db",
+            db_flag.as_str(),
+            pool_flag.as_str(),
+        ];
+        args.extend(extra);
+        let out = ok(&args);
+        assert!(out.contains("of 2 found)"), "{out}");
+        std::fs::read_to_string(Path::new(db).join("CURRENT")).unwrap()
+    };
+    let after = bench(&[]);
+    assert!(after.starts_with("MANIFEST-"), "{after}");
+    let after = bench(&["--set=pm.manifest_on_pm=true"]);
+    assert!(after.starts_with("pm:MANIFEST-"), "{after}");
+    assert_eq!(ok(&["scan", "--db", db]), "a\t1\nb\t2\n");
 }
 
 /// A relative `--pm_path` is recorded as the absolute path it named, so the tools find the
