@@ -895,6 +895,12 @@ pub fn format_stats(s: &StatsSummary) -> String {
                 st.pm_flush_fallbacks
             );
         }
+        if st.pm_manifest_fallbacks > 0 {
+            let _ = writeln!(
+                o,
+                "PM full:                the manifest moved to the database directory"
+            );
+        }
     }
     if st.flush_dropped_versions > 0 {
         let _ = writeln!(

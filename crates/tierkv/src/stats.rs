@@ -161,6 +161,8 @@ pub struct Counters {
     pub wal_syncs: AtomicU64,
     /// Flushes that went to SSD because the PM pool was full.
     pub pm_flush_fallbacks: AtomicU64,
+    /// Manifests moved from the PM pool to the database directory because the pool was full.
+    pub pm_manifest_fallbacks: AtomicU64,
     /// Entries flushes left out: versions shadowed for every reader by a newer one.
     pub flush_dropped_versions: AtomicU64,
     /// PM bytes of row pages freed inside live rows (dead ranges: `rows.free_dead_pages`).
@@ -495,6 +497,7 @@ impl Default for Counters {
             wal_appends: AtomicU64::new(0),
             wal_syncs: AtomicU64::new(0),
             pm_flush_fallbacks: AtomicU64::new(0),
+            pm_manifest_fallbacks: AtomicU64::new(0),
             flush_dropped_versions: AtomicU64::new(0),
             row_pages_freed_bytes: AtomicU64::new(0),
             subcompactions: AtomicU64::new(0),
@@ -881,6 +884,10 @@ pub struct DbStats {
     pub pm_read_recovery: u64,
     /// Flushes that went to SSD because the PM pool was full.
     pub pm_flush_fallbacks: u64,
+    /// Manifests moved from the PM pool to the database directory because the pool was full
+    /// (`pm.manifest_on_pm`: the commit that found no room wrote a fresh manifest there).
+    #[serde(default)]
+    pub pm_manifest_fallbacks: u64,
     /// Entries flushes left out: versions shadowed for every reader by a newer one.
     #[serde(default)]
     pub flush_dropped_versions: u64,
@@ -1049,6 +1056,7 @@ impl DbStats {
                 + sum(Tier::Pm, P::Wal, false)
                 + sum(Tier::Pm, P::Flush, false),
             pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
+            pm_manifest_fallbacks: g(&c.pm_manifest_fallbacks),
             flush_dropped_versions: g(&c.flush_dropped_versions),
             row_pages_freed_bytes: g(&c.row_pages_freed_bytes),
             subcompactions: g(&c.subcompactions),

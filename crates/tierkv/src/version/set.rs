@@ -358,7 +358,8 @@ impl VersionSet {
                     Ok(written) => self.switch_manifest(written)?,
                     Err(Error::NoSpace(_)) => {
                         self.manifest_bytes.1 = self.manifest_bytes.0;
-                        self.append_edit(&edit)?;
+                        let appended = self.append_edit(&edit);
+                        self.or_to_directory(appended, &new_version, &mut edit)?;
                     }
                     Err(e) => return Err(e),
                 }
@@ -366,20 +367,63 @@ impl VersionSet {
             Some(_) => {
                 edit.next_file_number = Some(self.next_file_number);
                 edit.last_sequence = Some(self.last_sequence);
-                self.append_edit(&edit)?;
+                let appended = self.append_edit(&edit);
+                self.or_to_directory(appended, &new_version, &mut edit)?;
             }
             None => {
                 // Allocate the manifest's number before recording next_file_number in it.
                 let number = self.new_file_number();
                 edit.next_file_number = Some(self.next_file_number);
                 edit.last_sequence = Some(self.last_sequence);
-                self.start_manifest(number, &new_version, &edit)?;
+                let started = self.start_manifest(number, &new_version, &edit);
+                self.or_to_directory(started, &new_version, &mut edit)?;
             }
         }
         self.log_created = next_log_created(&edit, self.log_number, self.log_created);
         self.log_number = edit.log_number.expect("set above");
         self.current = Arc::new(new_version);
         Ok(self.current())
+    }
+
+    /// What a commit does when writing `edit` to the manifest ended in `written`: a manifest
+    /// in the pool that found no room (`NoSpace`, the pool full) moves to the database
+    /// directory, as a flush that finds no room writes its run to the SSD. A fresh manifest
+    /// there (a snapshot of `version` plus `edit`'s counters) commits the edit once `CURRENT`
+    /// names it; until then `CURRENT` names the manifest in the pool, to which nothing of the
+    /// edit was appended (its space is taken before a record is written).
+    /// The manifest in the pool is deleted by the next scan for obsolete files; the next open
+    /// puts the manifest where its options say (`pm.manifest_on_pm`). Every other outcome is
+    /// returned as it is.
+    fn or_to_directory(
+        &mut self,
+        written: Result<()>,
+        version: &Version,
+        edit: &mut VersionEdit,
+    ) -> Result<()> {
+        match written {
+            Err(Error::NoSpace(m)) if self.manifest_place.0 == Tier::Pm => {
+                let number = self.new_file_number();
+                edit.next_file_number = Some(self.next_file_number);
+                edit.last_sequence = Some(self.last_sequence);
+                let place =
+                    std::mem::replace(&mut self.manifest_place, (Tier::Ssd, Arc::clone(&self.fs)));
+                let moved = self
+                    .write_manifest(number, version, edit)
+                    .and_then(|written| self.switch_manifest(written));
+                if let Err(e) = moved {
+                    self.manifest_place = place;
+                    return Err(Error::NoSpace(format!(
+                        "{m}; moving the manifest to the database directory failed too: {e}"
+                    )));
+                }
+                self.roll_bytes = DEFAULT_MANIFEST_ROLL_BYTES;
+                self.counters
+                    .pm_manifest_fallbacks
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     /// Writes a new manifest holding a snapshot of `version` plus `edit`'s counters on its
@@ -475,8 +519,11 @@ impl VersionSet {
     fn append_edit(&mut self, edit: &VersionEdit) -> Result<()> {
         let tier = self.manifest_place.0;
         let (writer, _) = self.manifest.as_mut().expect("a live manifest");
+        let record = edit.encode();
+        // The record's space first: a full pool is `NoSpace` with nothing appended.
         let n = writer
-            .add_record(&edit.encode())
+            .reserve_record(record.len())
+            .and_then(|()| writer.add_record(&record))
             .and_then(|n| writer.sync().map(|()| n))
             .map_err(|e| manifest_error(tier, e))?;
         self.counters
@@ -925,6 +972,80 @@ mod tests {
         let vs =
             VersionSet::recover(dir.path(), &opts, counters, &current, Arc::new(pmfs)).unwrap();
         assert!(vs.pointers[0][0].starts_with(b"pointer 39 "));
+    }
+
+    /// A manifest in a full pool that needs another chunk moves to the database directory:
+    /// every commit succeeds, `CURRENT` names the new manifest, and recovery reads every edit.
+    #[test]
+    fn a_manifest_without_room_in_the_pool_moves_to_the_directory() {
+        use crate::fs::{PmFs, PmFsOpen, PmSpacePolicy};
+        let dir = tempfile::tempdir().unwrap();
+        let pool_options = tierkv_pm::PoolOptions {
+            size: 1 << 20,
+            chunk_size: 64 << 10,
+            ..tierkv_pm::PoolOptions::default()
+        };
+        let pool = tierkv_pm::PmPool::create_crash_sim(&pool_options, true).unwrap();
+        let pmfs = PmFs::open(Arc::clone(&pool), "p", PmFsOpen::Create(7)).unwrap();
+        pmfs.set_space_policy(PmSpacePolicy::default());
+        let opts = Options {
+            design: crate::Design::FLUIDKV,
+            ..Options::default()
+        };
+        let counters = Arc::new(Counters::default());
+        let place: (Tier, Arc<dyn FileSystem>) = (Tier::Pm, Arc::new(pmfs.clone()));
+        let mut vs = VersionSet::create(dir.path(), &opts, 7, counters.clone(), place).unwrap();
+        // No rollover: the live manifest grows until its chunk is full.
+        vs.set_manifest_roll_bytes(u64::MAX);
+        let mut table = pmfs.create(&dir.path().join("000100.sst")).unwrap();
+        while table.append(&[0u8; 4096]).is_ok() {}
+        assert_eq!(pool.free_chunks(), 0);
+        let in_pool = vs.manifest_number().unwrap();
+        for i in 0..100u64 {
+            let mut e = VersionEdit::default();
+            e.stage_mut(0)
+                .pointers
+                .push((0, format!("pointer {i} {}", "x".repeat(1000)).into_bytes()));
+            vs.log_and_apply(e)
+                .unwrap_or_else(|e| panic!("edit {i}: {e}"));
+        }
+        assert_eq!(
+            counters
+                .pm_manifest_fallbacks
+                .load(std::sync::atomic::Ordering::Relaxed),
+            1
+        );
+        let moved = vs.manifest_number().unwrap();
+        assert_ne!(moved, in_pool);
+        let name = format!("MANIFEST-{moved:06}");
+        assert!(
+            dir.path().join(&name).exists(),
+            "the manifest is in the directory"
+        );
+        assert!(!pmfs.list(dir.path()).unwrap().contains(&name));
+        drop(vs);
+        let current = super::super::read_current(&*opts.fs, dir.path(), &counters).unwrap();
+        assert_eq!(current, Current::Directory(moved));
+        let vs = VersionSet::recover(
+            dir.path(),
+            &opts,
+            counters.clone(),
+            &current,
+            Arc::clone(&opts.fs),
+        )
+        .unwrap();
+        assert!(vs.pointers[0][0].starts_with(b"pointer 99 "));
+        // The manifest left in the pool still reads back, up to an earlier edit (the one that
+        // found no room wrote nothing to it).
+        let old = Current::Pool {
+            number: in_pool,
+            design: "fluidkv".into(),
+            identity: 7,
+            pool: None,
+        };
+        let vs = VersionSet::recover(dir.path(), &opts, counters, &old, Arc::new(pmfs)).unwrap();
+        assert!(vs.pointers[0][0].starts_with(b"pointer "));
+        assert!(!vs.pointers[0][0].starts_with(b"pointer 99 "));
     }
 
     /// The L0 tree roles survive recovery and every fresh manifest snapshot; a later edit
