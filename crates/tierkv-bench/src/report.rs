@@ -895,6 +895,13 @@ pub fn format_stats(s: &StatsSummary) -> String {
                 st.pm_flush_fallbacks
             );
         }
+        if st.pm_compaction_fallbacks > 0 {
+            let _ = writeln!(
+                o,
+                "PM full:                {} compactions went to SSD",
+                st.pm_compaction_fallbacks
+            );
+        }
         if st.pm_manifest_fallbacks > 0 {
             let _ = writeln!(
                 o,

@@ -163,6 +163,8 @@ pub struct Counters {
     pub pm_flush_fallbacks: AtomicU64,
     /// Manifests moved from the PM pool to the database directory because the pool was full.
     pub pm_manifest_fallbacks: AtomicU64,
+    /// Compactions that wrote their outputs to SSD because the PM pool was full.
+    pub pm_compaction_fallbacks: AtomicU64,
     /// Entries flushes left out: versions shadowed for every reader by a newer one.
     pub flush_dropped_versions: AtomicU64,
     /// PM bytes of row pages freed inside live rows (dead ranges: `rows.free_dead_pages`).
@@ -498,6 +500,7 @@ impl Default for Counters {
             wal_syncs: AtomicU64::new(0),
             pm_flush_fallbacks: AtomicU64::new(0),
             pm_manifest_fallbacks: AtomicU64::new(0),
+            pm_compaction_fallbacks: AtomicU64::new(0),
             flush_dropped_versions: AtomicU64::new(0),
             row_pages_freed_bytes: AtomicU64::new(0),
             subcompactions: AtomicU64::new(0),
@@ -888,6 +891,10 @@ pub struct DbStats {
     /// (`pm.manifest_on_pm`: the commit that found no room wrote a fresh manifest there).
     #[serde(default)]
     pub pm_manifest_fallbacks: u64,
+    /// Compactions that wrote their outputs to SSD because the PM pool was full (the job ran
+    /// again with its outputs there).
+    #[serde(default)]
+    pub pm_compaction_fallbacks: u64,
     /// Entries flushes left out: versions shadowed for every reader by a newer one.
     #[serde(default)]
     pub flush_dropped_versions: u64,
@@ -1057,6 +1064,7 @@ impl DbStats {
                 + sum(Tier::Pm, P::Flush, false),
             pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
             pm_manifest_fallbacks: g(&c.pm_manifest_fallbacks),
+            pm_compaction_fallbacks: g(&c.pm_compaction_fallbacks),
             flush_dropped_versions: g(&c.flush_dropped_versions),
             row_pages_freed_bytes: g(&c.row_pages_freed_bytes),
             subcompactions: g(&c.subcompactions),

@@ -649,3 +649,51 @@ fn the_manifest_lives_in_the_pool() {
     let unchanged = Db::repair(&dir, options(None, false)).unwrap();
     assert!(!unchanged.changed, "{unchanged:?}");
 }
+
+/// A pool too small for the data: flushes and compactions that find no room write their runs
+/// to the SSD (a compaction runs again with its outputs there) instead of failing, so every
+/// write succeeds and the database is not poisoned; it reads back whole, reopens, passes
+/// `check`, and no table file is left that its version does not name.
+#[test]
+fn a_full_pool_sends_compactions_to_the_ssd() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = fluidkv(50);
+    o.pm.size_bytes = 16 * (64 << 10);
+    let n = 40_000;
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        load(&db, &mut model, 0, n);
+        db.flush().unwrap();
+        db.wait_for_background_work().unwrap();
+        let s = db.stats();
+        assert!(
+            s.pm_compaction_fallbacks > 0,
+            "compactions went to SSD: {s:?}"
+        );
+        let ssd_tables: usize = s.levels.iter().map(|l| l.files).sum::<usize>()
+            - s.pm_levels.iter().map(|l| l.files).sum::<usize>();
+        assert!(ssd_tables > 0, "{s:?}");
+        assert_matches(&db, &model, n, "full pool");
+        // Still writable.
+        load(&db, &mut model, n, 1000);
+    }
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    assert_matches(&db, &model, n + 1000, "reopened");
+    let s = db.stats();
+    let ssd_tables: usize = s.levels.iter().map(|l| l.files).sum::<usize>()
+        - s.pm_levels.iter().map(|l| l.files).sum::<usize>();
+    drop(db);
+    let on_disk = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".sst")
+        })
+        .count();
+    assert_eq!(on_disk, ssd_tables, "no orphan table on the SSD");
+    Db::check(dir.path(), o).unwrap();
+}

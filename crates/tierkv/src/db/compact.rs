@@ -26,6 +26,7 @@ use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter};
 use crate::sst::value_log::value_log_file_name;
 use crate::stages::rows::RowCursor;
 use crate::stats::{IoPurpose, LevelCompactionStats, Part};
+use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind, Version};
 use crate::{Error, Result};
 use std::collections::HashSet;
@@ -257,22 +258,23 @@ impl DbInner {
             &merged_task
         };
         if !task.trivial_move {
-            let target = policy.output(task);
-            job = self.clog_start(merge_task.input_runs().map(|f| f.number).collect())?;
-            // Output numbers stay in `pending_outputs` until the manifest names them.
-            let mut created = Vec::new();
-            let merged = self
-                .merge_partitions(
-                    merge_task,
-                    target,
-                    job,
-                    &mut outputs,
-                    &mut indexed,
-                    &mut created,
-                    &mut tally,
-                )
-                .and_then(|()| self.clog_merged(job));
-            if let Err(e) = merged {
+            let mut target = policy.output(task);
+            loop {
+                job = self.clog_start(merge_task.input_runs().map(|f| f.number).collect())?;
+                // Output numbers stay in `pending_outputs` until the manifest names them.
+                let mut created = Vec::new();
+                let merged = self
+                    .merge_partitions(
+                        merge_task,
+                        target,
+                        job,
+                        &mut outputs,
+                        &mut indexed,
+                        &mut created,
+                        &mut tally,
+                    )
+                    .and_then(|()| self.clog_merged(job));
+                let Err(e) = merged else { break };
                 // The outputs are garbage: unregistered, removed (best effort: recovery
                 // removes what is left, as the log says).
                 let mut state = self.state.lock();
@@ -283,7 +285,21 @@ impl DbInner {
                     let _ = fs.remove(&value_log_file_name(&self.dir, *n));
                 }
                 let _ = self.clog_finish(&mut state, job, false);
-                return Err(e);
+                drop(state);
+                if !(matches!(e, Error::NoSpace(_)) && target.tier == Tier::Pm) {
+                    return Err(e);
+                }
+                // A full pool: the job runs again with its outputs on the SSD, as a flush that
+                // finds no room writes its run there. Its inputs in the pool are freed when it
+                // commits, so the next job finds room again.
+                self.counters.pm_compaction_fallbacks.fetch_add(1, Relaxed);
+                outputs.clear();
+                indexed.clear();
+                tally = MergeTally::default();
+                target = RunTarget {
+                    tier: Tier::Ssd,
+                    ..target
+                };
             }
             for meta in &outputs {
                 self.counters.add_written(
@@ -305,7 +321,7 @@ impl DbInner {
                 }
                 index_bytes = index.take_pm_bytes();
                 self.counters.add_written(
-                    crate::tier::Tier::Pm,
+                    Tier::Pm,
                     Part::Stage(task.stage),
                     IoPurpose::Compaction,
                     index_bytes,
