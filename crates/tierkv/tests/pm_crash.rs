@@ -15,6 +15,9 @@
 //! every write acknowledged before the fence (no acknowledged write lost, no hole, no deleted key
 //! back), then accept new writes.
 //!
+//! `fluidkv` also runs in a pool too small for its runs, so that the walk crosses compactions
+//! that find no room and run again with their outputs on the SSD.
+//!
 //! The workload pushes data into L2 and L3 and then deletes keys living there while only the
 //! upper levels are compacted, so a compaction that drops a tombstone too early shows.
 //!
@@ -60,7 +63,9 @@ fn is_write(op: &Op) -> bool {
 fn pool_options(design: Design) -> PoolOptions {
     PoolOptions {
         // LAB-DB: room for its hot-key buffer beside the WAL's reserve.
-        size: if design.data_on_pm() || design == Design::LABDB {
+        size: if let Some(chunks) = POOL_CHUNKS.with(|c| c.get()) {
+            chunks * (64 << 10)
+        } else if design.data_on_pm() || design == Design::LABDB {
             4 << 20
         } else {
             2 << 20
@@ -231,6 +236,10 @@ thread_local! {
     static ADOPTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// The workload and every image run with `pm.thread_logs` (FluidKV's FastStore).
     static THREAD_LOGS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The pool's size in chunks, when a test sets it (else [`pool_options`]' default).
+    static POOL_CHUNKS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+    /// Compactions that went to the SSD for want of room, in the uninterrupted runs.
+    static COMPACTION_FALLBACKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Images not recovered because they equal another image of the same instant.
     static REPEATS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
@@ -463,6 +472,7 @@ fn run_once(
                 // One group (SLM-DB's single level): compactions ran within it.
                 assert!(stats.compactions > 0, "seed {seed}: no compaction ran");
             }
+            COMPACTION_FALLBACKS.with(|c| c.set(c.get() + stats.pm_compaction_fallbacks));
             // LAB-DB: the walk crosses writes of hot slots.
             if let Some(lab) = &stats.labdb {
                 assert!(
@@ -581,6 +591,33 @@ fn crash_at_every_pm_fence_thread_logs() {
         "{design} with thread logs: {fences} fences checked, {repeats} images equal to another"
     );
 }
+
+/// `fluidkv` in a pool too small for its runs: compactions that find no room discard their
+/// outputs and run again with them on the SSD. The walk crashes at every fence of those jobs
+/// (the discarded attempt's, the compaction log's records of both, the SSD attempt's commit).
+#[test]
+fn crash_at_every_pm_fence_full_pool() {
+    let design = Design::FLUIDKV;
+    if !support::designs().contains(&design) {
+        return;
+    }
+    POOL_CHUNKS.with(|c| c.set(Some(FULL_POOL_CHUNKS)));
+    let (fences, writes) = run(design, 1);
+    let fallbacks = COMPACTION_FALLBACKS.with(|c| c.replace(0));
+    assert!(
+        fences as usize > writes && fallbacks > 0,
+        "{design} in {FULL_POOL_CHUNKS} chunks: {fences} fences for {writes} writes, \
+         {fallbacks} compactions on the SSD"
+    );
+    eprintln!(
+        "{design} in {FULL_POOL_CHUNKS} chunks: {fences} fences checked, {fallbacks} \
+         compactions went to the SSD, {} images equal to another",
+        REPEATS.with(|r| r.replace(0))
+    );
+}
+
+/// The pool of [`crash_at_every_pm_fence_full_pool`], in 64 KiB chunks.
+const FULL_POOL_CHUNKS: u64 = 12;
 
 #[test]
 fn crash_at_every_pm_fence_a() {
