@@ -710,7 +710,9 @@ pub fn open_engine(
                 // As the tools: an existing database's pool is where its manifest says (the
                 // engine's default without --pm_path); its design must be given, as it picks
                 // the options of the run, and a mismatch names the one to give.
-                if let Ok(created) = Db::describe(path, &tierkv::fs::PosixFs) {
+                let described =
+                    Db::describe_with_pool(path, &tierkv::fs::PosixFs, options.pm.path.as_deref());
+                if let Ok(created) = described {
                     if created.design != design.name() {
                         return Err(format!(
                             "database {} was created with design {}; run it with --design {}",
@@ -726,7 +728,7 @@ pub fn open_engine(
                         .set
                         .iter()
                         .chain(&entry.overrides)
-                        .any(|o| o.path == "pm.manifest_on_pm");
+                        .any(|o| o.path == "pm.manifest_on_pm" || o.path == "pm");
                     if !moved {
                         options.pm.manifest_on_pm = Some(created.manifest_on_pm);
                     }

@@ -178,9 +178,13 @@ impl CompactionLog {
         self.number
     }
 
-    /// Persists `record`.
+    /// Persists `record`. Its space is taken first: a full pool is `NoSpace` with nothing
+    /// appended, so the log stays readable (a torn record followed by later ones would read as
+    /// damage) and a failed compaction can still append its `Abort`.
     fn append(&mut self, record: &Record) -> Result<()> {
-        self.writer.add_record(&record.encode())?;
+        let encoded = record.encode();
+        self.writer.reserve_record(encoded.len())?;
+        self.writer.add_record(&encoded)?;
         self.writer.sync()
     }
 
@@ -565,6 +569,62 @@ mod tests {
             }
         }
         assert!(crashed > 3, "{crashed} crash points");
+    }
+
+    /// A record that finds the pool full is `NoSpace` with nothing appended: once room is
+    /// freed, the failed job's `Abort` and later jobs append after it, and the log replays
+    /// without damage.
+    #[test]
+    fn a_full_pool_leaves_the_log_readable() {
+        use crate::fs::{PmFs, PmFsOpen, PmSpacePolicy};
+        let dir = PathBuf::from("/db");
+        let pool_options = tierkv_pm::PoolOptions {
+            size: 1 << 20,
+            chunk_size: 64 << 10,
+            ..tierkv_pm::PoolOptions::default()
+        };
+        let pool = tierkv_pm::PmPool::create_crash_sim(&pool_options, false).unwrap();
+        let pmfs = PmFs::open(pool, "p", PmFsOpen::Create(7)).unwrap();
+        pmfs.set_space_policy(PmSpacePolicy::default());
+        let fs: Arc<dyn FileSystem> = Arc::new(pmfs.clone());
+        let mut log = CompactionLog::create(Arc::clone(&fs), &dir, 1, vec![]).unwrap();
+        let a = log.start(vec![3]).unwrap();
+        let table = dir.join("000100.sst");
+        let mut w = pmfs.create(&table).unwrap();
+        while w.append(&[0u8; 4096]).is_ok() {}
+        drop(w);
+        // Outputs until a record finds no room (records of a few hundred bytes, so that the
+        // one that fails spans a chunk boundary).
+        let mut n = 10;
+        let pad = "x".repeat(300);
+        loop {
+            let record = Record::Start {
+                id: 1000 + n,
+                inputs: pad.bytes().map(u64::from).collect(),
+            };
+            match log.append(&record) {
+                Ok(()) => {}
+                Err(Error::NoSpace(_)) => break,
+                Err(e) => panic!("{e}"),
+            }
+            log.output(a, n).unwrap();
+            n += 1;
+            assert!(n < 100_000, "the pool never filled");
+        }
+        fs.remove(&table).unwrap();
+        log.finish(a, false).unwrap();
+        let b = log.start(vec![5]).unwrap();
+        log.output(b, 7).unwrap();
+        log.merged(b).unwrap();
+        log.finish(b, true).unwrap();
+        drop(log);
+        let live: HashSet<u64> = [7].into_iter().collect();
+        let r = replay(&*fs, &dir, &[1], &live).unwrap();
+        let mut want: Vec<u64> = (10..n).collect();
+        want.push(5);
+        want.sort_unstable();
+        assert_eq!(r.remove, want);
+        assert!(r.discarded >= 1, "{:?}", r.discarded);
     }
 
     #[test]

@@ -278,14 +278,27 @@ impl DbInner {
                 // The outputs are garbage: unregistered, removed (best effort: recovery
                 // removes what is left, as the log says).
                 let mut state = self.state.lock();
+                let mut discarded = 0;
                 for n in &created {
                     state.pending_outputs.remove(n);
                     let fs = self.fs_for(target.tier);
-                    let _ = fs.remove(&run_file_name(&self.dir, *n, target.kind));
-                    let _ = fs.remove(&value_log_file_name(&self.dir, *n));
+                    for path in [
+                        run_file_name(&self.dir, *n, target.kind),
+                        value_log_file_name(&self.dir, *n),
+                    ] {
+                        discarded += fs.file_size(&path).unwrap_or(0);
+                        let _ = fs.remove(&path);
+                    }
                 }
                 let _ = self.clog_finish(&mut state, job, false);
                 drop(state);
+                // What the attempt wrote counts, although nothing names it.
+                self.counters.add_written(
+                    target.tier,
+                    Part::Stage(task.stage),
+                    IoPurpose::Compaction,
+                    discarded,
+                );
                 if !(matches!(e, Error::NoSpace(_)) && target.tier == Tier::Pm) {
                     return Err(e);
                 }

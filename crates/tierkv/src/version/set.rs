@@ -412,9 +412,12 @@ impl VersionSet {
                     .and_then(|written| self.switch_manifest(written));
                 if let Err(e) = moved {
                     self.manifest_place = place;
-                    return Err(Error::NoSpace(format!(
-                        "{m}; moving the manifest to the database directory failed too: {e}"
-                    )));
+                    return Err(match e {
+                        Error::NoSpace(e) => Error::NoSpace(format!(
+                            "{m}; moving the manifest to the database directory failed too: {e}"
+                        )),
+                        e => e,
+                    });
                 }
                 self.roll_bytes = DEFAULT_MANIFEST_ROLL_BYTES;
                 self.counters
