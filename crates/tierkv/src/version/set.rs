@@ -926,12 +926,13 @@ mod tests {
         assert_eq!(vs.current().stage(0).groups[2].len(), 200);
     }
 
-    /// A rollover that finds no room for the new manifest (a full pool) appends the edit to
-    /// the live manifest instead, leaves no partial manifest behind, and loses nothing.
-    #[test]
-    fn a_rollover_without_room_keeps_the_live_manifest() {
+    /// A `fluidkv` version set in `dir` whose manifest is in a 1 MiB pool (64 KiB chunks),
+    /// rolling over at `roll_bytes`, with every other chunk of the pool taken by a table.
+    fn in_a_full_pool(
+        dir: &Path,
+        roll_bytes: u64,
+    ) -> (crate::fs::PmFs, Options, Arc<Counters>, VersionSet) {
         use crate::fs::{PmFs, PmFsOpen, PmSpacePolicy};
-        let dir = tempfile::tempdir().unwrap();
         let pool_options = tierkv_pm::PoolOptions {
             size: 1 << 20,
             chunk_size: 64 << 10,
@@ -946,13 +947,21 @@ mod tests {
         };
         let counters = Arc::new(Counters::default());
         let place: (Tier, Arc<dyn FileSystem>) = (Tier::Pm, Arc::new(pmfs.clone()));
-        let mut vs = VersionSet::create(dir.path(), &opts, 7, counters.clone(), place).unwrap();
-        vs.set_manifest_roll_bytes(2048);
-        let live = vs.manifest_number().unwrap();
-        // Every other chunk goes to a table.
-        let mut table = pmfs.create(&dir.path().join("000100.sst")).unwrap();
+        let mut vs = VersionSet::create(dir, &opts, 7, counters.clone(), place).unwrap();
+        vs.set_manifest_roll_bytes(roll_bytes);
+        let mut table = pmfs.create(&dir.join("000100.sst")).unwrap();
         while table.append(&[0u8; 4096]).is_ok() {}
         assert_eq!(pool.free_chunks(), 0);
+        (pmfs, opts, counters, vs)
+    }
+
+    /// A rollover that finds no room for the new manifest (a full pool) appends the edit to
+    /// the live manifest instead, leaves no partial manifest behind, and loses nothing.
+    #[test]
+    fn a_rollover_without_room_keeps_the_live_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pmfs, opts, counters, mut vs) = in_a_full_pool(dir.path(), 2048);
+        let live = vs.manifest_number().unwrap();
         let numbers_before = vs.next_file_number;
         for i in 0..40u64 {
             let mut e = VersionEdit::default();
@@ -981,28 +990,9 @@ mod tests {
     /// every commit succeeds, `CURRENT` names the new manifest, and recovery reads every edit.
     #[test]
     fn a_manifest_without_room_in_the_pool_moves_to_the_directory() {
-        use crate::fs::{PmFs, PmFsOpen, PmSpacePolicy};
         let dir = tempfile::tempdir().unwrap();
-        let pool_options = tierkv_pm::PoolOptions {
-            size: 1 << 20,
-            chunk_size: 64 << 10,
-            ..tierkv_pm::PoolOptions::default()
-        };
-        let pool = tierkv_pm::PmPool::create_crash_sim(&pool_options, true).unwrap();
-        let pmfs = PmFs::open(Arc::clone(&pool), "p", PmFsOpen::Create(7)).unwrap();
-        pmfs.set_space_policy(PmSpacePolicy::default());
-        let opts = Options {
-            design: crate::Design::FLUIDKV,
-            ..Options::default()
-        };
-        let counters = Arc::new(Counters::default());
-        let place: (Tier, Arc<dyn FileSystem>) = (Tier::Pm, Arc::new(pmfs.clone()));
-        let mut vs = VersionSet::create(dir.path(), &opts, 7, counters.clone(), place).unwrap();
         // No rollover: the live manifest grows until its chunk is full.
-        vs.set_manifest_roll_bytes(u64::MAX);
-        let mut table = pmfs.create(&dir.path().join("000100.sst")).unwrap();
-        while table.append(&[0u8; 4096]).is_ok() {}
-        assert_eq!(pool.free_chunks(), 0);
+        let (pmfs, opts, counters, mut vs) = in_a_full_pool(dir.path(), u64::MAX);
         let in_pool = vs.manifest_number().unwrap();
         for i in 0..100u64 {
             let mut e = VersionEdit::default();
