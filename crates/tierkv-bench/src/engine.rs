@@ -281,6 +281,7 @@ impl KvEngine for TierKvEngine {
                     entries: Some(t.entries),
                     smallest: t.smallest_key,
                     largest: t.largest_key,
+                    part_of: t.backing,
                 })
                 .collect(),
         ))

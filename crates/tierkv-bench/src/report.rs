@@ -937,6 +937,13 @@ pub fn format_stats(s: &StatsSummary) -> String {
             st.reused_runs
         );
     }
+    if st.reused_table_bytes > 0 {
+        let _ = writeln!(
+            o,
+            "Reused tables:          {:.1} MiB of untouched LSTs kept inside merged runs",
+            st.reused_table_bytes as f64 / (1 << 20) as f64
+        );
+    }
     if st.load_trigger > 0 {
         let _ = writeln!(
             o,
@@ -1222,6 +1229,10 @@ pub struct TableInfo {
     pub smallest: Vec<u8>,
     /// See `smallest`.
     pub largest: Vec<u8>,
+    /// For a run made of part of another run's file (FluidKV's reused logical sorted tables):
+    /// that file's number.
+    #[serde(default)]
+    pub part_of: Option<u64>,
 }
 
 /// db_bench's `sstables`: every live table, by stage and level.
@@ -1238,9 +1249,12 @@ pub fn format_sstables(tables: &Option<Vec<TableInfo>>) -> String {
             let _ = writeln!(o, "--- stage {} level {} ---", t.stage, t.group);
         }
         let entries = t.entries.map_or(String::new(), |e| format!(" {e} entries"));
+        let part = t
+            .part_of
+            .map_or(String::new(), |f| format!(" (part of {f})"));
         let _ = writeln!(
             o,
-            " {:>8}: {} bytes on {}{entries} ['{}' .. '{}']",
+            " {:>8}: {} bytes on {}{entries}{part} ['{}' .. '{}']",
             t.number,
             t.bytes,
             t.tier,

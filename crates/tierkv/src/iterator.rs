@@ -52,3 +52,64 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
         (**self).status()
     }
 }
+
+/// Iterators for tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::InternalIterator;
+    use crate::format::compare_internal;
+    use crate::{Error, Result};
+
+    /// A child over sorted entries that may stop on an error after `fail_after` steps.
+    pub struct VecIter {
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+        pos: usize,
+        fail_after: Option<usize>,
+        failed: bool,
+    }
+
+    impl VecIter {
+        pub fn new(mut entries: Vec<(Vec<u8>, Vec<u8>)>, fail_after: Option<usize>) -> Self {
+            entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
+            VecIter {
+                entries,
+                pos: 0,
+                fail_after,
+                failed: false,
+            }
+        }
+    }
+
+    impl InternalIterator for VecIter {
+        fn valid(&self) -> bool {
+            !self.failed && self.pos < self.entries.len()
+        }
+        fn seek_to_first(&mut self) {
+            self.pos = 0;
+            self.failed = self.fail_after == Some(0);
+        }
+        fn seek(&mut self, target: &[u8]) {
+            self.pos = self
+                .entries
+                .partition_point(|e| compare_internal(&e.0, target).is_lt());
+            self.failed = self.fail_after.is_some_and(|f| self.pos >= f);
+        }
+        fn next(&mut self) {
+            self.pos += 1;
+            self.failed = self.fail_after.is_some_and(|f| self.pos >= f);
+        }
+        fn key(&self) -> &[u8] {
+            &self.entries[self.pos].0
+        }
+        fn value(&self) -> &[u8] {
+            &self.entries[self.pos].1
+        }
+        fn status(&self) -> Result<()> {
+            if self.failed {
+                Err(Error::corruption("test child", "stopped"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+}

@@ -176,6 +176,20 @@ pub struct CompactionOptions {
     /// RocksDB rewrite every input but a single moved run).
     #[serde(default)]
     pub reuse_untouched_runs: bool,
+    /// With `reuse_untouched_runs`, also reuse parts of an output-group run that source keys
+    /// fall into: the run's logical sorted tables (its index partitions,
+    /// `table.index_partition_blocks`) that no source key falls into stay where they are, as
+    /// runs that read part of the old file, and only the rest is merged (FluidKV's reuse of
+    /// untouched LSTs; `fluidkv` turns this on). A stretch is kept only when it is at least
+    /// `reuse_min_tables` tables long and the run keeps at least half of its file's bytes in
+    /// use (the old file is freed only once no run reads it: at most 2x space for what is
+    /// kept). Default false.
+    #[serde(default)]
+    pub reuse_untouched_tables: bool,
+    /// The fewest consecutive untouched logical sorted tables `reuse_untouched_tables` keeps
+    /// as one run. Default 4.
+    #[serde(default = "default_reuse_min_tables")]
+    pub reuse_min_tables: usize,
     /// Load-aware compaction trigger (FluidKV's section 4.4): a detector thread looks at the
     /// user gets and writes of each `load_window_ms` window; while writes are at most half of
     /// them the first group compacts at `read_compaction_trigger` runs instead of
@@ -217,6 +231,8 @@ impl Default for CompactionOptions {
             background_compactions: 1,
             subcompactions: 1,
             reuse_untouched_runs: false,
+            reuse_untouched_tables: false,
+            reuse_min_tables: default_reuse_min_tables(),
             load_aware: false,
             read_compaction_trigger: 1,
             load_window_ms: 500,
@@ -472,6 +488,10 @@ fn load_window() -> u64 {
     500
 }
 
+fn default_reuse_min_tables() -> usize {
+    4
+}
+
 fn default_fs() -> Arc<dyn FileSystem> {
     Arc::new(PosixFs)
 }
@@ -687,6 +707,9 @@ impl Options {
         }
         if c.background_compactions == 0 || c.background_compactions > 64 {
             return bad("compaction.background_compactions must be in 1..=64".into());
+        }
+        if c.reuse_min_tables == 0 {
+            return bad("compaction.reuse_min_tables must be at least 1".into());
         }
         if c.subcompactions == 0 || c.subcompactions > 64 {
             return bad("compaction.subcompactions must be in 1..=64".into());

@@ -7,7 +7,9 @@
 //! and iterators reads any kind through [`OpenRun`]; a stage that needs the array's own
 //! structure (the Skip-Array Tree's cascading search) takes it with [`OpenRun::array`].
 
-use crate::format::user_key;
+use crate::format::{
+    compare_internal, lookup_key, make_internal_key, user_key, ValueType, MAX_SEQUENCE,
+};
 use crate::fs::FileSystem;
 use crate::iterator::InternalIterator;
 use crate::options::TableOptions;
@@ -31,6 +33,25 @@ pub(crate) enum OpenRun {
     Sst(Arc<Table>),
     /// A PM sorted array.
     Array(Arc<PmArray>),
+    /// Part of an SSTable: its entries whose user keys lie in the bounds (a run made of part
+    /// of another run's file, [`crate::version::FileMetaData::backing`]).
+    Slice(Arc<Table>, Arc<Clip>),
+}
+
+/// The user-key bounds of a run made of part of another run's file: `[first, last]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Clip {
+    /// The first user key of the part.
+    pub first: Vec<u8>,
+    /// The last user key of the part.
+    pub last: Vec<u8>,
+}
+
+impl Clip {
+    /// True if `user_key` lies in the bounds.
+    pub fn contains(&self, user_key: &[u8]) -> bool {
+        self.first.as_slice() <= user_key && user_key <= self.last.as_slice()
+    }
 }
 
 impl OpenRun {
@@ -45,6 +66,10 @@ impl OpenRun {
         match self {
             OpenRun::Sst(t) => t.get(lookup, purpose, fill_cache),
             OpenRun::Array(a) => array_get(a, lookup, purpose),
+            OpenRun::Slice(t, clip) => match clip.contains(user_key(lookup)) {
+                true => t.get(lookup, purpose, fill_cache),
+                false => Ok(None),
+            },
         }
     }
 
@@ -53,6 +78,9 @@ impl OpenRun {
         match self {
             OpenRun::Sst(t) => Box::new(t.iter(purpose, fill_cache)),
             OpenRun::Array(a) => Box::new(a.iter(purpose)),
+            OpenRun::Slice(t, clip) => {
+                Box::new(ClipIter::new(t.iter(purpose, fill_cache), Arc::clone(clip)))
+            }
         }
     }
 
@@ -63,23 +91,138 @@ impl OpenRun {
         match self {
             OpenRun::Sst(t) => Box::new(t.iter_stored(purpose)),
             OpenRun::Array(a) => Box::new(a.iter(purpose)),
+            OpenRun::Slice(t, clip) => {
+                Box::new(ClipIter::new(t.iter_stored(purpose), Arc::clone(clip)))
+            }
         }
     }
 
     /// The run's path.
     pub fn path(&self) -> &Path {
         match self {
-            OpenRun::Sst(t) => t.path(),
+            OpenRun::Sst(t) | OpenRun::Slice(t, _) => t.path(),
             OpenRun::Array(a) => a.path(),
+        }
+    }
+
+    /// The SSTable the run reads (whole, or a part of it); `None` for a sorted array.
+    pub fn table(&self) -> Option<&Arc<Table>> {
+        match self {
+            OpenRun::Sst(t) | OpenRun::Slice(t, _) => Some(t),
+            OpenRun::Array(_) => None,
         }
     }
 
     /// DRAM held by the open run: (filter bytes, index bytes).
     pub fn resident_bytes(&self) -> (u64, u64) {
         match self {
-            OpenRun::Sst(t) => (t.filter_bytes(), t.index_bytes()),
+            OpenRun::Sst(t) | OpenRun::Slice(t, _) => (t.filter_bytes(), t.index_bytes()),
             OpenRun::Array(a) => (a.filter_bytes(), 0),
         }
+    }
+}
+
+/// An iterator over the entries of `inner` whose user keys lie in a [`Clip`].
+pub(crate) struct ClipIter<I> {
+    inner: I,
+    clip: Arc<Clip>,
+    /// The first internal key of the clip's first user key.
+    start: Vec<u8>,
+}
+
+impl<I: InternalIterator> ClipIter<I> {
+    pub(crate) fn new(inner: I, clip: Arc<Clip>) -> Self {
+        let start = lookup_key(&clip.first, MAX_SEQUENCE);
+        ClipIter { inner, clip, start }
+    }
+}
+
+impl<I: InternalIterator> InternalIterator for ClipIter<I> {
+    fn valid(&self) -> bool {
+        self.inner.valid() && user_key(self.inner.key()) <= self.clip.last.as_slice()
+    }
+    fn seek_to_first(&mut self) {
+        self.inner.seek(&self.start);
+    }
+    fn seek(&mut self, target: &[u8]) {
+        if compare_internal(target, &self.start).is_lt() {
+            self.inner.seek(&self.start);
+        } else {
+            self.inner.seek(target);
+        }
+    }
+    fn next(&mut self) {
+        self.inner.next();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
+
+/// An iterator over the entries of `inner` whose user keys lie in none of `holes` (sorted,
+/// disjoint, inclusive user-key ranges); it seeks over each hole rather than reading it. A
+/// compaction that leaves parts of an input file in place reads the rest of it this way.
+pub(crate) struct SkipHoles<I> {
+    inner: I,
+    holes: Arc<Vec<(Vec<u8>, Vec<u8>)>>,
+}
+
+impl<I: InternalIterator> SkipHoles<I> {
+    pub(crate) fn new(inner: I, holes: Arc<Vec<(Vec<u8>, Vec<u8>)>>) -> Self {
+        SkipHoles { inner, holes }
+    }
+
+    /// Moves past every hole the iterator is in.
+    fn skip(&mut self) {
+        while self.inner.valid() {
+            let uk = user_key(self.inner.key());
+            let i = self.holes.partition_point(|(_, last)| last.as_slice() < uk);
+            let Some((first, last)) = self.holes.get(i) else {
+                return;
+            };
+            if uk < first.as_slice() {
+                return;
+            }
+            // Past every version of the hole's last key.
+            self.inner
+                .seek(&make_internal_key(last, 0, ValueType::Deletion));
+            while self.inner.valid() && user_key(self.inner.key()) == last.as_slice() {
+                self.inner.next();
+            }
+        }
+    }
+}
+
+impl<I: InternalIterator> InternalIterator for SkipHoles<I> {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.inner.seek_to_first();
+        self.skip();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target);
+        self.skip();
+    }
+    fn next(&mut self) {
+        self.inner.next();
+        self.skip();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
     }
 }
 
@@ -285,5 +428,97 @@ impl RowWriter {
             },
             self.sketch.finish(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iterator::testing::VecIter;
+    use proptest::prelude::*;
+
+    /// Entries `(user key, sequence)` as internal keys, each value naming its key.
+    fn entries(spec: &[(u8, u64)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = spec
+            .iter()
+            .map(|&(k, s)| {
+                let ikey = make_internal_key(&[k], s, ValueType::Value);
+                (ikey, format!("{k}@{s}").into_bytes())
+            })
+            .collect();
+        out.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
+    /// Everything `it` yields after `seek` (or from the first entry).
+    fn drain(it: &mut dyn InternalIterator, seek: Option<&[u8]>) -> Vec<Vec<u8>> {
+        match seek {
+            Some(t) => it.seek(t),
+            None => it.seek_to_first(),
+        }
+        let mut out = Vec::new();
+        while it.valid() {
+            out.push(it.key().to_vec());
+            it.next();
+        }
+        it.status().unwrap();
+        out
+    }
+
+    proptest! {
+        /// A clipped iterator yields exactly the entries whose user keys lie in the clip, every
+        /// version of them, from the first entry or from any seek target.
+        #[test]
+        fn a_clip_yields_exactly_its_keys(
+            spec in prop::collection::vec((0u8..20, 1u64..4), 0..60),
+            bounds in (0u8..20, 0u8..20),
+            target in (0u8..22, 0u64..5),
+        ) {
+            let (first, last) = (bounds.0.min(bounds.1), bounds.0.max(bounds.1));
+            let all = entries(&spec);
+            let clip = Arc::new(Clip { first: vec![first], last: vec![last] });
+            let mut it = ClipIter::new(VecIter::new(all.clone(), None), Arc::clone(&clip));
+            let inside: Vec<Vec<u8>> = all
+                .iter()
+                .filter(|(k, _)| clip.contains(user_key(k)))
+                .map(|(k, _)| k.clone())
+                .collect();
+            prop_assert_eq!(drain(&mut it, None), inside.clone());
+            let t = make_internal_key(&[target.0], target.1, ValueType::Value);
+            let want: Vec<Vec<u8>> = inside
+                .into_iter()
+                .filter(|k| compare_internal(k, &t).is_ge())
+                .collect();
+            prop_assert_eq!(drain(&mut it, Some(&t)), want);
+        }
+
+        /// Skipping holes yields exactly the entries whose user keys lie in no hole.
+        #[test]
+        fn holes_are_skipped_whole(
+            spec in prop::collection::vec((0u8..30, 1u64..4), 0..80),
+            cuts in prop::collection::btree_set(0u8..30, 0..8),
+            target in (0u8..32, 0u64..5),
+        ) {
+            // Disjoint holes from sorted cuts, paired: [c0, c1], [c2, c3], ...
+            let cuts: Vec<u8> = cuts.into_iter().collect();
+            let holes: Vec<(Vec<u8>, Vec<u8>)> =
+                cuts.chunks_exact(2).map(|c| (vec![c[0]], vec![c[1]])).collect();
+            let in_hole = |k: &[u8]| holes.iter().any(|(a, b)| a.as_slice() <= k && k <= b.as_slice());
+            let all = entries(&spec);
+            let mut it = SkipHoles::new(VecIter::new(all.clone(), None), Arc::new(holes.clone()));
+            let outside: Vec<Vec<u8>> = all
+                .iter()
+                .filter(|(k, _)| !in_hole(user_key(k)))
+                .map(|(k, _)| k.clone())
+                .collect();
+            prop_assert_eq!(drain(&mut it, None), outside.clone());
+            let t = make_internal_key(&[target.0], target.1, ValueType::Value);
+            let want: Vec<Vec<u8>> = outside
+                .into_iter()
+                .filter(|k| compare_internal(k, &t).is_ge())
+                .collect();
+            prop_assert_eq!(drain(&mut it, Some(&t)), want);
+        }
     }
 }

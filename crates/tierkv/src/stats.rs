@@ -175,6 +175,10 @@ pub struct Counters {
     /// Runs a compaction left in place or moved unchanged because no other input's key fell
     /// into them (`compaction.reuse_untouched_runs`).
     pub reused_runs: AtomicU64,
+    /// Bytes of logical sorted tables compactions left in place inside runs they merged the
+    /// rest of (`compaction.reuse_untouched_tables`; estimated from the tables' share of
+    /// their file).
+    pub reused_table_bytes: AtomicU64,
     /// The load detector's switches between write-intensive and read-intensive modes
     /// (`fluidkv`).
     pub load_mode_switches: AtomicU64,
@@ -475,6 +479,10 @@ pub struct LiveTable {
     pub smallest_key: Vec<u8>,
     /// Its largest user key.
     pub largest_key: Vec<u8>,
+    /// For a run made of part of another run's file (FluidKV's reused logical sorted
+    /// tables): that file's number; `None` for a run that is its own file.
+    #[serde(default)]
+    pub backing: Option<u64>,
 }
 
 impl Default for Counters {
@@ -505,6 +513,7 @@ impl Default for Counters {
             row_pages_freed_bytes: AtomicU64::new(0),
             subcompactions: AtomicU64::new(0),
             reused_runs: AtomicU64::new(0),
+            reused_table_bytes: AtomicU64::new(0),
             load_mode_switches: AtomicU64::new(0),
             eager_flushes: AtomicU64::new(0),
             load_trigger: AtomicU64::new(0),
@@ -909,6 +918,10 @@ pub struct DbStats {
     /// (`compaction.reuse_untouched_runs`).
     #[serde(default)]
     pub reused_runs: u64,
+    /// Bytes of logical sorted tables compactions left in place inside runs they merged the
+    /// rest of since open (`compaction.reuse_untouched_tables`).
+    #[serde(default)]
+    pub reused_table_bytes: u64,
     /// Switches of the load detector between write-intensive and read-intensive modes since
     /// open (`fluidkv`).
     #[serde(default)]
@@ -1069,6 +1082,7 @@ impl DbStats {
             row_pages_freed_bytes: g(&c.row_pages_freed_bytes),
             subcompactions: g(&c.subcompactions),
             reused_runs: g(&c.reused_runs),
+            reused_table_bytes: g(&c.reused_table_bytes),
             load_mode_switches: g(&c.load_mode_switches),
             eager_flushes: g(&c.eager_flushes),
             load_trigger: g(&c.load_trigger),

@@ -178,6 +178,7 @@ impl AccumulativePolicy {
             range: None,
             lab_chunk: None,
             row_entries: Vec::new(),
+            holes: Vec::new(),
         }
     }
 }
@@ -491,6 +492,7 @@ mod tests {
             kind: RunKind::PmArray,
             row: None,
             value_refs: Vec::new(),
+            backing: None,
         };
         let edit = policy().apply(&view, &t, vec![out(20, 0, "a", "c"), out(21, 0, "d", "f")]);
         let v = Version::new(

@@ -54,6 +54,7 @@ impl LabPolicy {
             range: None,
             lab_chunk: Some(chunk),
             row_entries: Vec::new(),
+            holes: Vec::new(),
         })
     }
 }

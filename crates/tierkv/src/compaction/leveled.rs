@@ -107,6 +107,7 @@ impl LeveledPolicy {
             range: None,
             lab_chunk: None,
             row_entries: Vec::new(),
+            holes: Vec::new(),
         }
     }
 }

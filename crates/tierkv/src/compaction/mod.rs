@@ -185,7 +185,15 @@ pub struct CompactionTask {
     /// older manifest format) and the entry interval of `range` in the row. The policy records
     /// the interval with the range it makes dead.
     pub row_entries: Vec<RowEntries>,
+    /// Filled by the executor before the merge: per input run (by number), the user-key
+    /// ranges of it that stay in place as runs of their own (FluidKV's reuse of untouched
+    /// logical sorted tables, `compaction.reuse_untouched_tables`), sorted and disjoint; the
+    /// merge reads the run without them.
+    pub holes: Vec<(u64, Holes)>,
 }
+
+/// Sorted, disjoint, inclusive user-key ranges (`(first, last)`) a merge skips in one input.
+pub type Holes = Arc<Vec<(Vec<u8>, Vec<u8>)>>;
 
 /// A row's dead entry intervals and the entries of a compaction's range in it
 /// ([`CompactionTask::row_entries`]).
@@ -324,6 +332,7 @@ pub(crate) mod spec {
                         kind,
                         row: None,
                         value_refs: Vec::new(),
+                        backing: None,
                     },
                 ));
             }

@@ -219,6 +219,7 @@ impl RowPolicy {
             range: Some(range),
             lab_chunk: None,
             row_entries: Vec::new(),
+            holes: Vec::new(),
         }
     }
 }
@@ -416,6 +417,7 @@ mod tests {
                 sketch: (a..=b).map(|k| (vec![k], (k - a) as u64 * per)).collect(),
             })),
             value_refs: Vec::new(),
+            backing: None,
         }
     }
 

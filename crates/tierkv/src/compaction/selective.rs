@@ -188,6 +188,7 @@ impl SelectivePolicy {
             range: None,
             lab_chunk: None,
             row_entries: Vec::new(),
+            holes: Vec::new(),
         }
     }
 }

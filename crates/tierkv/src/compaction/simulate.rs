@@ -170,6 +170,7 @@ impl Sim {
             set: 0,
             row: None,
             value_refs: Vec::new(),
+            backing: None,
         };
         self.runs.insert(number, Arc::new(contents));
         meta

@@ -15,14 +15,14 @@
 
 use super::DbInner;
 use crate::compaction::{
-    BreakCursor, CompactionTask, OutputPlan, PolicyView, SetRouter, SetTarget,
+    BreakCursor, CompactionTask, Holes, OutputPlan, PolicyView, SetRouter, SetTarget,
 };
 use crate::format::{parse_internal_key, ValueType};
 use crate::gindex::{with_handles, IndexedEntry};
 use crate::iterator::InternalIterator;
 use crate::parray::live::{dead_entries, lower_bound_live};
 use crate::pipeline::RunTarget;
-use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter};
+use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter, SkipHoles};
 use crate::sst::value_log::value_log_file_name;
 use crate::stages::rows::RowCursor;
 use crate::stats::{IoPurpose, LevelCompactionStats, Part};
@@ -213,6 +213,20 @@ impl DbInner {
                 untouched.push(f.number);
             }
         }
+        // Per logical sorted table: the untouched stretches of the touched runs stay, as runs
+        // reading part of the old file; the merge reads the rest.
+        let mut parts: Vec<Arc<FileMetaData>> = Vec::new();
+        if self.options.compaction.reuse_untouched_tables {
+            let group = task.inputs[1].1.clone();
+            for f in group.iter().filter(|f| !untouched.contains(&f.number)) {
+                if let Some((kept, holes)) =
+                    self.keep_untouched_tables(f, &sources, &group, part)?
+                {
+                    task.holes.push((f.number, holes));
+                    parts.extend(kept.into_iter().map(Arc::new));
+                }
+            }
+        }
         let all_outputs = task.inputs[1].1.clone();
         let moved: Vec<Arc<FileMetaData>> = sources
             .iter()
@@ -227,13 +241,167 @@ impl DbInner {
             .collect();
         task.inputs[1].1.retain(|f| !untouched.contains(&f.number));
         let kept = all_outputs.iter().filter(|f| untouched.contains(&f.number));
-        breaks.extend(kept.chain(&moved).map(|f| f.smallest_user_key().to_vec()));
+        breaks.extend(
+            kept.chain(&moved)
+                .chain(&parts)
+                .map(|f| f.smallest_user_key().to_vec()),
+        );
         breaks.sort_unstable();
         breaks.dedup();
+        self.counters.reused_runs.fetch_add(
+            (untouched.len() + moved.len() + parts.len()) as u64,
+            Relaxed,
+        );
         self.counters
-            .reused_runs
-            .fetch_add((untouched.len() + moved.len()) as u64, Relaxed);
+            .reused_table_bytes
+            .fetch_add(parts.iter().map(|p| p.file_size).sum(), Relaxed);
+        let mut moved = moved;
+        moved.extend(parts);
         Ok(moved)
+    }
+
+    /// For run `f` of the output group, which some source key falls into: its stretches of
+    /// at least `compaction.reuse_min_tables` consecutive logical sorted tables (index
+    /// partitions) that no key of `sources` falls into, as runs reading part of `f`'s file
+    /// (new numbers, exact entry counts and bounds), with their user-key ranges (the holes
+    /// the merge skips in `f`). `None` when `f` is not a partitioned SSTable, nothing stays,
+    /// or what would stay keeps less than half of the file's bytes in use (counting the
+    /// output group's other runs reading the same file, `group`): the file is then merged
+    /// whole, so that no file stays for a small part of it.
+    ///
+    /// A table's keys are taken as the user keys after the previous table's top-level index
+    /// key up to its own (the last table's up to `f`'s largest), so the stretches and the rest
+    /// of the file split its keys exactly, every version of a key on one side. Finding them
+    /// reads the top-level index (in DRAM), a block per source per touched table, and the
+    /// kept stretches' keys (to count them); nothing is written.
+    fn keep_untouched_tables(
+        &self,
+        f: &Arc<FileMetaData>,
+        sources: &[Arc<FileMetaData>],
+        group: &[Arc<FileMetaData>],
+        part: Part,
+    ) -> Result<Option<(Vec<FileMetaData>, Holes)>> {
+        use crate::format::user_key;
+        let purpose = IoPurpose::Compaction;
+        if f.kind != RunKind::Sst || f.row.is_some() {
+            return Ok(None);
+        }
+        let run = self.table_cache.open_for(f, part, purpose)?;
+        let Some(table) = run.table().filter(|t| t.is_partitioned()) else {
+            return Ok(None);
+        };
+        let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
+        let file_tables = table.partition_keys().len().max(1) as u64;
+        let mut cuts: Vec<&[u8]> = table
+            .partition_keys()
+            .into_iter()
+            .map(user_key)
+            .filter(|k| *k >= lo && *k < hi)
+            .collect();
+        cuts.dedup();
+        // Table `i` holds the user keys in `(cuts[i - 1], cuts[i]]`; the first from `lo`
+        // (inclusive), the last up to `hi`.
+        let lower = |i: usize| -> Lower<'_> {
+            match i {
+                0 => Lower::From(lo),
+                _ => Lower::After(cuts[i - 1]),
+            }
+        };
+        let upper = |i: usize| -> &[u8] { cuts.get(i).copied().unwrap_or(hi) };
+        let tables = cuts.len() + 1;
+        let min = self.options.compaction.reuse_min_tables;
+        if tables < min {
+            return Ok(None);
+        }
+        let mut touched = vec![false; tables];
+        for s in sources.iter().filter(|s| s.overlaps(Some(lo), Some(hi))) {
+            let mut it = self
+                .table_cache
+                .open_for(s, part, purpose)?
+                .iter_stored(purpose);
+            let mut positioned = false;
+            for (i, t) in touched.iter_mut().enumerate() {
+                if !positioned || (it.valid() && !lower(i).passed(user_key(it.key()))) {
+                    lower(i).seek(&mut *it);
+                    positioned = true;
+                }
+                it.status()?;
+                if !it.valid() {
+                    break;
+                }
+                *t |= user_key(it.key()) <= upper(i);
+            }
+        }
+        // Stretches of untouched tables, `[first, end)`.
+        let mut stretches = Vec::new();
+        let mut i = 0;
+        while i < tables {
+            let start = i;
+            while i < tables && !touched[i] {
+                i += 1;
+            }
+            if i - start >= min {
+                stretches.push((start, i));
+            }
+            i += 1;
+        }
+        if stretches.is_empty() {
+            return Ok(None);
+        }
+        let backing = f.backing.unwrap_or(crate::version::Backing {
+            number: f.number,
+            file_size: f.file_size,
+        });
+        let bytes_of = |n: usize| backing.file_size * n as u64 / file_tables;
+        let kept_bytes: u64 = stretches.iter().map(|(a, b)| bytes_of(b - a)).sum();
+        let others: u64 = group
+            .iter()
+            .filter(|g| g.number != f.number && g.file_number() == backing.number)
+            .map(|g| g.file_size)
+            .sum();
+        if 2 * (kept_bytes + others) < backing.file_size {
+            return Ok(None);
+        }
+        let mut kept = Vec::new();
+        let mut holes = Vec::new();
+        let mut it = run.iter_stored(purpose);
+        for (a, b) in stretches {
+            lower(a).seek(&mut *it);
+            let (mut first, mut last, mut entries) = (Vec::new(), Vec::new(), 0u64);
+            while it.valid() && user_key(it.key()) <= upper(b - 1) {
+                if entries == 0 {
+                    first = it.key().to_vec();
+                }
+                last.clear();
+                last.extend_from_slice(it.key());
+                entries += 1;
+                it.next();
+            }
+            it.status()?;
+            if entries == 0 {
+                continue;
+            }
+            let file_size = bytes_of(b - a).max(1);
+            let share = |bytes: u64| (bytes * file_size / f.file_size.max(1)).max(1);
+            holes.push((user_key(&first).to_vec(), user_key(&last).to_vec()));
+            kept.push(FileMetaData {
+                number: self.state.lock().versions.new_file_number(),
+                file_size,
+                num_entries: entries,
+                smallest: first,
+                largest: last,
+                tier: f.tier,
+                kind: f.kind,
+                set: 0,
+                row: None,
+                value_refs: f.value_refs.iter().map(|&(n, b)| (n, share(b))).collect(),
+                backing: Some(backing),
+            });
+        }
+        if kept.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some((kept, Arc::new(holes))))
     }
 
     fn execute(&self, task: &CompactionTask, moved: &[Arc<FileMetaData>]) -> Result<()> {
@@ -260,7 +428,15 @@ impl DbInner {
         if !task.trivial_move {
             let mut target = policy.output(task);
             loop {
-                job = self.clog_start(merge_task.input_runs().map(|f| f.number).collect())?;
+                // Inputs by run number, and the file a run made of part of a file reads (it
+                // may be garbage once the job commits).
+                let mut inputs: Vec<u64> = merge_task
+                    .input_runs()
+                    .flat_map(|f| [f.number, f.file_number()])
+                    .collect();
+                inputs.sort_unstable();
+                inputs.dedup();
+                job = self.clog_start(inputs)?;
                 // Output numbers stay in `pending_outputs` until the manifest names them.
                 let mut created = Vec::new();
                 let merged = self
@@ -530,6 +706,9 @@ impl DbInner {
                 .open_for(f, Part::Stage(task.stage), IoPurpose::Compaction)?
             {
                 crate::runs::OpenRun::Sst(t) => keys.extend(t.index_user_keys()),
+                crate::runs::OpenRun::Slice(t, clip) => {
+                    keys.extend(t.index_user_keys().into_iter().filter(|k| clip.contains(k)))
+                }
                 crate::runs::OpenRun::Array(_) => {
                     keys.push(f.smallest_user_key().to_vec());
                     keys.push(f.largest_user_key().to_vec());
@@ -616,9 +795,13 @@ impl DbInner {
                 continue;
             }
             let run = self.table_cache.open_for(f, part, IoPurpose::Compaction)?;
-            children.push(match stored {
+            let child = match stored {
                 Some(_) => run.iter_stored(IoPurpose::Compaction),
                 None => run.iter(IoPurpose::Compaction, false),
+            };
+            children.push(match task.holes.iter().find(|(n, _)| *n == f.number) {
+                Some((_, holes)) => Box::new(SkipHoles::new(child, Arc::clone(holes))),
+                None => child,
             });
         }
         // Key-value separation: when every input is a separated table on the output's tier,
@@ -838,9 +1021,9 @@ impl DbInner {
             if f.tier != target.tier || f.kind != RunKind::Sst || f.row.is_some() {
                 return Ok(None);
             }
-            match self.table_cache.open_for(f, part, IoPurpose::Compaction)? {
-                crate::runs::OpenRun::Sst(t) if t.is_separated() => {}
-                _ => return Ok(None),
+            let run = self.table_cache.open_for(f, part, IoPurpose::Compaction)?;
+            if !run.table().is_some_and(|t| t.is_separated()) {
+                return Ok(None);
             }
         }
         let live = version.value_log_refs();
@@ -1097,7 +1280,41 @@ impl Output {
             set: self.set,
             row: None,
             value_refs: s.value_refs,
+            backing: None,
         };
         Ok((meta, s.data_blocks))
+    }
+}
+
+/// The lower bound of a logical sorted table's user keys.
+#[derive(Clone, Copy)]
+enum Lower<'a> {
+    /// From this key on.
+    From(&'a [u8]),
+    /// After this key.
+    After(&'a [u8]),
+}
+
+impl Lower<'_> {
+    /// True if `user_key` is at or past the bound.
+    fn passed(self, user_key: &[u8]) -> bool {
+        match self {
+            Lower::From(k) => user_key >= k,
+            Lower::After(k) => user_key > k,
+        }
+    }
+
+    /// Positions `it` on its first entry at or past the bound.
+    fn seek(self, it: &mut dyn InternalIterator) {
+        use crate::format::{lookup_key, make_internal_key, user_key, ValueType, MAX_SEQUENCE};
+        match self {
+            Lower::From(k) => it.seek(&lookup_key(k, MAX_SEQUENCE)),
+            Lower::After(k) => {
+                it.seek(&make_internal_key(k, 0, ValueType::Deletion));
+                while it.valid() && user_key(it.key()) == k {
+                    it.next();
+                }
+            }
+        }
     }
 }

@@ -507,6 +507,7 @@ fn run_meta(
         set: 0,
         row,
         value_refs: summary.value_refs,
+        backing: None,
     }
 }
 

@@ -247,6 +247,7 @@ impl Db {
                 entries: f.num_entries,
                 smallest_key: crate::format::user_key(&f.smallest).to_vec(),
                 largest_key: crate::format::user_key(&f.largest).to_vec(),
+                backing: f.backing.map(|b| b.number),
             })
             .collect()
     }
@@ -303,6 +304,14 @@ impl Db {
         self.inner.bg_cv.notify_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
+        }
+        // Runs a reader still held at the last compaction are freed now, not at the next
+        // open (a version a reader still holds keeps its files).
+        let mut state = self.inner.state.lock();
+        if state.bg_error.is_none() {
+            let obsolete = self.inner.collect_obsolete_files(&mut state);
+            drop(state);
+            self.inner.delete_files(obsolete);
         }
     }
 

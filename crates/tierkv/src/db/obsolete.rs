@@ -75,19 +75,34 @@ impl DbInner {
         let held: HashSet<u64> = state.superseded_runs.iter().map(|m| m.number).collect();
         // Value logs the released runs named: each goes once no run of a live version names it.
         let mut logs: Vec<(u64, Tier)> = Vec::new();
+        let mut released = Vec::new();
         state.removed_runs.retain(|meta| {
             if Arc::strong_count(meta) > 1 || held.contains(&meta.number) {
                 return true;
             }
-            out.push(ObsoleteFile {
-                tier: meta.tier,
-                path: run_file_name(&self.dir, meta.number, meta.kind),
-                table: Some(meta.number),
-                value_log: None,
-            });
             logs.extend(meta.value_refs.iter().map(|(n, _)| (*n, meta.tier)));
+            released.push(Arc::clone(meta));
             false
         });
+        // A file that backs runs made of parts of it stays while any run that reads it does.
+        // (A file backing such a run is named by the run, in a live version or the removed
+        // runs still held; a released run whose file backs nothing frees it.)
+        let backed = released.iter().any(|m| m.backing.is_some())
+            || (!released.is_empty() && self.backs_some_run(state));
+        let shared = backed.then(|| self.files_in_use(state));
+        let mut deleted = HashSet::new();
+        for meta in released {
+            let n = meta.file_number();
+            if shared.as_ref().is_some_and(|s| s.contains(&n)) || !deleted.insert(n) {
+                continue;
+            }
+            out.push(ObsoleteFile {
+                tier: meta.tier,
+                path: run_file_name(&self.dir, n, meta.kind),
+                table: Some(n),
+                value_log: None,
+            });
+        }
         if !logs.is_empty() {
             let named = self.named_value_logs(state);
             logs.sort_unstable_by_key(|(n, _)| *n);
@@ -104,6 +119,32 @@ impl DbInner {
             }
         }
         out
+    }
+
+    /// True if a run of a live version, or a removed run still held, is made of part of
+    /// another run's file.
+    fn backs_some_run(&self, state: &super::State) -> bool {
+        let backed = |v: &crate::version::Version| v.runs().any(|(_, _, r)| r.backing.is_some());
+        backed(&state.versions.current())
+            || state
+                .live_versions
+                .iter()
+                .filter_map(|w| w.upgrade())
+                .any(|v| backed(&v))
+            || state.removed_runs.iter().any(|m| m.backing.is_some())
+    }
+
+    /// The files the runs of every live version read, and those of the removed runs still
+    /// held (a run made of part of a file reads that file).
+    fn files_in_use(&self, state: &mut super::State) -> HashSet<u64> {
+        let mut used: HashSet<u64> = state.versions.current().file_numbers().collect();
+        state.live_versions.retain(|w| w.strong_count() > 0);
+        for v in state.live_versions.iter().filter_map(|w| w.upgrade()) {
+            used.extend(v.file_numbers());
+        }
+        used.extend(state.removed_runs.iter().map(|m| m.file_number()));
+        used.extend(state.superseded_runs.iter().map(|m| m.file_number()));
+        used
     }
 
     /// The value logs a run of a live version names, on the tier of that run, and those of

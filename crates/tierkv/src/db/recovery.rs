@@ -367,9 +367,10 @@ pub(crate) fn verify_files(
     let version = versions.current();
     for (_, _, f) in version.runs() {
         {
-            let path = run_file_name(dir, f.number, f.kind);
+            // A run made of part of another run's file needs that file.
+            let path = run_file_name(dir, f.file_number(), f.kind);
             let location = path.display().to_string();
-            if !present.contains_key(&(FileKind::Run(f.kind), f.number, f.tier)) {
+            if !present.contains_key(&(FileKind::Run(f.kind), f.file_number(), f.tier)) {
                 return Err(Error::corruption(
                     location,
                     format!(
@@ -407,13 +408,13 @@ pub(crate) fn verify_files(
                 }
             }
             let size = fs.file_size(&path)?;
-            if size != f.file_size {
+            if size != f.file_bytes() {
                 return Err(Error::corruption(
                     location,
                     format!(
                         "table is {size} bytes, the manifest recorded {} (a file of another \
                          database or version?)",
-                        f.file_size
+                        f.file_bytes()
                     ),
                 ));
             }

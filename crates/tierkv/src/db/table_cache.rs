@@ -6,7 +6,7 @@
 
 use crate::fs::FileSystem;
 use crate::parray::PmArray;
-use crate::runs::{run_file_name, OpenRun};
+use crate::runs::{run_file_name, Clip, OpenRun};
 use crate::sst::{BlockCache, Table, ValueLogs};
 use crate::stats::{Counters, IoPurpose, Part};
 use crate::version::{FileMetaData, RunKind};
@@ -82,25 +82,52 @@ impl TableCache {
     /// The reader of `meta`'s run, opening it on a miss; its reads count as `part`'s (the
     /// stage holding the file when it was opened), the open's own reads (footer, index,
     /// filter) under `purpose`. A file whose size differs from what the manifest recorded is
-    /// reported as corruption.
+    /// reported as corruption. A run made of part of another run's file reads that file,
+    /// clipped to the run's keys (the cache holds the file once for all its runs).
     pub fn open_for(&self, meta: &FileMetaData, part: Part, purpose: IoPurpose) -> Result<OpenRun> {
-        let shard = &self.shards[meta.number as usize % SHARDS];
+        let run = self.open_file(meta, part, purpose)?;
+        if meta.backing.is_none() {
+            return Ok(run);
+        }
+        match run {
+            OpenRun::Sst(t) => Ok(OpenRun::Slice(
+                t,
+                Arc::new(Clip {
+                    first: meta.smallest_user_key().to_vec(),
+                    last: meta.largest_user_key().to_vec(),
+                }),
+            )),
+            other => Err(Error::corruption(
+                other.path().display().to_string(),
+                format!(
+                    "run {} is part of a file that is not an SSTable",
+                    meta.number
+                ),
+            )),
+        }
+    }
+
+    /// The reader of the file holding `meta`'s entries (its own, or its backing file), as
+    /// [`Self::open_for`] describes.
+    fn open_file(&self, meta: &FileMetaData, part: Part, purpose: IoPurpose) -> Result<OpenRun> {
+        let number = meta.file_number();
+        let shard = &self.shards[number as usize % SHARDS];
         let now = self.tick.fetch_add(1, Relaxed);
-        if let Some(entry) = shard.lock().tables.get_mut(&meta.number) {
+        if let Some(entry) = shard.lock().tables.get_mut(&number) {
             entry.1 = now;
             return Ok(entry.0.clone());
         }
-        let path = run_file_name(&self.dir, meta.number, meta.kind);
+        let path = run_file_name(&self.dir, number, meta.kind);
         let fs = crate::fs::fs_of_tier(meta.tier, &self.fs, self.pm_fs.as_ref(), &path, "run")?;
         let file = fs.open_readable(&path)?;
-        if file.size() != meta.file_size {
+        if file.size() != meta.file_bytes() {
             return Err(Error::corruption(
                 path.display().to_string(),
                 format!(
                     "file on {} is {} bytes, the manifest recorded {}",
                     meta.tier.name(),
                     file.size(),
-                    meta.file_size
+                    meta.file_bytes()
                 ),
             ));
         }
@@ -108,7 +135,7 @@ impl TableCache {
         let run = match meta.kind {
             RunKind::Sst => OpenRun::Sst(Table::open_with_values(
                 file,
-                meta.number,
+                number,
                 path,
                 Arc::clone(&self.block_cache),
                 counters,
@@ -125,7 +152,7 @@ impl TableCache {
                 s.tables.remove(&victim);
             }
         }
-        s.tables.insert(meta.number, (run.clone(), now));
+        s.tables.insert(number, (run.clone(), now));
         Ok(run)
     }
 
@@ -143,7 +170,7 @@ impl TableCache {
     ) -> Result<Arc<PmArray>> {
         match self.open_for(meta, part, purpose)? {
             OpenRun::Array(a) => Ok(a),
-            OpenRun::Sst(t) => Err(Error::corruption(
+            OpenRun::Sst(t) | OpenRun::Slice(t, _) => Err(Error::corruption(
                 t.path().display().to_string(),
                 "a sorted array was expected, the file is an SSTable",
             )),

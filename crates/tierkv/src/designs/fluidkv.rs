@@ -22,10 +22,13 @@
 //!   trees and the overlapping StableStore runs are merged in key-range partitions, one
 //!   thread each, committed by one manifest record; StableStore runs no buffer-tree key falls
 //!   into stay and buffer trees that overlap no other input are moved, not rewritten
-//!   (`compaction.reuse_untouched_runs`).
+//!   (`compaction.reuse_untouched_runs`); inside a StableStore run some buffer-tree key falls
+//!   into, the stretches of LSTs none falls into stay too, as runs reading part of the old
+//!   file (`compaction.reuse_untouched_tables`).
 //!
 //! `docs/designs/fluidkv.md` maps the paper's sections to this code and lists where the
-//! design differs (a StableStore file holds many LSTs, so reuse is per file; large values
+//! design differs (a StableStore file holds many LSTs and is freed whole, so reused LSTs keep
+//! their file; large values
 //! are copied from the FastStore's logs into a value log at the flush; the manifest is the
 //! engine's record log, kept in the pool, not a slot array).
 
@@ -100,4 +103,5 @@ fn fluidkv_defaults(o: &mut crate::options::Options) {
     }
     c.load_aware = true;
     c.reuse_untouched_runs = true;
+    c.reuse_untouched_tables = true;
 }

@@ -115,5 +115,6 @@ fn read_back(
         set: 0,
         row: None,
         value_refs: Vec::new(),
+        backing: None,
     })
 }

@@ -36,6 +36,7 @@ fn meta(number: u64) -> Arc<FileMetaData> {
         set: 0,
         row: None,
         value_refs: Vec::new(),
+        backing: None,
     })
 }
 

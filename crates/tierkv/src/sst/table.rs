@@ -535,9 +535,20 @@ impl Table {
     }
 
     /// Whether the index is partitioned (FluidKV's logical sorted tables).
-    #[cfg(test)]
     pub fn is_partitioned(&self) -> bool {
         self.partitioned
+    }
+
+    /// A partitioned table's top-level index keys, one per index partition (logical sorted
+    /// table), in order: each is at or past its partition's last key and before the next
+    /// partition's first. Empty for a table whose index is not partitioned.
+    pub fn partition_keys(&self) -> Vec<&[u8]> {
+        if !self.partitioned {
+            return Vec::new();
+        }
+        (0..self.index.entries.len())
+            .map(|i| self.index.key(i))
+            .collect()
     }
 
     /// Entries of the index held in DRAM (index partitions when partitioned, else data

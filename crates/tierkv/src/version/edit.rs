@@ -8,7 +8,7 @@
 
 use crate::tier::Tier;
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
-use crate::version::{FileMetaData, KeyRange, RowInfo, RunKind, TreeRoles};
+use crate::version::{Backing, FileMetaData, KeyRange, RowInfo, RunKind, TreeRoles};
 use crate::{Error, Result};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -49,6 +49,9 @@ const STAGE_ADDED_ROW_ENTRIES: u32 = 8;
 /// run number, the count, then per log varint64 number and varint64 record bytes. Written
 /// only for runs that name logs, so other manifests read unchanged.
 const STAGE_VALUE_REFS: u32 = 9;
+/// After an added run made of part of another run's file: the run's number, then the file's
+/// number and size.
+const STAGE_BACKING: u32 = 10;
 
 /// The tier's code in the manifest.
 pub(crate) fn tier_code(tier: Tier) -> u32 {
@@ -304,6 +307,12 @@ fn encode_stage(s: &StageEdit) -> Vec<u8> {
                 put_varint64(&mut b, *bytes);
             }
         }
+        if let Some(backing) = &f.backing {
+            put_varint32(&mut b, STAGE_BACKING);
+            put_varint64(&mut b, f.number);
+            put_varint64(&mut b, backing.number);
+            put_varint64(&mut b, backing.file_size);
+        }
     }
     b
 }
@@ -417,6 +426,7 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                     set: 0,
                     row: None,
                     value_refs: Vec::new(),
+                    backing: None,
                 };
                 let (set, row) = match tag {
                     STAGE_ADDED_SET_RUN => match d.varint64() {
@@ -444,6 +454,20 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                     _ => return Err("value refs of a run the record before did not add"),
                 }
             }
+            STAGE_BACKING => {
+                let number = d.varint64().ok_or("backing file")?;
+                let file = d.varint64().ok_or("backing file")?;
+                let file_size = d.varint64().ok_or("backing file")?;
+                match s.added.last_mut() {
+                    Some((_, f)) if f.number == number && f.backing.is_none() && file != number => {
+                        f.backing = Some(Backing {
+                            number: file,
+                            file_size,
+                        });
+                    }
+                    _ => return Err("backing file of a run the record before did not add"),
+                }
+            }
             _ => return Err("stage tag"),
         }
     }
@@ -467,6 +491,7 @@ mod tests {
             set: 0,
             row: None,
             value_refs: Vec::new(),
+            backing: None,
         }
     }
 
@@ -499,7 +524,20 @@ mod tests {
             0,
             FileMetaData {
                 value_refs: vec![(9, 1 << 33), (14, 517)],
+                backing: None,
                 ..run(14, Tier::Pm)
+            },
+        ));
+        // Part of run 14's file, with 14's value refs.
+        e.stage_mut(2).added.push((
+            0,
+            FileMetaData {
+                value_refs: vec![(9, 1 << 32), (14, 258)],
+                backing: Some(Backing {
+                    number: 14,
+                    file_size: 4096 * 14,
+                }),
+                ..run(15, Tier::Pm)
             },
         ));
         e.stage_mut(2).added.push((
@@ -566,6 +604,41 @@ mod tests {
         assert!(VersionEdit::decode(&twice, "m")
             .unwrap_err()
             .is_corruption());
+    }
+
+    /// A backing file names the run added just before it, once, and not the run itself.
+    #[test]
+    fn a_backing_file_must_follow_its_run() {
+        let mut e = VersionEdit::default();
+        e.stage_mut(0).added.push((
+            1,
+            FileMetaData {
+                backing: Some(Backing {
+                    number: 3,
+                    file_size: 100,
+                }),
+                ..run(7, Tier::Pm)
+            },
+        ));
+        let enc = e.encode();
+        assert_eq!(VersionEdit::decode(&enc, "m").unwrap(), e);
+        let stage_of = |backing_of: u64, file: u64| {
+            let mut b = encode_stage(&StageEdit {
+                added: vec![(1, run(7, Tier::Pm))],
+                ..StageEdit::default()
+            });
+            put_varint32(&mut b, STAGE_BACKING);
+            put_varint64(&mut b, backing_of);
+            put_varint64(&mut b, file);
+            put_varint64(&mut b, 100);
+            decode_stage(&b)
+        };
+        assert!(stage_of(7, 3).is_ok());
+        assert_eq!(
+            stage_of(8, 3).unwrap_err(),
+            "backing file of a run the record before did not add"
+        );
+        assert!(stage_of(7, 7).is_err(), "a run cannot back itself");
     }
 
     /// A row recorded by the format before dead entry intervals (stage sub-tag 6) reads with

@@ -107,6 +107,20 @@ pub struct FileMetaData {
     /// on the run's tier) with the record bytes they name there, by log number; empty
     /// otherwise. A value log is deleted once no run of a live version names it.
     pub value_refs: Vec<(u64, u64)>,
+    /// For a run made of part of another run's file (FluidKV's reuse of the logical sorted
+    /// tables of a StableStore file that a compaction leaves untouched): that file. The run is
+    /// the file's entries whose user keys lie in `[smallest, largest]`; it has no file of its
+    /// own. `None` for a run that is its own file.
+    pub backing: Option<Backing>,
+}
+
+/// The file a run made of part of another run's file reads ([`FileMetaData::backing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backing {
+    /// The file's number (the run it was written as).
+    pub number: u64,
+    /// The file's size in bytes.
+    pub file_size: u64,
 }
 
 /// A range of user keys `[start, end)`; `end = None` is unbounded (`start` empty: from the
@@ -315,6 +329,16 @@ impl SketchBuilder {
 }
 
 impl FileMetaData {
+    /// The number of the file holding the run's entries: its own, or its backing file's.
+    pub fn file_number(&self) -> u64 {
+        self.backing.map_or(self.number, |b| b.number)
+    }
+
+    /// The size of the file holding the run's entries.
+    pub fn file_bytes(&self) -> u64 {
+        self.backing.map_or(self.file_size, |b| b.file_size)
+    }
+
     /// Bytes of the run's own value log (written with it; 0 when it has none).
     pub fn value_log_bytes(&self) -> u64 {
         self.value_refs
@@ -627,7 +651,10 @@ impl Version {
 
     /// Every run number in the version.
     pub fn file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
-        self.stages.iter().flat_map(|s| s.runs()).map(|f| f.number)
+        self.stages
+            .iter()
+            .flat_map(|s| s.runs())
+            .map(|f| f.file_number())
     }
 
     /// Every value log a run of the version names (separated values), with the record bytes
@@ -932,6 +959,7 @@ mod tests {
             set: 0,
             row: None,
             value_refs: Vec::new(),
+            backing: None,
         }
     }
 

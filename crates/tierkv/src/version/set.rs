@@ -809,6 +809,7 @@ mod tests {
             set: 0,
             row: None,
             value_refs: Vec::new(),
+            backing: None,
         }
     }
 
