@@ -626,6 +626,13 @@ pub struct BenchConfig {
     #[arg(long = "seek_nexts", default_value_t = 0)]
     pub seek_nexts: u64,
 
+    /// fillseq as this many interleaved sequential streams: stream `s` owns key numbers
+    /// `[s * num / streams, (s + 1) * num / streams)` and appends to them in order, the streams
+    /// taking turns (many appenders, as time series per device). `--num` must be a multiple of
+    /// it. 1 (the default) is db_bench's fillseq.
+    #[arg(long, default_value_t = 1)]
+    pub streams: u64,
+
     /// Open-loop rate: start operations at this many per second in all (spread evenly over the
     /// threads) instead of as fast as the engine answers; each operation's latency counts from
     /// when it was due, so queueing behind a stall shows in the percentiles. 0: closed loop.
@@ -1041,6 +1048,12 @@ impl BenchConfig {
         }
         if self.num == 0 {
             return Err("--num must be at least 1".into());
+        }
+        if self.streams == 0 || !self.num.is_multiple_of(self.streams) {
+            return Err(format!(
+                "--streams={} must be at least 1 and divide --num={}",
+                self.streams, self.num
+            ));
         }
         if self.reads < -1 {
             return Err(format!(
@@ -1508,6 +1521,8 @@ pub(crate) mod tests {
         };
         assert!(bad(&|c| c.num = 0).contains("--num"));
         assert!(bad(&|c| c.reads = -2).contains("--reads"));
+        assert!(bad(&|c| c.streams = 0).contains("--streams"));
+        assert!(bad(&|c| c.streams = 3).contains("divide --num=10"));
         assert!(bad(&|c| c.key_size = 0).contains("--key_size"));
         // One byte holds 256 keys: 257 of them would silently overwrite.
         let key_space = bad(&|c| {

@@ -557,6 +557,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     fluidkv::BUFFER,
     fluidkv::FASTSTORE,
     fluidkv::REUSE,
+    fluidkv::REUSE_TABLES,
     fluidkv::SEPARATION,
     labdb::YCSB,
     labdb::UPDATES,

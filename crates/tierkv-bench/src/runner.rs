@@ -153,6 +153,7 @@ struct Plan {
     key_size: usize,
     value_size: usize,
     seek_nexts: u64,
+    streams: u64,
     threads: usize,
     verify: bool,
     seed: u64,
@@ -382,6 +383,17 @@ fn lookup(
     Ok(())
 }
 
+/// The key number of fillseq's `i`-th write with `streams` interleaved streams over
+/// `[0, num)` (`num` a multiple of `streams`): stream `i % streams`, its `i / streams`-th key.
+/// One stream is `i` itself.
+fn stream_key(i: u64, num: u64, streams: u64) -> u64 {
+    if streams <= 1 {
+        return i;
+    }
+    let per = num / streams;
+    (i % streams) * per + (i / streams) % per
+}
+
 /// Writes (or deletes, `delete`) the keys `next_key(0..count)`, one at a time or in batches
 /// of `plan.batch`, until `count` or the deadline; returns the key + value bytes written.
 #[allow(clippy::too_many_arguments)]
@@ -469,7 +481,10 @@ fn worker(sh: &Shared<'_>, thread: usize, seed: u64, slot: &AtomicU64) -> Engine
                 &mut key,
                 n,
                 delete,
-                |i| if sequential { i } else { keys.next_key() },
+                |i| match sequential {
+                    true => stream_key(i, plan.num, plan.streams),
+                    false => keys.next_key(),
+                },
             )?;
         }
         Benchmark::Readrandom | Benchmark::Readwhilewriting => {
@@ -812,6 +827,7 @@ pub fn run_benchmark(
         key_size: config.key_size,
         value_size: config.value_size,
         seek_nexts: config.seek_nexts,
+        streams: config.streams,
         threads,
         verify: config.verify,
         seed: config.seed,
@@ -1299,6 +1315,22 @@ mod tests {
                 assert!(text.contains(&format!("{name:<22} :")), "{text}");
             }
         }
+    }
+
+    /// fillseq with streams writes every key of `[0, num)` once, each stream's keys in order,
+    /// the streams taking turns.
+    #[test]
+    fn fillseq_streams_interleave_sequential_appenders() {
+        let order: Vec<u64> = (0..12).map(|i| stream_key(i, 12, 3)).collect();
+        assert_eq!(order, vec![0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
+        assert_eq!(
+            (0..5).map(|i| stream_key(i, 5, 1)).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4]
+        );
+        let c = config(&["--benchmarks=fillseq", "--num=1000", "--streams=10"]);
+        let e = MemEngine::default();
+        run_benchmarks(&e, &c, &mut std::io::sink(), false).unwrap();
+        assert_eq!(e.len(), 1000, "every key of [0, num) once");
     }
 
     #[test]

@@ -398,6 +398,68 @@ pub const REUSE: Experiment = Experiment {
     rounds: 1,
 };
 
+/// Reusing untouched LSTs inside the StableStore runs a compaction merges (section 4.4), against
+/// reusing whole runs only: sequential appenders in a few key ranges touch one LST per range.
+pub const REUSE_TABLES: Experiment = Experiment {
+    name: "fluidkv-reuse-tables",
+    paper: PAPER,
+    figure: "section 4.4 (an LST that overlaps no other input is reused unchanged), per LST",
+    designs: &[
+        "fluidkv",
+        "files=fluidkv+compaction.reuse_untouched_tables=false",
+    ],
+    phases: &[
+        Phase {
+            name: "streams",
+            bench_args: fluid_args!(
+                "--benchmarks=fillseq,waitforcompaction",
+                "--num=4000000",
+                "--streams=10",
+                "--threads=1"
+            ),
+            designs: &[],
+            from: None,
+        },
+        Phase {
+            name: "random",
+            bench_args: fluid_args!(
+                "--benchmarks=fillrandom,waitforcompaction",
+                "--num=2000000",
+                "--threads=2"
+            ),
+            designs: &[],
+            from: None,
+        },
+    ],
+    scaling: "4M records appended by 10 interleaved sequential streams (each in its own tenth of \
+              the keys, as time series per device), and the write experiment's 2M random \
+              records; with per-LST reuse (fluidkv's default) and with reuse of whole runs only.",
+    claim: "A compaction rewrites only the LSTs a buffer-tree key falls into; a StableStore run \
+            with new keys in one LST keeps the others in place.",
+    checks: &[
+        ratio(
+            "streams: each compaction rewrites one LST per stream instead of one run per \
+             stream, so the flushes' and compactions' writes drop (WA below 0.8x)",
+            "not measured",
+            "streams",
+            Metric::WriteAmpExcludingLog,
+            "fluidkv",
+            "files",
+            Band::Below(0.8),
+        ),
+        ratio(
+            "random load: every LST is touched, so both rewrite the same (WA 0.9..1.1)",
+            "not measured",
+            "random",
+            Metric::WriteAmpExcludingLog,
+            "fluidkv",
+            "files",
+            Band::Within(0.9, 1.1),
+        ),
+    ],
+    rounds: 1,
+};
+
 /// Key-value separation (section 4.2): values of 256 bytes or more in value logs against every
 /// value inline in the LSTs.
 pub const SEPARATION: Experiment = Experiment {
