@@ -181,9 +181,10 @@ pub struct CompactionOptions {
     /// `table.index_partition_blocks`) that no source key falls into stay where they are, as
     /// runs that read part of the old file, and only the rest is merged (FluidKV's reuse of
     /// untouched LSTs; `fluidkv` turns this on). A stretch is kept only when it is at least
-    /// `reuse_min_tables` tables long and the run keeps at least half of its file's bytes in
-    /// use (the old file is freed only once no run reads it: at most 2x space for what is
-    /// kept). Default false.
+    /// `reuse_min_tables` tables long, and a file's runs are split only while at least half of
+    /// the file stays in use (the old file is freed only once no run reads it: at most 2x
+    /// space for what is kept when the split is made; a part no later compaction touches
+    /// keeps its whole file). Default false.
     #[serde(default)]
     pub reuse_untouched_tables: bool,
     /// The fewest consecutive untouched logical sorted tables `reuse_untouched_tables` keeps

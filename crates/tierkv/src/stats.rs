@@ -663,9 +663,10 @@ pub struct IoCount {
 /// Files and bytes in one level.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LevelStats {
-    /// Number of tables.
+    /// Number of table files (runs made of parts of one file, FluidKV's reused LSTs, count
+    /// it once).
     pub files: usize,
-    /// Bytes of those tables.
+    /// Bytes of those files (all of a file parts of which are live).
     pub bytes: u64,
 }
 

@@ -216,13 +216,50 @@ impl DbInner {
         // Per logical sorted table: the untouched stretches of the touched runs stay, as runs
         // reading part of the old file; the merge reads the rest.
         let mut parts: Vec<Arc<FileMetaData>> = Vec::new();
-        if self.options.compaction.reuse_untouched_tables {
-            let group = task.inputs[1].1.clone();
-            for f in group.iter().filter(|f| !untouched.contains(&f.number)) {
-                if let Some((kept, holes)) =
-                    self.keep_untouched_tables(f, &sources, &group, part)?
-                {
-                    task.holes.push((f.number, holes));
+        let version = self.state.lock().versions.current();
+        // Parts take new (larger) numbers: only a group of disjoint runs, which numbers do not
+        // order, may hold them.
+        let disjoint = version.layouts()[task.stage].groups.get(task.output_group)
+            == Some(&crate::version::GroupOrder::Disjoint);
+        if self.options.compaction.reuse_untouched_tables && disjoint {
+            let touched: Vec<Arc<FileMetaData>> = task.inputs[1]
+                .1
+                .iter()
+                .filter(|f| !untouched.contains(&f.number))
+                .cloned()
+                .collect();
+            let mut plans = Vec::new();
+            for f in &touched {
+                plans.extend(self.plan_untouched_tables(f, &sources, part)?);
+            }
+            // A file is freed only whole: its runs are split only while at least half of it
+            // stays in use (the stretches kept, and the output group's runs reading it that
+            // this task leaves whole), so that no file stays for a small part of it.
+            let group = &version.stage(task.stage).groups[task.output_group];
+            let in_use = |file: u64| -> u64 {
+                let left: u64 = group
+                    .iter()
+                    .filter(|r| r.file_number() == file)
+                    .filter(|r| !touched.iter().any(|t| t.number == r.number))
+                    .map(|r| r.file_size)
+                    .sum();
+                let kept: u64 = plans
+                    .iter()
+                    .filter(|p| p.backing.number == file)
+                    .map(TablePlan::kept_bytes)
+                    .sum();
+                left + kept
+            };
+            let short: HashSet<u64> = plans
+                .iter()
+                .map(|p| p.backing)
+                .filter(|b| 2 * in_use(b.number) < b.file_size)
+                .map(|b| b.number)
+                .collect();
+            plans.retain(|p| !short.contains(&p.backing.number));
+            for plan in &plans {
+                if let Some((kept, holes)) = self.keep_planned_tables(plan)? {
+                    task.holes.push((plan.f.number, holes));
                     parts.extend(kept.into_iter().map(Arc::new));
                 }
             }
@@ -262,25 +299,19 @@ impl DbInner {
 
     /// For run `f` of the output group, which some source key falls into: its stretches of
     /// at least `compaction.reuse_min_tables` consecutive logical sorted tables (index
-    /// partitions) that no key of `sources` falls into, as runs reading part of `f`'s file
-    /// (new numbers, exact entry counts and bounds), with their user-key ranges (the holes
-    /// the merge skips in `f`). `None` when `f` is not a partitioned SSTable, nothing stays,
-    /// or what would stay keeps less than half of the file's bytes in use (counting the
-    /// output group's other runs reading the same file, `group`): the file is then merged
-    /// whole, so that no file stays for a small part of it.
+    /// partitions) that no key of `sources` falls into. `None` when `f` is not a partitioned
+    /// SSTable or no stretch is long enough.
     ///
     /// A table's keys are taken as the user keys after the previous table's top-level index
     /// key up to its own (the last table's up to `f`'s largest), so the stretches and the rest
     /// of the file split its keys exactly, every version of a key on one side. Finding them
-    /// reads the top-level index (in DRAM), a block per source per touched table, and the
-    /// kept stretches' keys (to count them); nothing is written.
-    fn keep_untouched_tables(
+    /// reads the top-level index (in DRAM) and a block per source per touched table.
+    fn plan_untouched_tables(
         &self,
         f: &Arc<FileMetaData>,
         sources: &[Arc<FileMetaData>],
-        group: &[Arc<FileMetaData>],
         part: Part,
-    ) -> Result<Option<(Vec<FileMetaData>, Holes)>> {
+    ) -> Result<Option<TablePlan>> {
         use crate::format::user_key;
         let purpose = IoPurpose::Compaction;
         if f.kind != RunKind::Sst || f.row.is_some() {
@@ -291,24 +322,26 @@ impl DbInner {
             return Ok(None);
         };
         let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
-        let file_tables = table.partition_keys().len().max(1) as u64;
-        let mut cuts: Vec<&[u8]> = table
+        let mut cuts: Vec<Vec<u8>> = table
             .partition_keys()
             .into_iter()
             .map(user_key)
             .filter(|k| *k >= lo && *k < hi)
+            .map(|k| k.to_vec())
             .collect();
         cuts.dedup();
-        // Table `i` holds the user keys in `(cuts[i - 1], cuts[i]]`; the first from `lo`
-        // (inclusive), the last up to `hi`.
-        let lower = |i: usize| -> Lower<'_> {
-            match i {
-                0 => Lower::From(lo),
-                _ => Lower::After(cuts[i - 1]),
-            }
+        let mut plan = TablePlan {
+            backing: f.backing.unwrap_or(crate::version::Backing {
+                number: f.number,
+                file_size: f.file_size,
+            }),
+            file_tables: table.partition_keys().len().max(1) as u64,
+            f: Arc::clone(f),
+            run,
+            cuts,
+            stretches: Vec::new(),
         };
-        let upper = |i: usize| -> &[u8] { cuts.get(i).copied().unwrap_or(hi) };
-        let tables = cuts.len() + 1;
+        let tables = plan.cuts.len() + 1;
         let min = self.options.compaction.reuse_min_tables;
         if tables < min {
             return Ok(None);
@@ -321,19 +354,18 @@ impl DbInner {
                 .iter_stored(purpose);
             let mut positioned = false;
             for (i, t) in touched.iter_mut().enumerate() {
-                if !positioned || (it.valid() && !lower(i).passed(user_key(it.key()))) {
-                    lower(i).seek(&mut *it);
+                if !positioned || (it.valid() && !plan.lower(i).passed(user_key(it.key()))) {
+                    plan.lower(i).seek(&mut *it);
                     positioned = true;
                 }
                 it.status()?;
                 if !it.valid() {
                     break;
                 }
-                *t |= user_key(it.key()) <= upper(i);
+                *t |= user_key(it.key()) <= plan.upper(i);
             }
         }
         // Stretches of untouched tables, `[first, end)`.
-        let mut stretches = Vec::new();
         let mut i = 0;
         while i < tables {
             let start = i;
@@ -341,34 +373,26 @@ impl DbInner {
                 i += 1;
             }
             if i - start >= min {
-                stretches.push((start, i));
+                plan.stretches.push((start, i));
             }
             i += 1;
         }
-        if stretches.is_empty() {
-            return Ok(None);
-        }
-        let backing = f.backing.unwrap_or(crate::version::Backing {
-            number: f.number,
-            file_size: f.file_size,
-        });
-        let bytes_of = |n: usize| backing.file_size * n as u64 / file_tables;
-        let kept_bytes: u64 = stretches.iter().map(|(a, b)| bytes_of(b - a)).sum();
-        let others: u64 = group
-            .iter()
-            .filter(|g| g.number != f.number && g.file_number() == backing.number)
-            .map(|g| g.file_size)
-            .sum();
-        if 2 * (kept_bytes + others) < backing.file_size {
-            return Ok(None);
-        }
+        Ok((!plan.stretches.is_empty()).then_some(plan))
+    }
+
+    /// The runs a [`TablePlan`]'s stretches become (new numbers, exact first and last keys
+    /// and entry counts, read from the stretch's keys once), with their user-key ranges (the
+    /// holes the merge skips in the planned run); `None` if every stretch is empty.
+    fn keep_planned_tables(&self, plan: &TablePlan) -> Result<Option<(Vec<FileMetaData>, Holes)>> {
+        use crate::format::user_key;
+        let f = &plan.f;
         let mut kept = Vec::new();
         let mut holes = Vec::new();
-        let mut it = run.iter_stored(purpose);
-        for (a, b) in stretches {
-            lower(a).seek(&mut *it);
+        let mut it = plan.run.iter_stored(IoPurpose::Compaction);
+        for &(a, b) in &plan.stretches {
+            plan.lower(a).seek(&mut *it);
             let (mut first, mut last, mut entries) = (Vec::new(), Vec::new(), 0u64);
-            while it.valid() && user_key(it.key()) <= upper(b - 1) {
+            while it.valid() && user_key(it.key()) <= plan.upper(b - 1) {
                 if entries == 0 {
                     first = it.key().to_vec();
                 }
@@ -381,8 +405,12 @@ impl DbInner {
             if entries == 0 {
                 continue;
             }
-            let file_size = bytes_of(b - a).max(1);
-            let share = |bytes: u64| (bytes * file_size / f.file_size.max(1)).max(1);
+            let file_size = plan.bytes_of(b - a).max(1);
+            // The run's share of the value-log bytes `f` names (at least 1: still named).
+            let share = |bytes: u64| {
+                let s = u128::from(bytes) * u128::from(file_size) / u128::from(f.file_size.max(1));
+                u64::try_from(s).unwrap_or(u64::MAX).max(1)
+            };
             holes.push((user_key(&first).to_vec(), user_key(&last).to_vec()));
             kept.push(FileMetaData {
                 number: self.state.lock().versions.new_file_number(),
@@ -395,13 +423,10 @@ impl DbInner {
                 set: 0,
                 row: None,
                 value_refs: f.value_refs.iter().map(|&(n, b)| (n, share(b))).collect(),
-                backing: Some(backing),
+                backing: Some(plan.backing),
             });
         }
-        if kept.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some((kept, Arc::new(holes))))
+        Ok((!kept.is_empty()).then(|| (kept, Arc::new(holes))))
     }
 
     fn execute(&self, task: &CompactionTask, moved: &[Arc<FileMetaData>]) -> Result<()> {
@@ -480,7 +505,8 @@ impl DbInner {
                 }
                 // A full pool: the job runs again with its outputs on the SSD, as a flush that
                 // finds no room writes its run there. Its inputs in the pool are freed when it
-                // commits, so the next job finds room again.
+                // commits (but for the files parts of which it keeps), so the next job finds
+                // room again.
                 self.counters.pm_compaction_fallbacks.fetch_add(1, Relaxed);
                 outputs.clear();
                 indexed.clear();
@@ -1283,6 +1309,54 @@ impl Output {
             backing: None,
         };
         Ok((meta, s.data_blocks))
+    }
+}
+
+/// The untouched stretches of logical sorted tables of one output-group run of a compaction
+/// (`DbInner::plan_untouched_tables`).
+struct TablePlan {
+    /// The run.
+    f: Arc<FileMetaData>,
+    /// Its reader.
+    run: crate::runs::OpenRun,
+    /// The file the run reads (its own, or its backing file).
+    backing: crate::version::Backing,
+    /// The tables (index partitions) of that whole file.
+    file_tables: u64,
+    /// The user keys table `i` of the run ends at (the last table ends at the run's largest):
+    /// table `i` holds the keys in `(cuts[i - 1], cuts[i]]`, the first from the run's
+    /// smallest.
+    cuts: Vec<Vec<u8>>,
+    /// Stretches of untouched tables, `[first, end)`, in order.
+    stretches: Vec<(usize, usize)>,
+}
+
+impl TablePlan {
+    fn lower(&self, i: usize) -> Lower<'_> {
+        match i {
+            0 => Lower::From(self.f.smallest_user_key()),
+            _ => Lower::After(&self.cuts[i - 1]),
+        }
+    }
+
+    fn upper(&self, i: usize) -> &[u8] {
+        self.cuts
+            .get(i)
+            .map_or(self.f.largest_user_key(), |c| c.as_slice())
+    }
+
+    /// The bytes of `tables` tables of the file, as their share of it.
+    fn bytes_of(&self, tables: usize) -> u64 {
+        let share = u128::from(self.backing.file_size) * tables as u128;
+        u64::try_from(share / u128::from(self.file_tables)).unwrap_or(u64::MAX)
+    }
+
+    /// The bytes of every stretch.
+    fn kept_bytes(&self) -> u64 {
+        self.stretches
+            .iter()
+            .map(|(a, b)| self.bytes_of(b - a))
+            .sum()
     }
 }
 

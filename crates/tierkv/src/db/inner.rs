@@ -274,10 +274,14 @@ impl DbInner {
                         .groups
                         .iter()
                         .map(|runs| {
+                            // Files, not runs: runs made of parts of one file count it once.
                             let mut l = LevelStats::default();
+                            let mut seen = std::collections::HashSet::new();
                             for f in runs.iter().filter(|f| tier.is_none_or(|t| f.tier == t)) {
-                                l.files += 1;
-                                l.bytes += f.file_size;
+                                if seen.insert(f.file_number()) {
+                                    l.files += 1;
+                                    l.bytes += f.file_bytes();
+                                }
                             }
                             l
                         })

@@ -64,6 +64,8 @@ use std::thread::JoinHandle;
 pub struct Db {
     inner: Arc<DbInner>,
     threads: Vec<JoinHandle<()>>,
+    /// Set by the first [`Db::shutdown`] (`close`, then again `Drop`).
+    shut_down: bool,
 }
 
 impl Db {
@@ -98,7 +100,11 @@ impl Db {
                 Box::new(move || guarded(&db, "the load detector", |db| db.load_loop(trigger))),
             )?);
         }
-        Ok(Db { inner, threads })
+        Ok(Db {
+            inner,
+            threads,
+            shut_down: false,
+        })
     }
 
     /// Puts `key` -> `value` (not synced; see [`WriteOptions::sync`]).
@@ -300,16 +306,21 @@ impl Db {
     }
 
     fn shutdown(&mut self) {
+        if std::mem::replace(&mut self.shut_down, true) {
+            return;
+        }
         self.inner.state.lock().shutting_down = true;
         self.inner.bg_cv.notify_all();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
         // Runs a reader still held at the last compaction are freed now, not at the next
-        // open (a version a reader still holds keeps its files).
+        // open (a version a reader still holds keeps its files). Only those: no directory is
+        // listed. Not after a failure: the manifest's durable state is then unknown, and the
+        // next open decides.
         let mut state = self.inner.state.lock();
         if state.bg_error.is_none() {
-            let obsolete = self.inner.collect_obsolete_files(&mut state);
+            let obsolete = self.inner.released_runs(&mut state);
             drop(state);
             self.inner.delete_files(obsolete);
         }

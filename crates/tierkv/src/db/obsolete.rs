@@ -67,7 +67,7 @@ impl DbInner {
 
     /// The removed runs that only `removed_runs` holds (no version, reader or task names
     /// them, nor any superseded metadata of the same run), taken out of it.
-    fn released_runs(&self, state: &mut super::State) -> Vec<ObsoleteFile> {
+    pub(crate) fn released_runs(&self, state: &mut super::State) -> Vec<ObsoleteFile> {
         let mut out = Vec::new();
         state
             .superseded_runs
