@@ -191,6 +191,12 @@ pub struct CompactionOptions {
     /// as one run. Default 4.
     #[serde(default = "default_reuse_min_tables")]
     pub reuse_min_tables: usize,
+    /// `reuse_untouched_tables` keeps a stretch only if the merged piece before it (the
+    /// touched tables and the new keys there, estimated from the indexes) is empty or at least
+    /// this many bytes: each kept stretch cuts the outputs, and a piece smaller than a pool
+    /// chunk would take a whole chunk. `None` (the default): `pm.chunk_bytes`.
+    #[serde(default)]
+    pub reuse_min_gap_bytes: Option<u64>,
     /// Load-aware compaction trigger (FluidKV's section 4.4): a detector thread looks at the
     /// user gets and writes of each `load_window_ms` window; while writes are at most half of
     /// them the first group compacts at `read_compaction_trigger` runs instead of
@@ -234,6 +240,7 @@ impl Default for CompactionOptions {
             reuse_untouched_runs: false,
             reuse_untouched_tables: false,
             reuse_min_tables: default_reuse_min_tables(),
+            reuse_min_gap_bytes: None,
             load_aware: false,
             read_compaction_trigger: 1,
             load_window_ms: 500,

@@ -827,3 +827,50 @@ fn compactions_keep_the_tables_no_new_key_falls_into() {
         written[1]
     );
 }
+
+/// New keys scattered one per few LSTs: keeping every untouched stretch would cut the merge's
+/// output into pieces of about one LST, each a file taking a whole pool chunk. With the
+/// default `compaction.reuse_min_gap_bytes` (the chunk size) the compaction merges those
+/// stretches instead and leaves far fewer runs; with no minimum it keeps them all. The
+/// contents agree either way.
+#[test]
+fn scattered_keys_do_not_cut_the_stablestore_into_slivers() {
+    let mut runs = Vec::new();
+    for min_gap in [None, Some(0)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut o = fluidkv(500);
+        o.compaction.load_aware = false;
+        o.compaction.level0_compaction_trigger = 8;
+        o.compaction.target_file_size = 512 << 10;
+        o.compaction.reuse_min_gap_bytes = min_gap;
+        let db = Db::open(tmp.path(), o.clone()).unwrap();
+        let mut model = BTreeMap::new();
+        let mut put = |i: u64, tag: &str| {
+            let (k, v) = (format!("k{i:06}"), format!("{tag}-{i}-{}", "v".repeat(90)));
+            db.put(k.as_bytes(), v.as_bytes()).unwrap();
+            model.insert(k.into_bytes(), v.into_bytes());
+        };
+        for j in 0..8000 {
+            put(j * 7919 % 8000, "first");
+        }
+        db.compact_range(None, None).unwrap();
+        // One key every 1000: one touched LST in about every eight.
+        for i in (500..8000).step_by(1000) {
+            put(i, "scattered");
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        let live = db.live_tables();
+        let parts = live.iter().filter(|t| t.backing.is_some()).count();
+        runs.push((live.len(), parts));
+        assert_matches(&db, &model, 0, &format!("min gap {min_gap:?}"));
+        db.close().unwrap();
+        Db::check(tmp.path(), o).unwrap();
+    }
+    let ((default_runs, default_parts), (all_runs, all_parts)) = (runs[0], runs[1]);
+    assert!(all_parts >= 6, "every stretch kept: {runs:?}");
+    assert!(
+        default_parts * 3 <= all_parts && default_runs * 2 <= all_runs,
+        "the default keeps few stretches: {runs:?}"
+    );
+}

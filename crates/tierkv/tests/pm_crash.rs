@@ -124,6 +124,7 @@ fn options(design: Design, fs: &MemFs, pool: Arc<PmPool>) -> Options {
         o.compaction.reuse_untouched_runs = true;
         o.compaction.reuse_untouched_tables = true;
         o.compaction.reuse_min_tables = 1;
+        o.compaction.reuse_min_gap_bytes = Some(0);
         o.compaction.target_file_size = 16 << 10;
     }
     o

@@ -347,11 +347,24 @@ impl DbInner {
             return Ok(None);
         }
         let mut touched = vec![false; tables];
+        // Per table, the source bytes the merge will write there: each source's DRAM index
+        // entries (LSTs, or data blocks) whose keys fall into it, at the source's bytes per
+        // entry.
+        let mut source_bytes = vec![0u64; tables];
         for s in sources.iter().filter(|s| s.overlaps(Some(lo), Some(hi))) {
-            let mut it = self
-                .table_cache
-                .open_for(s, part, purpose)?
-                .iter_stored(purpose);
+            let run = self.table_cache.open_for(s, part, purpose)?;
+            if let Some(t) = run.table() {
+                let keys = t.index_user_keys();
+                let per = s.file_size / keys.len().max(1) as u64;
+                for k in keys
+                    .iter()
+                    .filter(|k| lo <= k.as_slice() && k.as_slice() <= hi)
+                {
+                    let i = plan.cuts.partition_point(|c| c.as_slice() < k.as_slice());
+                    source_bytes[i] += per;
+                }
+            }
+            let mut it = run.iter_stored(purpose);
             let mut positioned = false;
             for (i, t) in touched.iter_mut().enumerate() {
                 if !positioned || (it.valid() && !plan.lower(i).passed(user_key(it.key()))) {
@@ -365,17 +378,35 @@ impl DbInner {
                 *t |= user_key(it.key()) <= plan.upper(i);
             }
         }
-        // Stretches of untouched tables, `[first, end)`.
+        // Stretches of untouched tables, `[first, end)`. Each kept stretch cuts the merge's
+        // output, so the merged piece before it (touched tables and the sources' bytes there,
+        // since the file's start or the last kept stretch) becomes files of its own: a stretch
+        // is kept only if that piece is empty or at least `min_gap` (a piece smaller than a
+        // pool chunk would take a chunk of its own); otherwise it is merged with it.
+        let min_gap = self
+            .options
+            .compaction
+            .reuse_min_gap_bytes
+            .unwrap_or(self.options.pm.chunk_bytes);
+        let table_bytes = plan.bytes_of(1);
+        let mut pending = 0u64;
         let mut i = 0;
         while i < tables {
+            if touched[i] {
+                pending += table_bytes + source_bytes[i];
+                i += 1;
+                continue;
+            }
             let start = i;
             while i < tables && !touched[i] {
                 i += 1;
             }
-            if i - start >= min {
+            if i - start >= min && (pending == 0 || pending >= min_gap) {
                 plan.stretches.push((start, i));
+                pending = 0;
+            } else {
+                pending += plan.bytes_of(i - start) + source_bytes[start..i].iter().sum::<u64>();
             }
-            i += 1;
         }
         Ok((!plan.stretches.is_empty()).then_some(plan))
     }
