@@ -664,7 +664,7 @@ pub struct IoCount {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LevelStats {
     /// Number of table files (runs made of parts of one file, FluidKV's reused LSTs, count
-    /// it once).
+    /// it once: `Db::live_tables` lists runs, so it can list more).
     pub files: usize,
     /// Bytes of those files (all of a file parts of which are live).
     pub bytes: u64,

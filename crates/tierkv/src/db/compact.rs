@@ -229,8 +229,15 @@ impl DbInner {
                 .cloned()
                 .collect();
             let mut plans = Vec::new();
-            for f in &touched {
-                plans.extend(self.plan_untouched_tables(f, &sources, part)?);
+            // The bytes merged since the last break of the output (a run left whole), carried
+            // from run to run in key order.
+            let mut pending = 0;
+            for f in &task.inputs[1].1 {
+                if untouched.contains(&f.number) {
+                    pending = 0;
+                    continue;
+                }
+                plans.extend(self.plan_untouched_tables(f, &sources, part, &mut pending)?);
             }
             // A file is freed only whole: its runs are split only while at least half of it
             // stays in use (the stretches kept, and the output group's runs reading it that
@@ -311,14 +318,17 @@ impl DbInner {
         f: &Arc<FileMetaData>,
         sources: &[Arc<FileMetaData>],
         part: Part,
+        pending: &mut u64,
     ) -> Result<Option<TablePlan>> {
         use crate::format::user_key;
         let purpose = IoPurpose::Compaction;
         if f.kind != RunKind::Sst || f.row.is_some() {
+            *pending += f.file_size;
             return Ok(None);
         }
         let run = self.table_cache.open_for(f, part, purpose)?;
         let Some(table) = run.table().filter(|t| t.is_partitioned()) else {
+            *pending += f.file_size;
             return Ok(None);
         };
         let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
@@ -344,6 +354,7 @@ impl DbInner {
         let tables = plan.cuts.len() + 1;
         let min = self.options.compaction.reuse_min_tables;
         if tables < min {
+            *pending += f.file_size;
             return Ok(None);
         }
         let mut touched = vec![false; tables];
@@ -354,14 +365,23 @@ impl DbInner {
         for s in sources.iter().filter(|s| s.overlaps(Some(lo), Some(hi))) {
             let run = self.table_cache.open_for(s, part, purpose)?;
             if let Some(t) = run.table() {
-                let keys = t.index_user_keys();
+                // An index key ends its block: the first one past `hi` ends a block that may
+                // start inside the run. (A source made of part of a file: its own keys.)
+                let (s_lo, s_hi) = (s.smallest_user_key(), s.largest_user_key());
+                let keys: Vec<Vec<u8>> = t
+                    .index_user_keys()
+                    .into_iter()
+                    .filter(|k| {
+                        s.backing.is_none() || (s_lo <= k.as_slice() && k.as_slice() <= s_hi)
+                    })
+                    .collect();
                 let per = s.file_size / keys.len().max(1) as u64;
-                for k in keys
-                    .iter()
-                    .filter(|k| lo <= k.as_slice() && k.as_slice() <= hi)
-                {
+                for k in keys.iter().filter(|k| lo <= k.as_slice()) {
                     let i = plan.cuts.partition_point(|c| c.as_slice() < k.as_slice());
                     source_bytes[i] += per;
+                    if k.as_slice() > hi {
+                        break;
+                    }
                 }
             }
             let mut it = run.iter_stored(purpose);
@@ -380,20 +400,21 @@ impl DbInner {
         }
         // Stretches of untouched tables, `[first, end)`. Each kept stretch cuts the merge's
         // output, so the merged piece before it (touched tables and the sources' bytes there,
-        // since the file's start or the last kept stretch) becomes files of its own: a stretch
-        // is kept only if that piece is empty or at least `min_gap` (a piece smaller than a
-        // pool chunk would take a chunk of its own); otherwise it is merged with it.
+        // since the last kept stretch or run left whole: `pending`, carried across runs)
+        // becomes files of its own: a stretch is kept only if that piece is empty or at least
+        // `min_gap` (a piece smaller than a pool chunk would take a chunk of its own);
+        // otherwise it is merged with it. (The piece after the last kept stretch is not
+        // checked: it joins what the merge writes next.)
         let min_gap = self
             .options
             .compaction
             .reuse_min_gap_bytes
             .unwrap_or(self.options.pm.chunk_bytes);
         let table_bytes = plan.bytes_of(1);
-        let mut pending = 0u64;
         let mut i = 0;
         while i < tables {
             if touched[i] {
-                pending += table_bytes + source_bytes[i];
+                *pending += table_bytes + source_bytes[i];
                 i += 1;
                 continue;
             }
@@ -401,11 +422,11 @@ impl DbInner {
             while i < tables && !touched[i] {
                 i += 1;
             }
-            if i - start >= min && (pending == 0 || pending >= min_gap) {
+            if i - start >= min && (*pending == 0 || *pending >= min_gap) {
                 plan.stretches.push((start, i));
-                pending = 0;
+                *pending = 0;
             } else {
-                pending += plan.bytes_of(i - start) + source_bytes[start..i].iter().sum::<u64>();
+                *pending += plan.bytes_of(i - start) + source_bytes[start..i].iter().sum::<u64>();
             }
         }
         Ok((!plan.stretches.is_empty()).then_some(plan))

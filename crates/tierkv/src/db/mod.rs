@@ -381,8 +381,8 @@ fn guarded(db: &Arc<DbInner>, what: &str, body: impl FnOnce(&DbInner)) {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        // `close` has flushed and stopped the threads already when there are none.
-        if !self.threads.is_empty() {
+        // `close` has flushed and stopped the threads already.
+        if !self.shut_down {
             let _ = self.flush_unlogged();
         }
         self.shutdown();
