@@ -466,6 +466,29 @@ mod tests {
         out
     }
 
+    /// Checks that `it`, over `all`, yields exactly the entries whose user keys `keep`
+    /// accepts, from the first entry and from `target` (`(user key byte, sequence)`).
+    fn yields_exactly(
+        it: &mut dyn InternalIterator,
+        all: &[(Vec<u8>, Vec<u8>)],
+        keep: impl Fn(&[u8]) -> bool,
+        target: (u8, u64),
+    ) -> std::result::Result<(), TestCaseError> {
+        let kept: Vec<Vec<u8>> = all
+            .iter()
+            .filter(|(k, _)| keep(user_key(k)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        prop_assert_eq!(drain(it, None), kept.clone());
+        let t = make_internal_key(&[target.0], target.1, ValueType::Value);
+        let want: Vec<Vec<u8>> = kept
+            .into_iter()
+            .filter(|k| compare_internal(k, &t).is_ge())
+            .collect();
+        prop_assert_eq!(drain(it, Some(&t)), want);
+        Ok(())
+    }
+
     proptest! {
         /// A clipped iterator yields exactly the entries whose user keys lie in the clip, every
         /// version of them, from the first entry or from any seek target.
@@ -479,18 +502,7 @@ mod tests {
             let all = entries(&spec);
             let clip = Arc::new(Clip { first: vec![first], last: vec![last] });
             let mut it = ClipIter::new(VecIter::new(all.clone(), None), Arc::clone(&clip));
-            let inside: Vec<Vec<u8>> = all
-                .iter()
-                .filter(|(k, _)| clip.contains(user_key(k)))
-                .map(|(k, _)| k.clone())
-                .collect();
-            prop_assert_eq!(drain(&mut it, None), inside.clone());
-            let t = make_internal_key(&[target.0], target.1, ValueType::Value);
-            let want: Vec<Vec<u8>> = inside
-                .into_iter()
-                .filter(|k| compare_internal(k, &t).is_ge())
-                .collect();
-            prop_assert_eq!(drain(&mut it, Some(&t)), want);
+            yields_exactly(&mut it, &all, |k| clip.contains(k), target)?;
         }
 
         /// Skipping holes yields exactly the entries whose user keys lie in no hole.
@@ -507,18 +519,7 @@ mod tests {
             let in_hole = |k: &[u8]| holes.iter().any(|(a, b)| a.as_slice() <= k && k <= b.as_slice());
             let all = entries(&spec);
             let mut it = SkipHoles::new(VecIter::new(all.clone(), None), Arc::new(holes.clone()));
-            let outside: Vec<Vec<u8>> = all
-                .iter()
-                .filter(|(k, _)| !in_hole(user_key(k)))
-                .map(|(k, _)| k.clone())
-                .collect();
-            prop_assert_eq!(drain(&mut it, None), outside.clone());
-            let t = make_internal_key(&[target.0], target.1, ValueType::Value);
-            let want: Vec<Vec<u8>> = outside
-                .into_iter()
-                .filter(|k| compare_internal(k, &t).is_ge())
-                .collect();
-            prop_assert_eq!(drain(&mut it, Some(&t)), want);
+            yields_exactly(&mut it, &all, |k| !in_hole(k), target)?;
         }
     }
 }

@@ -337,6 +337,19 @@ pub const FASTSTORE: Experiment = Experiment {
     rounds: 1,
 };
 
+/// The reuse experiments' control: the write experiment's 2M records at random, 2 threads (every
+/// table touched).
+const RANDOM_LOAD: Phase = Phase {
+    name: "random",
+    bench_args: fluid_args!(
+        "--benchmarks=fillrandom,waitforcompaction",
+        "--num=2000000",
+        "--threads=2"
+    ),
+    designs: &[],
+    from: None,
+};
+
 /// Reusing the tables a compaction does not touch (section 4.4), under sequential and random
 /// keys.
 pub const REUSE: Experiment = Experiment {
@@ -358,16 +371,7 @@ pub const REUSE: Experiment = Experiment {
             designs: &[],
             from: None,
         },
-        Phase {
-            name: "random",
-            bench_args: fluid_args!(
-                "--benchmarks=fillrandom,waitforcompaction",
-                "--num=2000000",
-                "--threads=2"
-            ),
-            designs: &[],
-            from: None,
-        },
+        RANDOM_LOAD,
     ],
     scaling: "the write experiment's 2M records, loaded in key order (one thread) and at random \
               (two threads); with and without reusing the StableStore runs no buffer-tree key \
@@ -420,16 +424,7 @@ pub const REUSE_TABLES: Experiment = Experiment {
             designs: &[],
             from: None,
         },
-        Phase {
-            name: "random",
-            bench_args: fluid_args!(
-                "--benchmarks=fillrandom,waitforcompaction",
-                "--num=2000000",
-                "--threads=2"
-            ),
-            designs: &[],
-            from: None,
-        },
+        RANDOM_LOAD,
     ],
     scaling: "4M records appended by 10 interleaved sequential streams (each in its own tenth of \
               the keys, as time series per device), and the write experiment's 2M random \
