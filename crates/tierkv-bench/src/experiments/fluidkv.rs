@@ -274,13 +274,7 @@ pub const BUFFER: Experiment = Experiment {
     ],
     phases: &[Phase {
         name: "fill",
-        bench_args: fluid_args!(
-            "--benchmarks=fillrandom,waitforcompaction",
-            "--num=2000000",
-            "--threads=2"
-        ),
-        designs: &[],
-        from: None,
+        ..RANDOM_LOAD
     }],
     scaling: "the write experiment's load; the BufferStore holds 1, 2, 4 or 8 buffer trees \
               (FastStores of 16 MiB) before it is compacted (the detector off).",
@@ -337,8 +331,8 @@ pub const FASTSTORE: Experiment = Experiment {
     rounds: 1,
 };
 
-/// The reuse experiments' control: the write experiment's 2M records at random, 2 threads (every
-/// table touched).
+/// The write experiment's 2M records at random, 2 threads, then the compactions they leave: the
+/// BufferStore experiment's load and the reuse experiments' control (every table touched).
 const RANDOM_LOAD: Phase = Phase {
     name: "random",
     bench_args: fluid_args!(
