@@ -944,6 +944,13 @@ pub fn format_stats(s: &StatsSummary) -> String {
             st.reused_table_bytes as f64 / (1 << 20) as f64
         );
     }
+    if st.reclaimed_runs > 0 {
+        let _ = writeln!(
+            o,
+            "Reclaimed runs:         {} merged to free files less than half in use",
+            st.reclaimed_runs
+        );
+    }
     if st.load_trigger > 0 {
         let _ = writeln!(
             o,

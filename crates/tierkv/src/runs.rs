@@ -253,6 +253,11 @@ pub(crate) trait RunWriter: Send {
     }
     /// About how many bytes the run has so far (where outputs are cut).
     fn size_estimate(&self) -> u64;
+    /// About how many bytes the run's own file would have if finished now (without a value
+    /// log of its own): where outputs in the PM pool are cut to fit whole chunks.
+    fn file_estimate(&self) -> u64 {
+        self.size_estimate()
+    }
     /// Writes the rest and syncs the file.
     fn finish(self: Box<Self>) -> Result<TableSummary>;
     /// For an SSTable: the ordinal of the data block the next entry goes into (its handle is
@@ -272,6 +277,9 @@ impl RunWriter for TableBuilder {
     fn size_estimate(&self) -> u64 {
         // Outputs are cut on what they write: the table and its own value log.
         self.file_size_estimate() + self.value_log_size()
+    }
+    fn file_estimate(&self) -> u64 {
+        self.finished_size_estimate()
     }
     fn finish(self: Box<Self>) -> Result<TableSummary> {
         TableBuilder::finish(*self)

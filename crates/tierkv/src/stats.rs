@@ -179,6 +179,9 @@ pub struct Counters {
     /// rest of (`compaction.reuse_untouched_tables`; estimated from the tables' share of
     /// their file).
     pub reused_table_bytes: AtomicU64,
+    /// Runs no source key fell into that compactions merged anyway, because they held a file
+    /// that would otherwise stay less than half in use (a file is freed only whole).
+    pub reclaimed_runs: AtomicU64,
     /// The load detector's switches between write-intensive and read-intensive modes
     /// (`fluidkv`).
     pub load_mode_switches: AtomicU64,
@@ -514,6 +517,7 @@ impl Default for Counters {
             subcompactions: AtomicU64::new(0),
             reused_runs: AtomicU64::new(0),
             reused_table_bytes: AtomicU64::new(0),
+            reclaimed_runs: AtomicU64::new(0),
             load_mode_switches: AtomicU64::new(0),
             eager_flushes: AtomicU64::new(0),
             load_trigger: AtomicU64::new(0),
@@ -923,6 +927,10 @@ pub struct DbStats {
     /// rest of since open (`compaction.reuse_untouched_tables`).
     #[serde(default)]
     pub reused_table_bytes: u64,
+    /// Runs no source key fell into that compactions merged since open, to free a file less
+    /// than half in use.
+    #[serde(default)]
+    pub reclaimed_runs: u64,
     /// Switches of the load detector between write-intensive and read-intensive modes since
     /// open (`fluidkv`).
     #[serde(default)]
@@ -1084,6 +1092,7 @@ impl DbStats {
             subcompactions: g(&c.subcompactions),
             reused_runs: g(&c.reused_runs),
             reused_table_bytes: g(&c.reused_table_bytes),
+            reclaimed_runs: g(&c.reclaimed_runs),
             load_mode_switches: g(&c.load_mode_switches),
             eager_flushes: g(&c.eager_flushes),
             load_trigger: g(&c.load_trigger),

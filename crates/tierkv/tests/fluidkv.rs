@@ -874,3 +874,112 @@ fn scattered_keys_do_not_cut_the_stablestore_into_slivers() {
         "the default keeps few stretches: {runs:?}"
     );
 }
+
+/// A file is freed only whole, so a run made of part of it holds all of it. A compaction that
+/// merges most of a split file also merges the file's small untouched part, so that the file is
+/// freed; the part's keys read the same, and the pool holds only the files runs read.
+#[test]
+fn a_file_stays_only_while_half_of_it_is_in_use() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, pool) = (tmp.path().join("db"), tmp.path().join("pool"));
+    let mut o = fluidkv(500);
+    o.pm.path = Some(pool.clone());
+    o.compaction.load_aware = false;
+    o.compaction.level0_compaction_trigger = 8;
+    o.compaction.target_file_size = 512 << 10;
+    o.compaction.reuse_min_gap_bytes = Some(0);
+    let db = Db::open(&dir, o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    let mut put = |i: u64, tag: &str| {
+        let (k, v) = (format!("k{i:06}"), format!("{tag}-{i}-{}", "v".repeat(90)));
+        db.put(k.as_bytes(), v.as_bytes()).unwrap();
+        model.insert(k.into_bytes(), v.into_bytes());
+    };
+    for j in 0..8000 {
+        put(j * 7919 % 8000, "first");
+    }
+    db.compact_range(None, None).unwrap();
+    let index = |k: &[u8]| -> u64 { std::str::from_utf8(&k[1..]).unwrap().parse().unwrap() };
+    let first = db.live_tables()[0].clone();
+    let (lo, hi) = (index(&first.smallest_key), index(&first.largest_key));
+    assert!(hi - lo > 2000, "{first:?}");
+    // A hot range a quarter into the first run: it splits into a part before the range and
+    // one after it.
+    let quarter = lo + (hi - lo) / 4;
+    for i in (quarter..quarter + 40).step_by(10) {
+        put(i, "hot");
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let reading = |db: &Db| -> Vec<tierkv::LiveTable> {
+        db.live_tables()
+            .into_iter()
+            .filter(|t| t.backing == Some(first.number) || t.number == first.number)
+            .collect()
+    };
+    let parts = reading(&db);
+    assert!(
+        parts.len() == 2 && parts.iter().all(|p| p.backing.is_some()),
+        "{parts:?}"
+    );
+    assert_eq!(db.stats().reclaimed_runs, 0);
+    // Every key after the hot range rewritten: the part before it is untouched, but the file
+    // would stay for about a quarter of it, so the compaction merges that part too.
+    for i in quarter + 40..=hi {
+        put(i, "later");
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(reading(&db).is_empty(), "{:?}", db.live_tables());
+    assert!(db.stats().reclaimed_runs >= 1);
+    assert_matches(&db, &model, 0, "reclaimed");
+    db.close().unwrap();
+    let files: std::collections::BTreeSet<u64> = Db::open(&dir, o.clone())
+        .unwrap()
+        .live_tables()
+        .iter()
+        .map(|t| t.backing.unwrap_or(t.number))
+        .collect();
+    assert!(!files.contains(&first.number));
+    assert_eq!(pool_tables(&dir, &pool), files.len(), "{files:?}");
+    Db::check(&dir, o).unwrap();
+}
+
+/// A file in the pool takes whole chunks. A compaction cuts a table in the pool where the
+/// finished file (entries, index, footer) still fits the chunks `compaction.target_file_size`
+/// takes, not at that many bytes of entries, which would spill the index into one chunk
+/// more; the full tables fill most of those chunks.
+#[test]
+fn compaction_outputs_fit_their_pool_chunks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, pool) = (tmp.path().join("db"), tmp.path().join("pool"));
+    let mut o = fluidkv(500);
+    o.pm.path = Some(pool.clone());
+    o.compaction.load_aware = false;
+    let db = Db::open(&dir, o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    load(&db, &mut model, 0, 20_000);
+    db.compact_range(None, None).unwrap();
+    assert_matches(&db, &model, 20_000, "fit");
+    let tables: Vec<tierkv::LiveTable> = db
+        .live_tables()
+        .into_iter()
+        .filter(|t| t.tier == Tier::Pm && t.group == 1 && t.backing.is_none())
+        .collect();
+    db.close().unwrap();
+    let current = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+    let fs = open_pool(&pool, &current);
+    // `fluidkv(..)`: 128 KiB tables in 64 KiB chunks.
+    let budget = 2 * fs.data_per_chunk();
+    drop(fs);
+    assert!(tables.len() >= 5, "{tables:?}");
+    for t in &tables {
+        assert!(t.file_size <= budget, "{} > {budget}: {t:?}", t.file_size);
+    }
+    let full = tables
+        .iter()
+        .filter(|t| t.file_size * 10 >= budget * 9)
+        .count();
+    assert!(2 * full >= tables.len(), "few full tables: {tables:?}");
+    Db::check(&dir, o).unwrap();
+}

@@ -210,7 +210,9 @@ fn reuse_workload(seed: u64) -> Vec<Op> {
         .collect();
     ops.push(Op::Compact);
     ops.push(Op::Settle);
-    for keys in [&[3][..], &[18, 19], &[27], &[9, 10]] {
+    // The last step leaves the file of keys 16..31 less than half in use: its last part (key
+    // 31), which no new key falls into, is merged too.
+    for keys in [&[3][..], &[18, 19], &[27], &[9, 10], &[22]] {
         for &k in keys {
             ops.push(Op::Put(key(k), val(100)));
         }
@@ -283,6 +285,8 @@ thread_local! {
     static SMALL_TABLES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Runs reading part of another run's file, made in the uninterrupted runs.
     static REUSED_TABLES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Runs merged to free a file less than half in use, summed over the uninterrupted runs.
+    static RECLAIMED_RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Images not recovered because they equal another image of the same instant.
     static REPEATS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
@@ -517,6 +521,7 @@ fn run_once(
             }
             COMPACTION_FALLBACKS.with(|c| c.set(c.get() + stats.pm_compaction_fallbacks));
             REUSED_TABLES.with(|c| c.set(c.get() + stats.reused_table_bytes));
+            RECLAIMED_RUNS.with(|c| c.set(c.get() + stats.reclaimed_runs));
             // LAB-DB: the walk crosses writes of hot slots.
             if let Some(lab) = &stats.labdb {
                 assert!(
@@ -664,8 +669,9 @@ fn crash_at_every_pm_fence_full_pool() {
 }
 
 /// `fluidkv` with logical sorted tables of one data block: compactions keep the tables no new
-/// key falls into, as runs reading part of the old file. The walk crashes at every fence of
-/// those jobs; recovery must keep every file such a run reads and free the rest.
+/// key falls into, as runs reading part of the old file, and merge the last part of a file
+/// less than half in use. The walk crashes at every fence of those jobs; recovery must keep
+/// every file such a run reads and free the rest.
 #[test]
 fn crash_at_every_pm_fence_reused_tables() {
     let design = Design::FLUIDKV;
@@ -675,14 +681,15 @@ fn crash_at_every_pm_fence_reused_tables() {
     SMALL_TABLES.with(|t| t.set(true));
     let (fences, writes) = run(design, 2);
     let reused = REUSED_TABLES.with(|c| c.replace(0));
+    let reclaimed = RECLAIMED_RUNS.with(|c| c.replace(0));
     assert!(
-        fences as usize > writes && reused > 0,
+        fences as usize > writes && reused > 0 && reclaimed > 0,
         "{design} with one-block tables: {fences} fences for {writes} writes, {reused} bytes \
-         of tables reused"
+         of tables reused, {reclaimed} runs reclaimed"
     );
     eprintln!(
         "{design} with one-block tables: {fences} fences checked, {reused} bytes of tables \
-         reused, {} images equal to another",
+         reused, {reclaimed} runs reclaimed, {} images equal to another",
         REPEATS.with(|r| r.replace(0))
     );
 }

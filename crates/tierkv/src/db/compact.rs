@@ -221,7 +221,7 @@ impl DbInner {
         // order, may hold them.
         let disjoint = version.layouts()[task.stage].groups.get(task.output_group)
             == Some(&crate::version::GroupOrder::Disjoint);
-        if self.options.compaction.reuse_untouched_tables && disjoint {
+        if disjoint {
             let touched: Vec<Arc<FileMetaData>> = task.inputs[1]
                 .1
                 .iter()
@@ -229,19 +229,24 @@ impl DbInner {
                 .cloned()
                 .collect();
             let mut plans = Vec::new();
-            // The bytes merged since the last break of the output (a run left whole), carried
-            // from run to run in key order.
-            let mut pending = 0;
-            for f in &task.inputs[1].1 {
-                if untouched.contains(&f.number) {
-                    pending = 0;
-                    continue;
+            if self.options.compaction.reuse_untouched_tables {
+                // The bytes merged since the last break of the output (a run left whole),
+                // carried from run to run in key order.
+                let mut pending = 0;
+                for f in &task.inputs[1].1 {
+                    if untouched.contains(&f.number) {
+                        pending = 0;
+                        continue;
+                    }
+                    plans.extend(self.plan_untouched_tables(f, &sources, part, &mut pending)?);
                 }
-                plans.extend(self.plan_untouched_tables(f, &sources, part, &mut pending)?);
             }
-            // A file is freed only whole: its runs are split only while at least half of it
-            // stays in use (the stretches kept, and the output group's runs reading it that
-            // this task leaves whole), so that no file stays for a small part of it.
+            // A file is freed only whole, so it stays only while at least half of it is in use
+            // (the stretches kept, and the output group's runs reading it that this task
+            // leaves): a file this task merges some of and that would keep less than that is
+            // merged whole. Its runs are not split, and the runs reading it that no source key
+            // falls into are merged too, so that no file stays for a small part of it. (Runs
+            // outside the task's inputs still hold it: a later task merges them.)
             let group = &version.stage(task.stage).groups[task.output_group];
             let in_use = |file: u64| -> u64 {
                 let left: u64 = group
@@ -257,13 +262,40 @@ impl DbInner {
                     .sum();
                 left + kept
             };
-            let short: HashSet<u64> = plans
+            let short: HashSet<u64> = touched
                 .iter()
-                .map(|p| p.backing)
-                .filter(|b| 2 * in_use(b.number) < b.file_size)
-                .map(|b| b.number)
+                .map(|f| (f.file_number(), f.file_bytes()))
+                .filter(|&(file, bytes)| 2 * in_use(file) < bytes)
+                .map(|(file, _)| file)
                 .collect();
             plans.retain(|p| !short.contains(&p.backing.number));
+            let reclaimed: Vec<Arc<FileMetaData>> = group
+                .iter()
+                .filter(|r| short.contains(&r.file_number()))
+                .filter(|r| !touched.iter().any(|t| t.number == r.number))
+                .cloned()
+                .collect();
+            if !reclaimed.is_empty() {
+                untouched.retain(|n| !reclaimed.iter().any(|r| r.number == *n));
+                let inputs = &mut task.inputs[1].1;
+                for r in &reclaimed {
+                    if !inputs.iter().any(|f| f.number == r.number) {
+                        inputs.push(Arc::clone(r));
+                    }
+                }
+                inputs.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+                // A run taken from outside the task's key range: no output may span the
+                // group's runs between it and the rest, which are not inputs.
+                breaks.extend(
+                    group
+                        .iter()
+                        .filter(|r| !inputs.iter().any(|f| f.number == r.number))
+                        .map(|r| r.smallest_user_key().to_vec()),
+                );
+                self.counters
+                    .reclaimed_runs
+                    .fetch_add(reclaimed.len() as u64, Relaxed);
+            }
             for plan in &plans {
                 if let Some((kept, holes)) = self.keep_planned_tables(plan)? {
                     task.holes.push((plan.f.number, holes));
@@ -897,6 +929,15 @@ impl DbInner {
         // The sequence of the last entry written out for the current user key.
         let mut last_kept_seq: Option<u64> = None;
         let cut = self.stages[task.stage].policy().target_run_bytes();
+        // A file in the PM pool takes whole chunks, and a table cut at `cut` bytes of entries
+        // would spill its index and footer into one chunk more: a table in the pool is also
+        // cut before its finished file would pass the chunks `cut` takes (at least one).
+        let fit = match (&self.pm, target.tier, target.kind) {
+            (Some(pm), Tier::Pm, RunKind::Sst) => {
+                Some((cut / pm.pool.chunk_size()).max(1) * pm.pmfs.data_per_chunk())
+            }
+            _ => None,
+        };
         let (sets, cascade, breaks) = match &task.plan {
             OutputPlan::BySize { breaks } => (&[][..], false, breaks.as_slice()),
             OutputPlan::IntoSets { sets, cascade } => (sets.as_slice(), *cascade, &[][..]),
@@ -965,10 +1006,13 @@ impl DbInner {
                         }
                         None => {
                             let passed = breaks.passes(p.user_key);
+                            // The next entry, with room for the index entry of its block.
+                            let next = 2 * (ikey.len() + input.value().len()) as u64 + 64;
                             passed
-                                || output
-                                    .as_ref()
-                                    .is_some_and(|o| o.writer.size_estimate() >= cut)
+                                || output.as_ref().is_some_and(|o| {
+                                    o.writer.size_estimate() >= cut
+                                        || fit.is_some_and(|f| o.writer.file_estimate() + next > f)
+                                })
                         }
                     };
                     if finished {

@@ -83,6 +83,12 @@ impl FilterBuilder {
         self.hashes.push(hash64(user_key));
     }
 
+    /// The size of the block [`FilterBuilder::finish`] would build now.
+    pub fn size_estimate(&self) -> usize {
+        let bits = (self.hashes.len() as u64 * self.bits_per_key as u64).max(64);
+        bits.div_ceil(8) as usize + 1
+    }
+
     /// Builds the filter block contents.
     pub fn finish(&self) -> Vec<u8> {
         let bits = (self.hashes.len() as u64 * self.bits_per_key as u64).max(64);

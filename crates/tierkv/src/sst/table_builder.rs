@@ -9,7 +9,7 @@
 
 use super::block_builder::BlockBuilder;
 use super::filter::FilterBuilder;
-use super::format::{block_trailer, BlockHandle, Footer};
+use super::format::{block_trailer, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::value_log::{decode_stored, Stored, ValueLogWriter, ValueLogs, TAG_INLINE};
 use crate::format::{
     compare_internal, pack_trailer, user_key, MAX_SEQUENCE, TRAILER_LEN, VALUE_TYPE_FOR_SEEK,
@@ -348,6 +348,24 @@ impl TableBuilder {
             } else {
                 self.data_block.size_estimate() as u64
             }
+    }
+
+    /// The size the file would have if finished now: [`TableBuilder::file_size_estimate`]
+    /// plus the index entry of the last data block, the open index block (or partition and
+    /// the top-level index), the filter block and the footer, with their trailers. It does not
+    /// count the table's own value log, a file of its own.
+    pub fn finished_size_estimate(&self) -> u64 {
+        let trailer = BLOCK_TRAILER_LEN;
+        // The entry for the last (or pending) data block: its key, at most, and a handle.
+        let last_entry = self.last_key.len() + 2 * 10 + 8;
+        let mut tail = self.index_block.size_estimate() + trailer + last_entry;
+        if self.partition_blocks > 0 {
+            tail += self.top_index.size_estimate() + trailer + last_entry;
+        }
+        if let Some(f) = &self.filter {
+            tail += f.size_estimate() + trailer;
+        }
+        self.file_size_estimate() + (tail + FOOTER_LEN) as u64
     }
 
     /// Bytes written to the table's own value log so far (0 without separation).
