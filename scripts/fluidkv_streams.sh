@@ -7,7 +7,7 @@
 # (`compaction.reuse_min_gap_bytes`, the pool's chunk size by default).
 # Printed per run: fillseq ops/s, bytes the compactions wrote, LST bytes kept in place, the
 # table files in the pool and on the SSD (a compaction that finds the pool full writes to the
-# SSD), PM space amplification, and whether `tierkv check` passes.
+# SSD), PM space amplification, the pool's allocated chunks, and whether `tierkv check` passes.
 #
 #   scripts/fluidkv_streams.sh [BIN]
 #
@@ -58,6 +58,7 @@ print(
     f"{st['pm_compaction_fallbacks']} compactions to the SSD, table files: {pm_files} in the pool, "
     f"{files - pm_files} on the SSD, PM tables {pm_live} B"
     + (f" ({pm_live / logical:.3f}x the data)" if logical else "")
+    + f", pool allocated {st['pm']['bytes_allocated'] / 2**20:.0f} MiB"
     + f"; check {sys.argv[4]}"
 )
 PY

@@ -1381,7 +1381,8 @@ pub struct ComparisonRow {
 
 /// The side-by-side figures of `runs`: per benchmark ops/s and p99 (for a benchmark of several
 /// operation types also the average latency, and each type's average and p99), then write,
-/// read and space amplification, stall time and DRAM.
+/// read and space amplification, stall time, DRAM and, for runs with a PM pool, the pool's
+/// allocated bytes.
 pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
     let mut names: Vec<&str> = Vec::new();
     for r in runs {
@@ -1482,6 +1483,18 @@ pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
     row("DRAM MiB".into(), &|r| {
         stats(r).map(|s| s.stats.dram.total() as f64 / 1_048_576.0)
     });
+    // The pool's chunks in use (a file takes whole chunks), where space amplification counts
+    // the files' bytes.
+    if runs
+        .iter()
+        .any(|r| stats(r).is_some_and(|s| s.stats.pm.is_some()))
+    {
+        row("PM allocated MiB".into(), &|r| {
+            stats(r)
+                .and_then(|s| s.stats.pm)
+                .map(|p| p.bytes_allocated as f64 / 1_048_576.0)
+        });
+    }
     rows
 }
 
@@ -2004,6 +2017,25 @@ mod tests {
         assert!(table.contains("(2.00x)"), "{table}");
         assert!(table.contains("readrandom p99 us"), "{table}");
         assert!(table.contains("DRAM MiB"), "{table}");
+        assert!(
+            !table.contains("PM allocated"),
+            "no run has a pool: {table}"
+        );
+        // With a pool: its allocated chunks, side by side.
+        let mut pm_runs = runs.clone();
+        for (r, mib) in pm_runs.iter_mut().zip([2u64, 6]) {
+            let s = r.final_stats.as_mut().unwrap();
+            s.stats.pm = Some(tierkv::stats::PmDeviceStats {
+                bytes_allocated: mib << 20,
+                ..Default::default()
+            });
+        }
+        let pool = compare(&pm_runs)
+            .into_iter()
+            .find(|r| r.figure == "PM allocated MiB")
+            .expect("a PM allocated row");
+        assert_eq!(pool.values, vec![Some(2.0), Some(6.0)]);
+        assert_eq!(pool.ratios, vec![Some(1.0), Some(3.0)]);
 
         // And the untyped view has the documented field names.
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
