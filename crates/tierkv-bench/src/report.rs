@@ -898,8 +898,8 @@ pub fn format_stats(s: &StatsSummary) -> String {
         if st.pm_compaction_fallbacks > 0 {
             let _ = writeln!(
                 o,
-                "PM full:                {} compactions went to SSD",
-                st.pm_compaction_fallbacks
+                "PM full:                {} compactions went to SSD ({} after filling the pool)",
+                st.pm_compaction_fallbacks, st.pm_compaction_retries
             );
         }
         if st.pm_manifest_fallbacks > 0 {

@@ -55,6 +55,13 @@ pub struct PmOptions {
     /// opens (every open writes a fresh manifest where the options say).
     #[serde(default)]
     pub manifest_on_pm: Option<bool>,
+    /// Before a compaction whose outputs go to the pool, compare its inputs' bytes (an upper
+    /// bound of its outputs') with the chunks tables may still take, and send its outputs to
+    /// the SSD at once if they could not fit. Off: every such compaction writes into the pool
+    /// first, and one that fills it runs again with its outputs on the SSD. Either way
+    /// `pm_compaction_fallbacks` counts it. Default true.
+    #[serde(default = "default_true")]
+    pub compaction_space_check: bool,
     /// A pool to use instead of opening `path` (crash-simulation tests).
     #[serde(skip)]
     pub pool: Option<Arc<PmPool>>,
@@ -75,6 +82,7 @@ impl Default for PmOptions {
             wal_on_ssd: false,
             thread_logs: false,
             manifest_on_pm: None,
+            compaction_space_check: true,
             pool: None,
         }
     }
@@ -92,6 +100,7 @@ impl std::fmt::Debug for PmOptions {
             .field("wal_on_ssd", &self.wal_on_ssd)
             .field("thread_logs", &self.thread_logs)
             .field("manifest_on_pm", &self.manifest_on_pm)
+            .field("compaction_space_check", &self.compaction_space_check)
             .field("pool", &self.pool.as_ref().map(|_| "<given>"))
             .finish()
     }
@@ -494,6 +503,10 @@ fn one() -> usize {
 /// Serde's default for `compaction.load_window_ms`.
 fn load_window() -> u64 {
     500
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_reuse_min_tables() -> usize {

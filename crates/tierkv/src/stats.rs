@@ -165,6 +165,8 @@ pub struct Counters {
     pub pm_manifest_fallbacks: AtomicU64,
     /// Compactions that wrote their outputs to SSD because the PM pool was full.
     pub pm_compaction_fallbacks: AtomicU64,
+    /// Of those, the jobs that first wrote into the pool until it was full, then ran again.
+    pub pm_compaction_retries: AtomicU64,
     /// Entries flushes left out: versions shadowed for every reader by a newer one.
     pub flush_dropped_versions: AtomicU64,
     /// PM bytes of row pages freed inside live rows (dead ranges: `rows.free_dead_pages`).
@@ -512,6 +514,7 @@ impl Default for Counters {
             pm_flush_fallbacks: AtomicU64::new(0),
             pm_manifest_fallbacks: AtomicU64::new(0),
             pm_compaction_fallbacks: AtomicU64::new(0),
+            pm_compaction_retries: AtomicU64::new(0),
             flush_dropped_versions: AtomicU64::new(0),
             row_pages_freed_bytes: AtomicU64::new(0),
             subcompactions: AtomicU64::new(0),
@@ -905,10 +908,15 @@ pub struct DbStats {
     /// (`pm.manifest_on_pm`: the commit that found no room wrote a fresh manifest there).
     #[serde(default)]
     pub pm_manifest_fallbacks: u64,
-    /// Compactions that wrote their outputs to SSD because the PM pool was full (the job ran
-    /// again with its outputs there).
+    /// Compactions that wrote their outputs to SSD because the PM pool was full: sent there
+    /// at the start (the pool's free chunks could not hold their inputs' bytes), or run again
+    /// there after filling the pool (`pm_compaction_retries`).
     #[serde(default)]
     pub pm_compaction_fallbacks: u64,
+    /// Compactions that wrote into the PM pool until it was full, then ran again with their
+    /// outputs on SSD (what they wrote into the pool is counted as written, and freed).
+    #[serde(default)]
+    pub pm_compaction_retries: u64,
     /// Entries flushes left out: versions shadowed for every reader by a newer one.
     #[serde(default)]
     pub flush_dropped_versions: u64,
@@ -1087,6 +1095,7 @@ impl DbStats {
             pm_flush_fallbacks: g(&c.pm_flush_fallbacks),
             pm_manifest_fallbacks: g(&c.pm_manifest_fallbacks),
             pm_compaction_fallbacks: g(&c.pm_compaction_fallbacks),
+            pm_compaction_retries: g(&c.pm_compaction_retries),
             flush_dropped_versions: g(&c.flush_dropped_versions),
             row_pages_freed_bytes: g(&c.row_pages_freed_bytes),
             subcompactions: g(&c.subcompactions),

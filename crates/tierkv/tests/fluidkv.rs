@@ -651,7 +651,8 @@ fn the_manifest_lives_in_the_pool() {
 }
 
 /// A pool too small for the data: flushes and compactions that find no room write their runs
-/// to the SSD (a compaction runs again with its outputs there) instead of failing, so every
+/// to the SSD (a compaction whose inputs could not fit goes there at once, one that fills the
+/// pool runs again with its outputs there) instead of failing, so every
 /// write succeeds and the database is not poisoned; it reads back whole, reopens, passes
 /// `check`, and no table file is left that its version does not name.
 #[test]
@@ -670,6 +671,14 @@ fn a_full_pool_sends_compactions_to_the_ssd() {
         assert!(
             s.pm_compaction_fallbacks > 0,
             "compactions went to SSD: {s:?}"
+        );
+        // Once the StableStore outgrew the pool, the compactions went to the SSD at the start,
+        // without filling the pool first.
+        assert!(
+            s.pm_compaction_retries < s.pm_compaction_fallbacks,
+            "{} of {} compactions filled the pool first",
+            s.pm_compaction_retries,
+            s.pm_compaction_fallbacks
         );
         let ssd_tables: usize = s.levels.iter().map(|l| l.files).sum::<usize>()
             - s.pm_levels.iter().map(|l| l.files).sum::<usize>();

@@ -119,6 +119,7 @@ fn options(design: Design, fs: &MemFs, pool: Arc<PmPool>) -> Options {
     o.labdb.hot_slot_bytes = 512;
     o.labdb.hot_threshold = 2;
     o.pm.thread_logs = THREAD_LOGS.with(|t| t.get());
+    o.pm.compaction_space_check = SPACE_CHECK.with(|c| c.get());
     if SMALL_TABLES.with(|t| t.get()) {
         o.table.index_partition_blocks = 1;
         o.compaction.reuse_untouched_runs = true;
@@ -281,6 +282,10 @@ thread_local! {
     static POOL_CHUNKS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
     /// Compactions that went to the SSD for want of room, in the uninterrupted runs.
     static COMPACTION_FALLBACKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Of those, the jobs that filled the pool first and ran again.
+    static COMPACTION_RETRIES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// `pm.compaction_space_check` for the walk.
+    static SPACE_CHECK: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
     /// FluidKV with one data block per logical sorted table, reused one table at a time.
     static SMALL_TABLES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Runs reading part of another run's file, made in the uninterrupted runs.
@@ -520,6 +525,7 @@ fn run_once(
                 assert!(stats.compactions > 0, "seed {seed}: no compaction ran");
             }
             COMPACTION_FALLBACKS.with(|c| c.set(c.get() + stats.pm_compaction_fallbacks));
+            COMPACTION_RETRIES.with(|c| c.set(c.get() + stats.pm_compaction_retries));
             REUSED_TABLES.with(|c| c.set(c.get() + stats.reused_table_bytes));
             RECLAIMED_RUNS.with(|c| c.set(c.get() + stats.reclaimed_runs));
             // LAB-DB: the walk crosses writes of hot slots.
@@ -644,9 +650,11 @@ fn crash_at_every_pm_fence_thread_logs() {
     );
 }
 
-/// `fluidkv` in a pool too small for its runs: compactions that find no room discard their
-/// outputs and run again with them on the SSD. The walk crashes at every fence of those jobs
-/// (the discarded attempt's, the compaction log's records of both, the SSD attempt's commit).
+/// `fluidkv` in a pool too small for its runs: compactions whose inputs could not fit write
+/// their outputs to the SSD at once (`pm.compaction_space_check`, the default); without that
+/// check, compactions that find no room discard their outputs and run again with them on the
+/// SSD. The walks crash at every fence of those jobs (the discarded attempt's, the compaction
+/// log's records of both, the SSD attempt's commit).
 #[test]
 fn crash_at_every_pm_fence_full_pool() {
     let design = Design::FLUIDKV;
@@ -654,18 +662,28 @@ fn crash_at_every_pm_fence_full_pool() {
         return;
     }
     POOL_CHUNKS.with(|c| c.set(Some(FULL_POOL_CHUNKS)));
-    let (fences, writes) = run(design, 1);
-    let fallbacks = COMPACTION_FALLBACKS.with(|c| c.replace(0));
-    assert!(
-        fences as usize > writes && fallbacks > 0,
-        "{design} in {FULL_POOL_CHUNKS} chunks: {fences} fences for {writes} writes, \
-         {fallbacks} compactions on the SSD"
-    );
-    eprintln!(
-        "{design} in {FULL_POOL_CHUNKS} chunks: {fences} fences checked, {fallbacks} \
-         compactions went to the SSD, {} images equal to another",
-        REPEATS.with(|r| r.replace(0))
-    );
+    // With the space check (the default) the compactions that cannot fit go to the SSD at
+    // once; without it each fills the pool first and runs again there.
+    for check in [true, false] {
+        SPACE_CHECK.with(|c| c.set(check));
+        let (fences, writes) = run(design, 1);
+        let fallbacks = COMPACTION_FALLBACKS.with(|c| c.replace(0));
+        let retries = COMPACTION_RETRIES.with(|c| c.replace(0));
+        let what = format!(
+            "{design} in {FULL_POOL_CHUNKS} chunks, space check {check}: {fences} fences for \
+             {writes} writes, {fallbacks} compactions on the SSD, {retries} after filling the \
+             pool"
+        );
+        let crossed = match check {
+            true => retries < fallbacks,
+            false => retries > 0 && retries == fallbacks,
+        };
+        assert!(fences as usize > writes && crossed, "{what}");
+        eprintln!(
+            "{what}; {} images equal to another",
+            REPEATS.with(|r| r.replace(0))
+        );
+    }
 }
 
 /// `fluidkv` with logical sorted tables of one data block: compactions keep the tables no new

@@ -513,6 +513,27 @@ impl DbInner {
         Ok((!kept.is_empty()).then(|| (kept, Arc::new(holes))))
     }
 
+    /// False when the pool's free chunks (less those held back for logs and manifests) could
+    /// not hold `task`'s outputs, taken as large as its inputs (tables and their own value
+    /// logs; entries it drops only make them smaller), each output table in the chunks the
+    /// stage's target takes plus the last one's. True without a pool.
+    fn pool_may_hold(&self, task: &CompactionTask) -> bool {
+        let Some(pm) = &self.pm else {
+            return true;
+        };
+        let bytes: u64 = task
+            .input_runs()
+            .map(|f| f.file_size.saturating_add(f.value_log_bytes()))
+            .fold(0, u64::saturating_add);
+        let per_chunk = pm.pmfs.data_per_chunk().max(1);
+        let target = self.stages[task.stage]
+            .policy()
+            .target_run_bytes()
+            .max(per_chunk);
+        let needed = bytes.div_ceil(per_chunk) + bytes / target + 1;
+        needed <= pm.pmfs.chunks_for_tables()
+    }
+
     fn execute(&self, task: &CompactionTask, moved: &[Arc<FileMetaData>]) -> Result<()> {
         let started = std::time::Instant::now();
         let stage = &self.stages[task.stage];
@@ -536,6 +557,18 @@ impl DbInner {
         };
         if !task.trivial_move {
             let mut target = policy.output(task);
+            if target.tier == Tier::Pm
+                && self.options.pm.compaction_space_check
+                && !self.pool_may_hold(merge_task)
+            {
+                // Its outputs could not fit: straight to the SSD, rather than filling the
+                // pool first and running again.
+                self.counters.pm_compaction_fallbacks.fetch_add(1, Relaxed);
+                target = RunTarget {
+                    tier: Tier::Ssd,
+                    ..target
+                };
+            }
             loop {
                 // Inputs by run number, and the file a run made of part of a file reads (it
                 // may be garbage once the job commits).
@@ -592,6 +625,7 @@ impl DbInner {
                 // commits (but for the files parts of which it keeps), so the next job finds
                 // room again.
                 self.counters.pm_compaction_fallbacks.fetch_add(1, Relaxed);
+                self.counters.pm_compaction_retries.fetch_add(1, Relaxed);
                 outputs.clear();
                 indexed.clear();
                 tally = MergeTally::default();

@@ -766,6 +766,13 @@ impl PmFs {
         }
     }
 
+    /// Chunks a table may still take: the free chunks but those held back for logs and
+    /// manifests.
+    pub fn chunks_for_tables(&self) -> u64 {
+        let s = self.space.lock();
+        self.pool.free_chunks().saturating_sub(table_reserve(&s))
+    }
+
     /// Log files in the pool (a database's WALs: the active one and those not yet retired).
     pub fn log_file_count(&self) -> usize {
         self.dir
