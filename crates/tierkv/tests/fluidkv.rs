@@ -992,3 +992,59 @@ fn compaction_outputs_fit_their_pool_chunks() {
     assert!(2 * full >= tables.len(), "few full tables: {tables:?}");
     Db::check(&dir, o).unwrap();
 }
+
+/// `check` reads the file that runs made of parts of it read (once, however many parts it
+/// has), so a damaged byte in such a file is reported, naming it. The StableStore is on the
+/// SSD here (a pool too small for it), where the file can be damaged from outside.
+#[test]
+fn check_reports_damage_in_a_file_only_parts_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut o = fluidkv(500);
+    o.pm.size_bytes = 16 * (64 << 10);
+    o.compaction.load_aware = false;
+    o.compaction.level0_compaction_trigger = 8;
+    o.compaction.target_file_size = 512 << 10;
+    o.compaction.reuse_min_gap_bytes = Some(0);
+    let db = Db::open(tmp.path(), o.clone()).unwrap();
+    let put = |i: u64, tag: &str| {
+        let (k, v) = (format!("k{i:06}"), format!("{tag}-{i}-{}", "v".repeat(90)));
+        db.put(k.as_bytes(), v.as_bytes()).unwrap();
+    };
+    for j in 0..8000 {
+        put(j * 7919 % 8000, "first");
+    }
+    db.compact_range(None, None).unwrap();
+    // A hot range in the middle of the first run.
+    let index = |k: &[u8]| -> u64 { std::str::from_utf8(&k[1..]).unwrap().parse().unwrap() };
+    let first = db.live_tables()[0].clone();
+    assert_eq!(first.tier, Tier::Ssd, "{first:?}");
+    let mid = (index(&first.smallest_key) + index(&first.largest_key)) / 2;
+    for i in (mid..mid + 40).step_by(10) {
+        put(i, "hot");
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let parts: Vec<tierkv::LiveTable> = db
+        .live_tables()
+        .into_iter()
+        .filter(|t| t.backing.is_some() && t.tier == Tier::Ssd)
+        .collect();
+    let backing = parts
+        .first()
+        .and_then(|p| p.backing)
+        .expect("parts on the SSD");
+    assert!(
+        parts.iter().filter(|p| p.backing == Some(backing)).count() >= 2,
+        "{parts:?}"
+    );
+    db.close().unwrap();
+    Db::check(tmp.path(), o.clone()).unwrap();
+    let name = format!("{backing:06}.sst");
+    let path = tmp.path().join(&name);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    let e = Db::check(tmp.path(), o).unwrap_err();
+    assert!(e.is_corruption() && e.to_string().contains(&name), "{e}");
+}

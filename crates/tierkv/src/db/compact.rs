@@ -845,14 +845,26 @@ impl DbInner {
     fn partition_cuts(&self, task: &CompactionTask, parts: usize) -> Result<Vec<Vec<u8>>> {
         let mut keys: Vec<Vec<u8>> = Vec::new();
         for f in task.input_runs() {
+            // The stretches the merge skips in `f` (kept in place) hold none of its keys.
+            let holes = task.holes.iter().find(|(n, _)| *n == f.number);
+            let merged = |k: &Vec<u8>| {
+                holes.is_none_or(|(_, h)| {
+                    !h.iter()
+                        .any(|(lo, hi)| lo.as_slice() <= k.as_slice() && k.as_slice() <= hi)
+                })
+            };
             match self
                 .table_cache
                 .open_for(f, Part::Stage(task.stage), IoPurpose::Compaction)?
             {
-                crate::runs::OpenRun::Sst(t) => keys.extend(t.index_user_keys()),
-                crate::runs::OpenRun::Slice(t, clip) => {
-                    keys.extend(t.index_user_keys().into_iter().filter(|k| clip.contains(k)))
+                crate::runs::OpenRun::Sst(t) => {
+                    keys.extend(t.index_user_keys().into_iter().filter(merged))
                 }
+                crate::runs::OpenRun::Slice(t, clip) => keys.extend(
+                    t.index_user_keys()
+                        .into_iter()
+                        .filter(|k| clip.contains(k) && merged(k)),
+                ),
                 crate::runs::OpenRun::Array(_) => {
                     keys.push(f.smallest_user_key().to_vec());
                     keys.push(f.largest_user_key().to_vec());
