@@ -55,11 +55,13 @@ pub struct PmOptions {
     /// opens (every open writes a fresh manifest where the options say).
     #[serde(default)]
     pub manifest_on_pm: Option<bool>,
-    /// Before a compaction whose outputs go to the pool, compare its inputs' bytes (an upper
-    /// bound of its outputs') with the chunks tables may still take, and send its outputs to
-    /// the SSD at once if they could not fit. Off: every such compaction writes into the pool
-    /// first, and one that fills it runs again with its outputs on the SSD. Either way
-    /// `pm_compaction_fallbacks` counts it. Default true.
+    /// Before a compaction whose outputs go to the pool, compare its inputs' bytes, in whole
+    /// chunks with a partly filled one per expected output file, with the chunks tables may
+    /// still take, and send its outputs to the SSD at once if they could not fit (an
+    /// estimate: a job that passes may still fill the pool, and then runs again on the SSD).
+    /// Off: every such compaction writes into the pool first, and one that fills it runs
+    /// again with its outputs on the SSD. Either way `pm_compaction_fallbacks` counts it.
+    /// Default true.
     #[serde(default = "default_true")]
     pub compaction_space_check: bool,
     /// A pool to use instead of opening `path` (crash-simulation tests).

@@ -245,8 +245,9 @@ impl DbInner {
             // (the stretches kept, and the output group's runs reading it that this task
             // leaves): a file this task merges some of and that would keep less than that is
             // merged whole. Its runs are not split, and the runs reading it that no source key
-            // falls into are merged too, so that no file stays for a small part of it. (Runs
-            // outside the task's inputs still hold it: a later task merges them.)
+            // falls into are merged too (also those outside the task's key range), so that no
+            // file stays for a small part of it: unless a run of another group reads it, which
+            // this task cannot merge.
             let group = &version.stage(task.stage).groups[task.output_group];
             let in_use = |file: u64| -> u64 {
                 let left: u64 = group
@@ -269,9 +270,16 @@ impl DbInner {
                 .map(|(file, _)| file)
                 .collect();
             plans.retain(|p| !short.contains(&p.backing.number));
+            // The files only this group's runs read.
+            let elsewhere: HashSet<u64> = version
+                .runs()
+                .filter(|(stage, g, _)| (*stage, *g) != (task.stage, task.output_group))
+                .map(|(_, _, f)| f.file_number())
+                .collect();
             let reclaimed: Vec<Arc<FileMetaData>> = group
                 .iter()
                 .filter(|r| short.contains(&r.file_number()))
+                .filter(|r| !elsewhere.contains(&r.file_number()))
                 .filter(|r| !touched.iter().any(|t| t.number == r.number))
                 .cloned()
                 .collect();
@@ -514,9 +522,12 @@ impl DbInner {
     }
 
     /// False when the pool's free chunks (less those held back for logs and manifests) could
-    /// not hold `task`'s outputs, taken as large as its inputs (tables and their own value
-    /// logs; entries it drops only make them smaller), each output table in the chunks the
-    /// stage's target takes plus the last one's. True without a pool.
+    /// not hold `task`'s outputs, estimated as its inputs' bytes (tables and their own value
+    /// logs) in whole chunks, plus a partly filled chunk per output file: one output per
+    /// target size, one more per key-range partition, and a value log beside each with
+    /// separation on. True without a pool. An estimate: outputs cut around kept runs and
+    /// stretches may take more chunks (the job then fills the pool and runs again on the SSD),
+    /// and entries the merge drops or values it does not copy may leave them smaller.
     fn pool_may_hold(&self, task: &CompactionTask) -> bool {
         let Some(pm) = &self.pm else {
             return true;
@@ -530,8 +541,12 @@ impl DbInner {
             .policy()
             .target_run_bytes()
             .max(per_chunk);
-        let needed = bytes.div_ceil(per_chunk) + bytes / target + 1;
-        needed <= pm.pmfs.chunks_for_tables()
+        let outputs = bytes / target + self.options.compaction.subcompactions.max(1) as u64;
+        let files = match self.options.table.value_separation {
+            0 => outputs,
+            _ => 2 * outputs,
+        };
+        bytes.div_ceil(per_chunk) + files <= pm.pmfs.chunks_for_tables()
     }
 
     fn execute(&self, task: &CompactionTask, moved: &[Arc<FileMetaData>]) -> Result<()> {
@@ -978,6 +993,7 @@ impl DbInner {
         // A file in the PM pool takes whole chunks, and a table cut at `cut` bytes of entries
         // would spill its index and footer into one chunk more: a table in the pool is also
         // cut before its finished file would pass the chunks `cut` takes (at least one).
+        let separation = self.options.table.value_separation;
         let fit = match (&self.pm, target.tier, target.kind) {
             (Some(pm), Tier::Pm, RunKind::Sst) => {
                 Some((cut / pm.pool.chunk_size()).max(1) * pm.pmfs.data_per_chunk())
@@ -1052,8 +1068,13 @@ impl DbInner {
                         }
                         None => {
                             let passed = breaks.passes(p.user_key);
-                            // The next entry, with room for the index entry of its block.
-                            let next = 2 * (ikey.len() + input.value().len()) as u64 + 64;
+                            // The next entry (a value the table would separate as a
+                            // pointer), with room for the index entry of its block.
+                            let value = match input.value().len() {
+                                n if separation > 0 && n >= separation => 32,
+                                n => n,
+                            };
+                            let next = 2 * (ikey.len() + value) as u64 + 64;
                             passed
                                 || output.as_ref().is_some_and(|o| {
                                     o.writer.size_estimate() >= cut

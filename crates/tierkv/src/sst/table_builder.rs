@@ -358,7 +358,8 @@ impl TableBuilder {
         let trailer = BLOCK_TRAILER_LEN;
         // The entry for the last (or pending) data block: its key, at most, and a handle.
         let last_entry = self.last_key.len() + 2 * 10 + 8;
-        let mut tail = self.index_block.size_estimate() + trailer + last_entry;
+        // The open data block's trailer, then the index.
+        let mut tail = trailer + self.index_block.size_estimate() + trailer + last_entry;
         if self.partition_blocks > 0 {
             tail += self.top_index.size_estimate() + trailer + last_entry;
         }
