@@ -724,6 +724,37 @@ fn pool_tables(dir: &std::path::Path, pool: &std::path::Path) -> usize {
         .count()
 }
 
+/// `fluidkv(500)` for the StableStore tests: compactions only when asked for (8 buffer trees
+/// before an automatic one, the load detector off), 512 KiB tables.
+fn stable_options() -> Options {
+    let mut o = fluidkv(500);
+    o.compaction.load_aware = false;
+    o.compaction.level0_compaction_trigger = 8;
+    o.compaction.target_file_size = 512 << 10;
+    o
+}
+
+/// Writes key `k{i:06}` with a value of about 100 bytes tagged `tag` into `db` and `model`.
+fn put_stable(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, i: u64, tag: &str) {
+    let (k, v) = (format!("k{i:06}"), format!("{tag}-{i}-{}", "v".repeat(90)));
+    db.put(k.as_bytes(), v.as_bytes()).unwrap();
+    model.insert(k.into_bytes(), v.into_bytes());
+}
+
+/// Writes keys 0..8000 in a scattered order (so that the buffer trees overlap and merge into
+/// full runs) and compacts them into the StableStore.
+fn fill_stable_store(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
+    for j in 0..8000 {
+        put_stable(db, model, j * 7919 % 8000, "first");
+    }
+    db.compact_range(None, None).unwrap();
+}
+
+/// The number of a key `k{i:06}`.
+fn key_index(k: &[u8]) -> u64 {
+    std::str::from_utf8(&k[1..]).unwrap().parse().unwrap()
+}
+
 /// Reuse per logical sorted table (`compaction.reuse_untouched_tables`): a buffer tree whose
 /// keys fall into a few LSTs of a StableStore run leaves that run's other LSTs in place, as
 /// runs reading part of the old file, and the compaction writes a fraction of what it writes
@@ -731,28 +762,17 @@ fn pool_tables(dir: &std::path::Path, pool: &std::path::Path) -> usize {
 /// way; once every key is rewritten no run reads the old file and it is gone from the pool.
 #[test]
 fn compactions_keep_the_tables_no_new_key_falls_into() {
-    let put = |db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, i: u64, tag: &str| {
-        let (k, v) = (format!("k{i:06}"), format!("{tag}-{i}-{}", "v".repeat(90)));
-        db.put(k.as_bytes(), v.as_bytes()).unwrap();
-        model.insert(k.into_bytes(), v.into_bytes());
-    };
+    let put = put_stable;
     let mut written = Vec::new();
     for tables in [true, false] {
         let tmp = tempfile::tempdir().unwrap();
         let (dir, pool) = (tmp.path().join("db"), tmp.path().join("pool"));
-        let mut o = fluidkv(500);
+        let mut o = stable_options();
         o.pm.path = Some(pool.clone());
-        o.compaction.load_aware = false;
-        o.compaction.level0_compaction_trigger = 8;
-        o.compaction.target_file_size = 512 << 10;
         o.compaction.reuse_untouched_tables = tables;
         let db = Db::open(&dir, o.clone()).unwrap();
         let mut model = BTreeMap::new();
-        // In a scattered order, so that the buffer trees overlap and merge into full runs.
-        for j in 0..8000 {
-            put(&db, &mut model, j * 7919 % 8000, "first");
-        }
-        db.compact_range(None, None).unwrap();
+        fill_stable_store(&db, &mut model);
         let stable = db.live_tables();
         assert!(stable.iter().all(|t| t.group == 1 && t.backing.is_none()));
         // A hot range: 20 keys in a few LSTs of one run.
@@ -847,22 +867,12 @@ fn scattered_keys_do_not_cut_the_stablestore_into_slivers() {
     let mut runs = Vec::new();
     for min_gap in [None, Some(0)] {
         let tmp = tempfile::tempdir().unwrap();
-        let mut o = fluidkv(500);
-        o.compaction.load_aware = false;
-        o.compaction.level0_compaction_trigger = 8;
-        o.compaction.target_file_size = 512 << 10;
+        let mut o = stable_options();
         o.compaction.reuse_min_gap_bytes = min_gap;
         let db = Db::open(tmp.path(), o.clone()).unwrap();
         let mut model = BTreeMap::new();
-        let mut put = |i: u64, tag: &str| {
-            let (k, v) = (format!("k{i:06}"), format!("{tag}-{i}-{}", "v".repeat(90)));
-            db.put(k.as_bytes(), v.as_bytes()).unwrap();
-            model.insert(k.into_bytes(), v.into_bytes());
-        };
-        for j in 0..8000 {
-            put(j * 7919 % 8000, "first");
-        }
-        db.compact_range(None, None).unwrap();
+        fill_stable_store(&db, &mut model);
+        let mut put = |i: u64, tag: &str| put_stable(&db, &mut model, i, tag);
         // One key every 1000: one touched LST in about every eight.
         for i in (500..8000).step_by(1000) {
             put(i, "scattered");
@@ -891,26 +901,18 @@ fn scattered_keys_do_not_cut_the_stablestore_into_slivers() {
 fn a_file_stays_only_while_half_of_it_is_in_use() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, pool) = (tmp.path().join("db"), tmp.path().join("pool"));
-    let mut o = fluidkv(500);
+    let mut o = stable_options();
     o.pm.path = Some(pool.clone());
-    o.compaction.load_aware = false;
-    o.compaction.level0_compaction_trigger = 8;
-    o.compaction.target_file_size = 512 << 10;
     o.compaction.reuse_min_gap_bytes = Some(0);
     let db = Db::open(&dir, o.clone()).unwrap();
     let mut model = BTreeMap::new();
-    let mut put = |i: u64, tag: &str| {
-        let (k, v) = (format!("k{i:06}"), format!("{tag}-{i}-{}", "v".repeat(90)));
-        db.put(k.as_bytes(), v.as_bytes()).unwrap();
-        model.insert(k.into_bytes(), v.into_bytes());
-    };
-    for j in 0..8000 {
-        put(j * 7919 % 8000, "first");
-    }
-    db.compact_range(None, None).unwrap();
-    let index = |k: &[u8]| -> u64 { std::str::from_utf8(&k[1..]).unwrap().parse().unwrap() };
+    fill_stable_store(&db, &mut model);
+    let mut put = |i: u64, tag: &str| put_stable(&db, &mut model, i, tag);
     let first = db.live_tables()[0].clone();
-    let (lo, hi) = (index(&first.smallest_key), index(&first.largest_key));
+    let (lo, hi) = (
+        key_index(&first.smallest_key),
+        key_index(&first.largest_key),
+    );
     assert!(hi - lo > 2000, "{first:?}");
     // A hot range a quarter into the first run: it splits into a part before the range and
     // one after it.
@@ -999,28 +1001,18 @@ fn compaction_outputs_fit_their_pool_chunks() {
 #[test]
 fn check_reports_damage_in_a_file_only_parts_read() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut o = fluidkv(500);
+    let mut o = stable_options();
     o.pm.size_bytes = 16 * (64 << 10);
-    o.compaction.load_aware = false;
-    o.compaction.level0_compaction_trigger = 8;
-    o.compaction.target_file_size = 512 << 10;
     o.compaction.reuse_min_gap_bytes = Some(0);
     let db = Db::open(tmp.path(), o.clone()).unwrap();
-    let put = |i: u64, tag: &str| {
-        let (k, v) = (format!("k{i:06}"), format!("{tag}-{i}-{}", "v".repeat(90)));
-        db.put(k.as_bytes(), v.as_bytes()).unwrap();
-    };
-    for j in 0..8000 {
-        put(j * 7919 % 8000, "first");
-    }
-    db.compact_range(None, None).unwrap();
+    let mut model = BTreeMap::new();
+    fill_stable_store(&db, &mut model);
     // A hot range in the middle of the first run.
-    let index = |k: &[u8]| -> u64 { std::str::from_utf8(&k[1..]).unwrap().parse().unwrap() };
     let first = db.live_tables()[0].clone();
     assert_eq!(first.tier, Tier::Ssd, "{first:?}");
-    let mid = (index(&first.smallest_key) + index(&first.largest_key)) / 2;
+    let mid = (key_index(&first.smallest_key) + key_index(&first.largest_key)) / 2;
     for i in (mid..mid + 40).step_by(10) {
-        put(i, "hot");
+        put_stable(&db, &mut model, i, "hot");
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
