@@ -66,7 +66,7 @@ mod nvlsm;
 mod slmdb;
 mod trianglekv;
 
-use crate::report::DesignRun;
+use crate::report::{BenchResult, DesignRun};
 use crate::verdict::Band;
 
 /// A benchmark of a phase, and optionally one operation type of it (`get`, `put`, `read`,
@@ -110,6 +110,12 @@ pub enum Metric {
     P99Latency(Bench),
     /// 99.9th percentile latency in microseconds.
     P999Latency(Bench),
+    /// The share of a benchmark's operations (all types) done before the first sampling
+    /// interval in which writers stalled, 1 when none stalled: how long writes ran unhindered
+    /// (FluidKV's "stable write time"), counted in operations so that a faster run is not
+    /// scored lower for reaching its first stall sooner in seconds. Needs the benchmark's
+    /// samples (`--sample_interval_ms`); its resolution is one interval.
+    OpsBeforeFirstStall(Bench),
     /// Write amplification without the log's bytes, every tier together (the figure LSM papers
     /// quote): `figures.database.amplification.write_excluding_log`.
     WriteAmpExcludingLog,
@@ -165,6 +171,9 @@ impl Metric {
             Metric::AvgLatency(b) => format!("{} average latency (us)", b.describe()),
             Metric::P99Latency(b) => format!("{} p99 latency (us)", b.describe()),
             Metric::P999Latency(b) => format!("{} p99.9 latency (us)", b.describe()),
+            Metric::OpsBeforeFirstStall(b) => {
+                format!("share of {} done before the first stall", b.describe())
+            }
             Metric::L0CompactionMeanBytes => "mean input bytes of an L0 compaction".into(),
             Metric::L0CompactionMaxBytes => "largest L0 compaction's input bytes".into(),
             Metric::L0CompactionMaxSeconds => "longest L0 compaction (s)".into(),
@@ -192,6 +201,7 @@ impl Metric {
             Metric::AvgLatency(b) => format!("avg {}", b.describe()),
             Metric::P99Latency(b) => format!("p99 {}", b.describe()),
             Metric::P999Latency(b) => format!("p99.9 {}", b.describe()),
+            Metric::OpsBeforeFirstStall(b) => format!("unstalled {}", b.describe()),
             Metric::L0CompactionMeanBytes => "L0 job bytes".into(),
             Metric::L0CompactionMaxBytes => "max L0 job bytes".into(),
             Metric::L0CompactionMaxSeconds => "max L0 job s".into(),
@@ -218,7 +228,8 @@ impl Metric {
             Metric::OpsPerSec(b)
             | Metric::AvgLatency(b)
             | Metric::P99Latency(b)
-            | Metric::P999Latency(b) => Some(b),
+            | Metric::P999Latency(b)
+            | Metric::OpsBeforeFirstStall(b) => Some(b),
             _ => None,
         }
     }
@@ -276,6 +287,7 @@ impl Metric {
             };
             return match self {
                 Metric::OpsPerSec(_) => ops_per_sec,
+                Metric::OpsBeforeFirstStall(_) => ops_before_first_stall(r),
                 Metric::AvgLatency(_) => Some(latency.avg_us),
                 Metric::P999Latency(_) => Some(latency.p999_us),
                 _ => Some(latency.p99_us),
@@ -330,6 +342,20 @@ impl Metric {
             _ => None,
         }
     }
+}
+
+/// [`Metric::OpsBeforeFirstStall`] of one benchmark: `None` without samples or operations.
+fn ops_before_first_stall(r: &BenchResult) -> Option<f64> {
+    if r.samples.is_empty() || r.ops == 0 {
+        return None;
+    }
+    let before: u64 = r
+        .samples
+        .iter()
+        .take_while(|s| s.stall_micros == 0)
+        .map(|s| s.ops)
+        .sum();
+    Some((before as f64 / r.ops as f64).min(1.0))
 }
 
 /// A check of `a`'s figure over `b`'s in phase `phase` (the experiments' common form).

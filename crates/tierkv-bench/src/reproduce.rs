@@ -1282,6 +1282,37 @@ mod tests {
         run
     }
 
+    /// The share of a fill done before its first stalled interval counts the operations of
+    /// the unstalled intervals before it; a run that never stalls scores 1, one without
+    /// samples is not measured.
+    #[test]
+    fn ops_before_the_first_stall_count_the_unstalled_intervals() {
+        let sample = |ops: u64, stall_micros: u64| crate::report::Sample {
+            t_sec: 0.0,
+            interval_sec: 0.1,
+            ops,
+            ops_per_sec: ops as f64 * 10.0,
+            stall_micros,
+        };
+        let metric = Metric::OpsBeforeFirstStall(Bench::all("fillrandom"));
+        let mut run = run_of("A", 100.0, None);
+        assert_eq!(metric.value(&run), None, "no samples: not measured");
+        run.benchmarks[0].samples = vec![
+            sample(300, 0),
+            sample(200, 0),
+            sample(100, 5),
+            sample(400, 0),
+        ];
+        assert_eq!(metric.value(&run), Some(0.5));
+        run.benchmarks[0].samples[0].stall_micros = 1;
+        assert_eq!(metric.value(&run), Some(0.0));
+        for s in &mut run.benchmarks[0].samples {
+            s.stall_micros = 0;
+        }
+        assert_eq!(metric.value(&run), Some(1.0));
+        assert_eq!(metric.short(), "unstalled fillrandom");
+    }
+
     #[test]
     fn checks_are_judged_on_medians_and_spreads() {
         let rounds = vec![

@@ -250,7 +250,11 @@ impl VersionEdit {
                     s.stage = stage;
                     e.stages.push(s);
                 }
-                _ => return Err(bad(&format!("tag {tag}"))),
+                _ => {
+                    return Err(bad(&format!(
+                        "tag {tag} (unknown: a newer format, or damage)"
+                    )))
+                }
             }
         }
         Ok(e)
@@ -468,7 +472,7 @@ fn decode_stage(block: &[u8]) -> std::result::Result<StageEdit, &'static str> {
                     _ => return Err("backing file of a run the record before did not add"),
                 }
             }
-            _ => return Err("stage tag"),
+            _ => return Err("stage tag (unknown: a newer format, or damage)"),
         }
     }
     Ok(s)
@@ -493,6 +497,38 @@ mod tests {
             value_refs: Vec::new(),
             backing: None,
         }
+    }
+
+    /// A tag this build does not know (one a newer build wrote) is corruption that says so,
+    /// at the top level and inside a stage block, never a field silently dropped.
+    #[test]
+    fn unknown_tags_are_reported_as_a_newer_format_or_damage() {
+        let mut b = VersionEdit {
+            log_number: Some(7),
+            ..VersionEdit::default()
+        }
+        .encode();
+        put_varint32(&mut b, 99);
+        put_varint64(&mut b, 1);
+        let e = VersionEdit::decode(&b, "MANIFEST-000001").unwrap_err();
+        assert!(e.is_corruption(), "{e}");
+        assert!(
+            e.to_string().contains("tag 99 (unknown: a newer format"),
+            "{e}"
+        );
+
+        let mut block = Vec::new();
+        put_varint32(&mut block, STAGE_GROUP_COUNT);
+        put_varint32(&mut block, 3);
+        put_varint32(&mut block, 77);
+        let mut b = Vec::new();
+        put_varint32(&mut b, TAG_STAGE);
+        put_varint32(&mut b, 1);
+        put_length_prefixed(&mut b, &block);
+        let e = VersionEdit::decode(&b, "MANIFEST-000001").unwrap_err();
+        assert!(e.is_corruption(), "{e}");
+        assert!(e.to_string().contains("stage tag (unknown"), "{e}");
+        assert!(e.to_string().contains("MANIFEST-000001"), "{e}");
     }
 
     #[test]
