@@ -110,12 +110,14 @@ pub enum Metric {
     P99Latency(Bench),
     /// 99.9th percentile latency in microseconds.
     P999Latency(Bench),
-    /// The share of a benchmark's operations (all types) done before the first sampling
-    /// interval in which writers stalled, 1 when none stalled: how long writes ran unhindered
-    /// (FluidKV's "stable write time"), counted in operations so that a faster run is not
-    /// scored lower for reaching its first stall sooner in seconds. Needs the benchmark's
-    /// samples (`--sample_interval_ms`); its resolution is one interval.
-    OpsBeforeFirstStall(Bench),
+    /// The share of a benchmark's operations (all types) done before its throughput first
+    /// fell: before the first window of [`SLOWDOWN_WINDOW_SEC`] (consecutive samples summed)
+    /// whose throughput is under [`SLOWDOWN_SHARE`] of the first window's; 1 when it never
+    /// fell. How long writes ran at their starting rate (FluidKV's "stable write time",
+    /// Fig. 16), counted in operations so that a faster run is not scored lower for reaching
+    /// its first slowdown sooner in seconds. Needs the benchmark's samples
+    /// (`--sample_interval_ms`); its resolution is one window.
+    OpsBeforeSlowdown(Bench),
     /// Write amplification without the log's bytes, every tier together (the figure LSM papers
     /// quote): `figures.database.amplification.write_excluding_log`.
     WriteAmpExcludingLog,
@@ -171,9 +173,12 @@ impl Metric {
             Metric::AvgLatency(b) => format!("{} average latency (us)", b.describe()),
             Metric::P99Latency(b) => format!("{} p99 latency (us)", b.describe()),
             Metric::P999Latency(b) => format!("{} p99.9 latency (us)", b.describe()),
-            Metric::OpsBeforeFirstStall(b) => {
-                format!("share of {} done before the first stall", b.describe())
-            }
+            Metric::OpsBeforeSlowdown(b) => format!(
+                "share of {} done before a {SLOWDOWN_WINDOW_SEC} s window fell under {}% of \
+                 the first",
+                b.describe(),
+                SLOWDOWN_SHARE * 100.0
+            ),
             Metric::L0CompactionMeanBytes => "mean input bytes of an L0 compaction".into(),
             Metric::L0CompactionMaxBytes => "largest L0 compaction's input bytes".into(),
             Metric::L0CompactionMaxSeconds => "longest L0 compaction (s)".into(),
@@ -201,7 +206,7 @@ impl Metric {
             Metric::AvgLatency(b) => format!("avg {}", b.describe()),
             Metric::P99Latency(b) => format!("p99 {}", b.describe()),
             Metric::P999Latency(b) => format!("p99.9 {}", b.describe()),
-            Metric::OpsBeforeFirstStall(b) => format!("unstalled {}", b.describe()),
+            Metric::OpsBeforeSlowdown(b) => format!("stable share {}", b.describe()),
             Metric::L0CompactionMeanBytes => "L0 job bytes".into(),
             Metric::L0CompactionMaxBytes => "max L0 job bytes".into(),
             Metric::L0CompactionMaxSeconds => "max L0 job s".into(),
@@ -229,7 +234,7 @@ impl Metric {
             | Metric::AvgLatency(b)
             | Metric::P99Latency(b)
             | Metric::P999Latency(b)
-            | Metric::OpsBeforeFirstStall(b) => Some(b),
+            | Metric::OpsBeforeSlowdown(b) => Some(b),
             _ => None,
         }
     }
@@ -287,7 +292,7 @@ impl Metric {
             };
             return match self {
                 Metric::OpsPerSec(_) => ops_per_sec,
-                Metric::OpsBeforeFirstStall(_) => ops_before_first_stall(r),
+                Metric::OpsBeforeSlowdown(_) => ops_before_slowdown(r),
                 Metric::AvgLatency(_) => Some(latency.avg_us),
                 Metric::P999Latency(_) => Some(latency.p999_us),
                 _ => Some(latency.p99_us),
@@ -344,16 +349,39 @@ impl Metric {
     }
 }
 
-/// [`Metric::OpsBeforeFirstStall`] of one benchmark: `None` without samples or operations.
-fn ops_before_first_stall(r: &BenchResult) -> Option<f64> {
-    if r.samples.is_empty() || r.ops == 0 {
+/// The length of the windows [`Metric::OpsBeforeSlowdown`] compares, in seconds.
+pub const SLOWDOWN_WINDOW_SEC: f64 = 1.0;
+/// The share of the first window's throughput under which a window counts as slowed down.
+pub const SLOWDOWN_SHARE: f64 = 0.7;
+
+/// [`Metric::OpsBeforeSlowdown`] of one benchmark: `None` without a whole first window or
+/// without operations. A last window shorter than [`SLOWDOWN_WINDOW_SEC`] is compared by
+/// its rate too.
+fn ops_before_slowdown(r: &BenchResult) -> Option<f64> {
+    if r.ops == 0 {
         return None;
     }
-    let before: u64 = r
-        .samples
+    // Windows of consecutive samples: (operations, seconds).
+    let mut windows: Vec<(u64, f64)> = Vec::new();
+    let mut open = (0u64, 0.0f64);
+    for s in &r.samples {
+        open.0 += s.ops;
+        open.1 += s.interval_sec;
+        if open.1 >= SLOWDOWN_WINDOW_SEC - 1e-9 {
+            windows.push(open);
+            open = (0, 0.0);
+        }
+    }
+    let first = *windows.first()?;
+    if open.1 > 0.0 {
+        windows.push(open);
+    }
+    let rate = |(ops, secs): (u64, f64)| ops as f64 / secs;
+    let floor = SLOWDOWN_SHARE * rate(first);
+    let before: u64 = windows
         .iter()
-        .take_while(|s| s.stall_micros == 0)
-        .map(|s| s.ops)
+        .take_while(|&&w| rate(w) >= floor)
+        .map(|w| w.0)
         .sum();
     Some((before as f64 / r.ops as f64).min(1.0))
 }

@@ -1282,35 +1282,42 @@ mod tests {
         run
     }
 
-    /// The share of a fill done before its first stalled interval counts the operations of
-    /// the unstalled intervals before it; a run that never stalls scores 1, one without
-    /// samples is not measured.
+    /// The stable share of a fill counts the operations of the one-second windows before the
+    /// first whose rate is under 70% of the first window's; a fill that never slows scores 1,
+    /// one without a whole first window is not measured.
     #[test]
-    fn ops_before_the_first_stall_count_the_unstalled_intervals() {
-        let sample = |ops: u64, stall_micros: u64| crate::report::Sample {
+    fn ops_before_the_first_slowdown_count_the_windows_before_it() {
+        // Half-second samples: windows of two.
+        let sample = |ops: u64| crate::report::Sample {
             t_sec: 0.0,
-            interval_sec: 0.1,
+            interval_sec: 0.5,
             ops,
-            ops_per_sec: ops as f64 * 10.0,
-            stall_micros,
+            ops_per_sec: ops as f64 * 2.0,
+            stall_micros: 0,
         };
-        let metric = Metric::OpsBeforeFirstStall(Bench::all("fillrandom"));
+        let metric = Metric::OpsBeforeSlowdown(Bench::all("fillrandom"));
         let mut run = run_of("A", 100.0, None);
         assert_eq!(metric.value(&run), None, "no samples: not measured");
-        run.benchmarks[0].samples = vec![
-            sample(300, 0),
-            sample(200, 0),
-            sample(100, 5),
-            sample(400, 0),
-        ];
-        assert_eq!(metric.value(&run), Some(0.5));
-        run.benchmarks[0].samples[0].stall_micros = 1;
-        assert_eq!(metric.value(&run), Some(0.0));
-        for s in &mut run.benchmarks[0].samples {
-            s.stall_micros = 0;
-        }
+        run.benchmarks[0].samples = vec![sample(100)];
+        assert_eq!(metric.value(&run), None, "no whole window: not measured");
+        // Windows of 200, 150 (75%: not slowed), 130 (65%: slowed), 200; 1000 in all.
+        run.benchmarks[0].samples = [100, 100, 50, 100, 65, 65, 100, 100]
+            .into_iter()
+            .map(sample)
+            .collect();
+        run.benchmarks[0].samples.push(sample(320));
+        assert_eq!(metric.value(&run), Some(0.35));
+        // A short last window is judged by its rate: 20 ops in 0.1 s is 200 ops/s, slow.
+        run.benchmarks[0].samples = vec![sample(500), sample(480)];
+        run.benchmarks[0].samples.push(crate::report::Sample {
+            interval_sec: 0.1,
+            ..sample(20)
+        });
+        assert_eq!(metric.value(&run), Some(0.98));
+        // Never slowed.
+        run.benchmarks[0].samples = vec![sample(250); 4];
         assert_eq!(metric.value(&run), Some(1.0));
-        assert_eq!(metric.short(), "unstalled fillrandom");
+        assert_eq!(metric.short(), "stable share fillrandom");
     }
 
     #[test]
