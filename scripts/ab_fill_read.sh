@@ -8,7 +8,10 @@
 # Usage: scripts/ab_fill_read.sh BEFORE_BINARY AFTER_BINARY [ROUNDS]
 # Environment: DESIGNS (default leveled,leveled-pm) the designs compared; SEPARATE=1 runs each
 #      design in its own process (`--design leveled`, then `--design leveled-pm`) instead of all
-#      in one `tierkv bench` invocation.
+#      in one `tierkv bench` invocation; BENCHMARKS (default fillrandom,readrandom) the
+#      benchmarks, in order (e.g. ycsb-load,ycsb-a,ycsb-c); NUM (default 1000000), VALUE_SIZE (default 128), THREADS
+#      (default 1) and EXTRA (more `tierkv bench` flags, e.g. "--write_buffer_size=16777216
+#      --pm_latency=nvdimm --reads=500000") change the workload.
 # Prints one line per (round, binary, design, benchmark): ops/s, p99.9 and max latency (us); at
 # the end, per design and benchmark, the medians of both binaries and after / before of ops/s.
 set -euo pipefail
@@ -18,6 +21,7 @@ rounds=${3:-3}
 db=/tmp/tierkv-ab
 pool=/dev/shm/tierkv-ab.pool
 designs=${DESIGNS:-leveled,leveled-pm}
+benchmarks=${BENCHMARKS:-fillrandom,readrandom}
 run() {
   local label=$1 bin=$2
   if [ "${SEPARATE:-0}" = 1 ]; then
@@ -31,11 +35,14 @@ run() {
 run_designs() {
   local label=$1 bin=$2 designs=$3
   rm -rf "$db" "$pool"*
-  "$bin" bench --design "$designs" --benchmarks=fillrandom,readrandom --num=1000000 \
-    --key_size=16 --value_size=128 --db "$db" --pm_path "$pool" 2>&1 |
-    awk -v label="$label" '
+  # shellcheck disable=SC2086 # EXTRA is a list of flags
+  "$bin" bench --design "$designs" --benchmarks="$benchmarks" --num="${NUM:-1000000}" \
+    --key_size=16 --value_size="${VALUE_SIZE:-128}" --threads="${THREADS:-1}" ${EXTRA:-} \
+    --db "$db" --pm_path "$pool" 2>&1 |
+    awk -v label="$label" -v list="$benchmarks" '
+      BEGIN { n = split(list, names, ","); for (i = 1; i <= n; i++) wanted[names[i]] = 1 }
       /^Design:/ { design = $2 }
-      /^(fillrandom|readrandom) +:/ { bench = $1; ops = $5 }
+      ($1 in wanted) && $2 == ":" { bench = $1; ops = $5 }
       /latency \(micros\)/ && bench != "" {
         for (i = 1; i <= NF; i++) { if ($i == "p99.9") p999 = $(i + 1); if ($i == "max") max = $(i + 1) }
         printf "%s %s %s ops/s %s p99.9 %s max %s\n", label, design, bench, ops, p999, max
@@ -50,7 +57,7 @@ for r in $(seq 1 "$rounds"); do
   run "round$r after" "$after"
 done | tee "$out"
 echo "medians over $rounds rounds (ops/s, p99.9 us, max us):"
-for d in ${designs//,/ }; do for b in fillrandom readrandom; do
+for d in ${designs//,/ }; do for b in ${benchmarks//,/ }; do
   set -- "$d" "$b"
   line="$1 $2:"
   for label in before after; do
