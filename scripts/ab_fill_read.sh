@@ -9,9 +9,9 @@
 # Environment: DESIGNS (default leveled,leveled-pm) the designs compared; SEPARATE=1 runs each
 #      design in its own process (`--design leveled`, then `--design leveled-pm`) instead of all
 #      in one `tierkv bench` invocation; BENCHMARKS (default fillrandom,readrandom) the
-#      benchmarks, in order (e.g. ycsb-load,ycsb-a,ycsb-c); NUM (default 1000000), VALUE_SIZE (default 128), THREADS
-#      (default 1) and EXTRA (more `tierkv bench` flags, e.g. "--write_buffer_size=16777216
-#      --pm_latency=nvdimm --reads=500000") change the workload.
+#      benchmarks, in order (e.g. ycsb-load,ycsb-a,ycsb-c); NUM (default 1000000), VALUE_SIZE
+#      (default 128), THREADS (default 1) and EXTRA (more `tierkv bench` flags, e.g.
+#      "--write_buffer_size=16777216 --pm_latency=nvdimm --reads=500000") change the workload.
 # Prints one line per (round, binary, design, benchmark): ops/s, p99.9 and max latency (us); at
 # the end, per design and benchmark, the medians of both binaries and after / before of ops/s.
 set -euo pipefail

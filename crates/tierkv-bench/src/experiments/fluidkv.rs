@@ -319,8 +319,8 @@ pub const FASTSTORE: Experiment = Experiment {
     }],
     scaling: "FastStores of 1M, 2M and 5M records at 8-16 threads -> 2, 8 and 32 MiB (about \
               50k, 200k and 800k records) under twice the write experiment's load (4M \
-              records: with 2M, 32 MiB is a quarter of the data and gains too little over 8 \
-              MiB to tell apart). The paper's stable time (seconds at the starting rate, at a \
+              records: with 2M, 64 MB, a 32 MiB FastStore is half the data and gains too \
+              little over 8 MiB to tell apart). The paper's stable time (seconds at the starting rate, at a \
               fixed rate of many threads) becomes the share of the fill done before a one-second \
               window first falls under 70% of the first second's rate.",
     claim: "A bigger FastStore sustains writes longer before flushes and compactions hold them \
