@@ -68,7 +68,16 @@ impl DbArgs {
         if let Err(e @ tierkv::Error::NotFound(_)) = self.describe() {
             return Err(e.into());
         }
-        if let Some(created) = self.created() {
+        let described = self.describe();
+        if let (Err(_), None) = (&described, self.design) {
+            // A pool that cannot be read (damaged, truncated) behind a `CURRENT` that names
+            // the design: open with that design, so that the engine reports the pool's damage
+            // and not a design mismatch.
+            if let Some(design) = self.design_in_current() {
+                o.design = design;
+            }
+        }
+        if let Ok(created) = described {
             let design = Design::from_str(&created.design)?;
             if self.design.is_some_and(|d| d != design) {
                 return Err(format!(
@@ -80,14 +89,24 @@ impl DbArgs {
             }
             o.design = design;
             o = design.options(o);
-            o.pm.wal_on_pm = created.wal_on_pm;
+            created.apply_to(&mut o);
             // The manifest stays where it is (`--set=pm.manifest_on_pm=...` moves it).
             o.pm.manifest_on_pm = Some(created.manifest_on_pm);
-            o.compaction.num_levels = created.num_levels;
         } else {
             o = o.design.options(o);
         }
         Ok(apply_overrides(&o, &self.set)?)
+    }
+
+    /// The design a `CURRENT` of a manifest in the pool names (its `design` line), if any.
+    fn design_in_current(&self) -> Option<Design> {
+        let text = std::fs::read_to_string(self.db.join("CURRENT")).ok()?;
+        if !text.starts_with("pm:") {
+            return None;
+        }
+        text.lines()
+            .find_map(|l| l.strip_prefix("design "))
+            .and_then(|d| Design::from_str(d.trim()).ok())
     }
 
     /// What the database recorded at creation, when `--db` holds one.

@@ -24,11 +24,12 @@
 //! | --- | --- | --- |
 //! | 0 | 4 | `crc(c u64 ++ bytes 4..1088 of the copy)`: covers every other byte of the copy |
 //! | 4 | 4 | generation: must equal the selector's `g` |
-//! | 8 | 4 | flags: bit 0 = bound (the identity is set); other bits 0 |
+//! | 8 | 4 | flags: bit 0 = bound (the identity is set); bit 1 = owned (the owner stamp is set); other bits 0 |
 //! | 12 | 4 | number of named roots `n` (at most 32) |
 //! | 16 | 16 | identity (u128; 0 when not bound) |
 //! | 32 | 32 x 32 | entries `0..n`: name (24 bytes: 1 to 24 printable ASCII bytes `0x21..=0x7e`, zero padded), root u64; entries `n..` all zero; sorted by name, names distinct |
-//! | 1056 | 32 | zero |
+//! | 1056 | 8 | owner stamp (u64; 0 when not owned): names the database directory the pool is bound to (the engine's hash of the directory's path), so that a copy of the directory is told from the original |
+//! | 1064 | 24 | zero |
 //!
 //! Every field is covered by a checksum: the header by its crc, the selector by the crc in its
 //! high half, the copy by its crc (which also binds it to its offset), and the copy to the
@@ -85,6 +86,9 @@ const ENTRY_BYTES: usize = 32;
 const COPY_HEADER: usize = 32;
 const COPY: usize = ROOT_COPY_BYTES as usize;
 const FLAG_BOUND: u32 = 1;
+const FLAG_OWNED: u32 = 2;
+/// Offset of the owner stamp in a copy.
+const OWNER_AT: usize = COPY_HEADER + ROOT_CAPACITY * ENTRY_BYTES;
 
 const _: () = assert!(COPY_HEADER + ROOT_CAPACITY * ENTRY_BYTES <= COPY);
 const _: () = assert!(COPY.is_multiple_of(64));
@@ -97,6 +101,11 @@ pub struct RootTable {
     pub identity: Option<u128>,
     /// Named roots: name -> root (normally the offset of the structure's first chunk).
     pub roots: BTreeMap<String, u64>,
+    /// A stamp of the directory the pool serves (the database's choice of hash of its path);
+    /// `None` for a pool written before stamps existed or never opened by a directory. It lets
+    /// the database tell a copy of its directory, which must not write through this pool, from
+    /// the original.
+    pub owner: Option<u64>,
 }
 
 /// The validated directory as it is durable: its generation and table.
@@ -154,11 +163,14 @@ fn encode_copy(table: &RootTable, generation: u32) -> Vec<u8> {
     let at = ROOT_COPY_OFFSETS[(generation & 1) as usize];
     let mut b = vec![0u8; COPY];
     b[4..8].copy_from_slice(&generation.to_le_bytes());
-    let flags = if table.identity.is_some() {
+    let mut flags = if table.identity.is_some() {
         FLAG_BOUND
     } else {
         0
     };
+    if table.owner.is_some() {
+        flags |= FLAG_OWNED;
+    }
     b[8..12].copy_from_slice(&flags.to_le_bytes());
     b[12..16].copy_from_slice(&(table.roots.len() as u32).to_le_bytes());
     b[16..32].copy_from_slice(&table.identity.unwrap_or(0).to_le_bytes());
@@ -167,6 +179,7 @@ fn encode_copy(table: &RootTable, generation: u32) -> Vec<u8> {
         b[e..e + name.len()].copy_from_slice(name.as_bytes());
         b[e + ROOT_NAME_MAX..e + ENTRY_BYTES].copy_from_slice(&root.to_le_bytes());
     }
+    b[OWNER_AT..OWNER_AT + 8].copy_from_slice(&table.owner.unwrap_or(0).to_le_bytes());
     let crc = copy_crc(at, &b);
     b[0..4].copy_from_slice(&crc.to_le_bytes());
     b
@@ -256,7 +269,11 @@ pub(crate) fn decode(dir: &[u8], location: &str) -> PmResult<RootState> {
     }
     let (flags, count) = (u32_at(copy, 8), u32_at(copy, 12) as usize);
     let identity = u128::from_le_bytes(copy[16..32].try_into().expect("16 bytes"));
-    if flags & !FLAG_BOUND != 0 || (flags & FLAG_BOUND == 0 && identity != 0) {
+    let owner = u64_at(copy, OWNER_AT);
+    if flags & !(FLAG_BOUND | FLAG_OWNED) != 0
+        || (flags & FLAG_BOUND == 0 && identity != 0)
+        || (flags & FLAG_OWNED == 0 && owner != 0)
+    {
         return Err(bad(format!("{part}: bad flags {flags:#x}")));
     }
     if count > ROOT_CAPACITY {
@@ -286,7 +303,7 @@ pub(crate) fn decode(dir: &[u8], location: &str) -> PmResult<RootState> {
             return Err(bad(format!("{part}: entry {i} repeats the name {name:?}")));
         }
     }
-    if copy[COPY_HEADER + ROOT_CAPACITY * ENTRY_BYTES..]
+    if copy[OWNER_AT + 8..]
         .iter()
         .any(|&b| b != 0)
     {
@@ -297,6 +314,7 @@ pub(crate) fn decode(dir: &[u8], location: &str) -> PmResult<RootState> {
         table: RootTable {
             identity: (flags & FLAG_BOUND != 0).then_some(identity),
             roots,
+            owner: (flags & FLAG_OWNED != 0).then_some(owner),
         },
     })
 }
@@ -383,6 +401,7 @@ mod tests {
         let mut t = RootTable {
             identity: Some(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210),
             roots: BTreeMap::new(),
+            owner: Some(0x0bad_cafe_0000_0001),
         };
         t.roots.insert("pmfs".into(), 1 << 20);
         t.roots.insert("x".repeat(ROOT_NAME_MAX), u64::MAX);

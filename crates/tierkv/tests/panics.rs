@@ -9,10 +9,36 @@ use std::time::Duration;
 use tierkv::fs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
 use tierkv::{Db, Error, Options, Result};
 
-/// `MemFs`, except that creating a table file panics once `armed` is set.
+/// `MemFs`, except that creating a table file panics once `armed` is set, and an append to a
+/// WAL (`.log`) file once `armed_logs` is.
 struct PanickyFs {
     inner: MemFs,
     armed: Arc<AtomicBool>,
+    armed_logs: Arc<AtomicBool>,
+}
+
+/// A WAL file whose appends panic once `armed` is set.
+struct PanickyLog {
+    inner: Box<dyn WritableFile>,
+    armed: Arc<AtomicBool>,
+}
+
+impl WritableFile for PanickyLog {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if self.armed.load(Ordering::SeqCst) {
+            panic!("injected panic appending to a WAL");
+        }
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.inner.sync()
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
 }
 
 impl FileSystem for PanickyFs {
@@ -20,7 +46,14 @@ impl FileSystem for PanickyFs {
         if self.armed.load(Ordering::SeqCst) && path.extension().is_some_and(|e| e == "sst") {
             panic!("injected panic creating {}", path.display());
         }
-        self.inner.create(path)
+        let file = self.inner.create(path)?;
+        if path.extension().is_some_and(|e| e == "log") {
+            return Ok(Box::new(PanickyLog {
+                inner: file,
+                armed: Arc::clone(&self.armed_logs),
+            }));
+        }
+        Ok(file)
     }
     fn open_readable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.inner.open_readable(path)
@@ -57,6 +90,7 @@ fn a_panicking_flush_thread_poisons_instead_of_hanging_writers() {
     let fs = PanickyFs {
         inner: MemFs::new(),
         armed: Arc::clone(&armed),
+        armed_logs: Arc::new(AtomicBool::new(false)),
     };
     let o = Options {
         fs: Arc::new(fs),
@@ -97,4 +131,62 @@ fn a_panicking_flush_thread_poisons_instead_of_hanging_writers() {
     assert!(matches!(db.put(b"x", b"y"), Err(Error::Poisoned(_))));
     // Reads still work, and see the acknowledged writes (key 7 was rewritten before the panic).
     assert_eq!(db.get(&7u32.to_be_bytes()).unwrap(), Some(vec![7u8; 100]));
+}
+
+/// A write-group leader that panics while it appends the group's WAL record poisons the
+/// database: the writers it took and those queued behind it get an error instead of waiting
+/// forever, later writes are refused, and reads keep working.
+#[test]
+fn a_panicking_write_leader_poisons_instead_of_hanging_its_group() {
+    let armed = Arc::new(AtomicBool::new(false));
+    let fs = PanickyFs {
+        inner: MemFs::new(),
+        armed: Arc::new(AtomicBool::new(false)),
+        armed_logs: Arc::clone(&armed),
+    };
+    let o = Options {
+        fs: Arc::new(fs),
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open("/db", o).unwrap());
+    db.put(b"before", b"1").unwrap();
+    armed.store(true, Ordering::SeqCst);
+    let (tx, rx) = mpsc::channel();
+    let writers: Vec<_> = (0..4u32)
+        .map(|t| {
+            let (db, tx) = (Arc::clone(&db), tx.clone());
+            std::thread::spawn(move || {
+                let key = t.to_be_bytes();
+                let outcome =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| db.put(&key, b"v")));
+                let _ = tx.send(match outcome {
+                    Ok(Ok(())) => "acknowledged".to_string(),
+                    Ok(Err(e)) => format!("error: {e}"),
+                    Err(_) => "panicked".to_string(),
+                });
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for _ in 0..4 {
+        outcomes.push(
+            rx.recv_timeout(Duration::from_secs(30))
+                .expect("a writer still waiting 30 s after its leader panicked"),
+        );
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert!(outcomes.iter().any(|o| o == "panicked"), "{outcomes:?}");
+    for o in &outcomes {
+        assert!(
+            o == "panicked" || o.contains("the write group's leader panicked"),
+            "{outcomes:?}"
+        );
+    }
+    match db.put(b"after", b"2") {
+        Err(Error::Poisoned(m)) => assert!(m.contains("leader panicked"), "{m}"),
+        other => panic!("expected a poisoned database, got {other:?}"),
+    }
+    assert_eq!(db.get(b"before").unwrap(), Some(b"1".to_vec()));
 }

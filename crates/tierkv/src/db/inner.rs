@@ -125,6 +125,8 @@ pub(crate) struct PmTier {
     pub lists: parking_lot::Mutex<Option<crate::plist::OpenedHeap>>,
     /// How errors name the pool (its path, or "PM pool (given)").
     pub location: String,
+    /// The pool file, when the pool was opened from a path.
+    pub path: Option<std::path::PathBuf>,
     /// Lock on the pool file, when the pool was opened from a path.
     pub _lock: Option<Box<dyn FileLock>>,
 }

@@ -28,6 +28,7 @@ mod inner;
 mod iter;
 mod load;
 mod obsolete;
+mod owner;
 mod punch;
 mod read;
 mod recovery;

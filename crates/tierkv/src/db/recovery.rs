@@ -21,6 +21,7 @@
 //! [`repair`] for pointing `CURRENT` at the newest valid manifest.
 
 use super::clog::{self, CompactionLog};
+use super::owner;
 use super::inner::{DbInner, PmTier, State};
 use super::{SnapshotList, TableCache};
 use crate::error::{Error, Result};
@@ -62,6 +63,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let lock = fs.lock(&dir.join("LOCK"))?;
     let counters = Arc::new(Counters::default());
     counters.jobs.lock().start_clock();
+    let mut pool_moved = false;
     let (mut versions, pm) = match classify_directory(&*fs, dir)? {
         DirState::Existing => {
             if options.error_if_exists {
@@ -72,26 +74,43 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             }
             let (mut versions, pm) = recover_versions(dir, &options, Arc::clone(&counters), true)?;
             if options.pm.path.is_some() {
-                // The pool was found, bound to this database, at the path given: record it.
-                versions.set_pm_path(pool_path_to_record(dir, &options));
+                // The pool was found, bound to this database, at the path given: record it
+                // (logged once the open is done, below).
+                let given = pool_path_to_record(dir, &options);
+                pool_moved = given.as_deref() != versions.pm_path();
+                versions.set_pm_path(given);
             }
             let (tier, place) = manifest_place(&options, pm.as_ref());
             versions.set_manifest_place(tier, place);
             versions.set_manifest_roll_bytes(manifest_roll_bytes(tier, pm.as_ref()));
             (versions, pm)
         }
-        DirState::New { leftovers } => {
+        DirState::New {
+            leftovers,
+            pool_in_dir,
+        } => {
             if !options.create_if_missing {
                 return Err(Error::NotFound(format!(
                     "no database in {} (create_if_missing is false)",
                     dir.display()
                 )));
             }
+            if pool_in_dir && !options.design.uses_pm(&options) {
+                return Err(lost_current(
+                    dir,
+                    &format!(
+                        "a PM pool (pm.pool) but no CURRENT file, and design {} keeps no pool",
+                        options.design
+                    ),
+                ));
+            }
+            let identity = new_identity();
+            // The pool first: a pool that holds another database's data refuses the creation
+            // before any leftover is removed.
+            let pm = open_pm(dir, &options, PmFsOpen::Create(identity), true, None)?;
             for name in leftovers {
                 fs.remove(&dir.join(name))?;
             }
-            let identity = new_identity();
-            let pm = open_pm(dir, &options, PmFsOpen::Create(identity), true, None)?;
             let place = manifest_place(&options, pm.as_ref());
             let tier = place.0;
             let mut versions =
@@ -100,6 +119,13 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             (versions, pm)
         }
     };
+    owner::check_identity_file(&*fs, dir, versions.identity())?;
+    if let Some(pm) = &pm {
+        if let Some(path) = &pm.path {
+            owner::claim_pool(&*fs, dir, &pm.pool, path, options.pm.path.is_some())?;
+        }
+    }
+    owner::write_identity_file(&*fs, dir, versions.identity())?;
     let front = crate::front_ends::build(options.design.spec().front_end, &options);
     let stages = options.design.stages(&options);
     // One block cache: the tables' blocks and LAB-DB's value pages share its budget.
@@ -168,6 +194,15 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         _lock: lock,
     };
     inner.front.recover(&inner, &present)?;
+    if pool_moved {
+        // A design that logs no version edit of its own (ListDB) must still record where its
+        // pool now is, or the next open without the path goes back to the old one.
+        let edit = VersionEdit {
+            pm_path: inner.state.lock().versions.pm_path().map(Path::to_path_buf),
+            ..VersionEdit::default()
+        };
+        inner.state.lock().versions.log_and_apply(edit)?;
+    }
     Ok(inner)
 }
 
@@ -283,8 +318,13 @@ enum DirState {
     /// `CURRENT` exists.
     Existing,
     /// No database: nothing of one, or only what a creation left before `CURRENT` existed
-    /// (`leftovers`: names to remove first).
-    New { leftovers: Vec<String> },
+    /// (`leftovers`: names to remove once the pool, if any, was taken; `pool_in_dir`: a
+    /// `pm.pool` file is in the directory, which only a design with a pool may take over, and
+    /// only if the pool holds nothing).
+    New {
+        leftovers: Vec<String>,
+        pool_in_dir: bool,
+    },
 }
 
 /// Decides whether `dir` holds a database. Without `CURRENT`, the only database files allowed
@@ -298,27 +338,40 @@ fn classify_directory(fs: &dyn FileSystem, dir: &Path) -> Result<DirState> {
     let mut leftovers = Vec::new();
     let mut names = fs.list(dir)?;
     names.sort();
+    let pool_in_dir = names.iter().any(|n| n == "pm.pool");
     for name in names {
         let leftover = match parse_file_name(&name) {
+            // A database that was created whole (`IDENTITY` follows the first `CURRENT`).
+            None if dir.join(&name) == owner::identity_file_name(dir) => false,
             None => continue,
             Some((FileKind::Temp, _)) => true,
             Some((FileKind::Manifest, _)) => describes_empty_database(fs, &dir.join(&name)),
             Some(_) => false,
         };
         if !leftover {
-            return Err(Error::corruption(
-                dir.display().to_string(),
-                format!(
-                    "the directory holds database files ({name} among them) but no CURRENT \
-                     file; it is not treated as a new database. Run `tierkv repair --db {}` \
-                     to point CURRENT at the newest valid manifest",
-                    dir.display()
-                ),
+            return Err(lost_current(
+                dir,
+                &format!("database files ({name} among them) but no CURRENT file"),
             ));
         }
         leftovers.push(name);
     }
-    Ok(DirState::New { leftovers })
+    Ok(DirState::New {
+        leftovers,
+        pool_in_dir,
+    })
+}
+
+/// The error for a directory that holds a database without its `CURRENT`.
+fn lost_current(dir: &Path, holds: &str) -> Error {
+    Error::corruption(
+        dir.display().to_string(),
+        format!(
+            "the directory holds {holds}; it is not treated as a new database. Run `tierkv \
+             repair --db {}` to point CURRENT at the newest valid manifest",
+            dir.display()
+        ),
+    )
 }
 
 /// True if the manifest at `path` reads cleanly and names no file and no WAL: what a creation
@@ -542,8 +595,8 @@ pub(crate) fn open_pm(
         return Ok(None);
     }
     let creating = matches!(how, PmFsOpen::Create(_));
-    let (pool, location, pool_lock) = match &options.pm.pool {
-        Some(pool) => (Arc::clone(pool), "PM pool (given)".to_string(), None),
+    let (pool, location, pool_lock, pool_path) = match &options.pm.pool {
+        Some(pool) => (Arc::clone(pool), "PM pool (given)".to_string(), None, None),
         None => {
             let path = match (&options.pm.path, recorded) {
                 (Some(given), _) => given.clone(),
@@ -573,7 +626,7 @@ pub(crate) fn open_pm(
                     recorded,
                 ));
             };
-            (pool, path.display().to_string(), pool_lock)
+            (pool, path.display().to_string(), pool_lock, Some(path))
         }
     };
     let stages = options.design.stages(options);
@@ -607,6 +660,7 @@ pub(crate) fn open_pm(
         lab_trees,
         lists,
         location,
+        path: pool_path,
         _lock: pool_lock,
     }))
 }
@@ -714,8 +768,9 @@ fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpa
 /// bound to it). The manifests of the directory are candidates, and those in the database's
 /// PM pool when it can be found: the pool `CURRENT` names, else `pm.path`, else `pm.pool` in
 /// the directory, for the design `CURRENT` names, else `options.design`. Leaves a database
-/// whose `CURRENT` already names such a manifest as it is. Nothing but `CURRENT` is written;
-/// no file is deleted.
+/// whose `CURRENT` already names such a manifest as it is. Nothing but `CURRENT` (and
+/// `IDENTITY`, when it is missing or damaged) is written; no file is deleted. A manifest of
+/// another database than the one `IDENTITY` names is never chosen.
 pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     let fs = Arc::clone(&options.fs);
     if !fs.exists(dir) {
@@ -727,6 +782,9 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     let _lock = fs.lock(&dir.join("LOCK"))?;
     let counters = Arc::new(Counters::default());
     let current = read_current(&*fs, dir, &counters).ok();
+    // `IDENTITY` says which database the directory is: a manifest of another is no candidate.
+    // A damaged or missing `IDENTITY` is written anew from the manifest chosen.
+    let this_database = owner::read_identity_file(&*fs, dir).ok().flatten();
     let mut manifests: Vec<(u64, Tier, String)> = manifests_of(&*fs, dir)?
         .into_iter()
         .map(|(n, name)| (n, Tier::Ssd, name))
@@ -755,11 +813,25 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
             Tier::Ssd => name.clone(),
             Tier::Pm => format!("{name} (in the PM pool)"),
         };
+        let tried = tried.and_then(|(chosen, identity)| match &this_database {
+            Some(id) if id.identity != identity => Err(Error::corruption(
+                name,
+                format!(
+                    "a manifest of database {identity:032x}; this directory is database {:032x} \
+                     (its IDENTITY file)",
+                    id.identity
+                ),
+            )),
+            _ => Ok((chosen, identity)),
+        });
         match tried {
-            Ok(chosen) => {
+            Ok((chosen, identity)) => {
                 let changed = current.as_ref() != Some(&chosen);
                 if changed {
                     set_current(&*fs, dir, &chosen, &counters)?;
+                }
+                if this_database.is_none() {
+                    owner::write_identity_file(&*fs, dir, identity)?;
                 }
                 return Ok(RepairReport {
                     manifest: shown,
@@ -773,7 +845,12 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     Err(Error::corruption(
         dir.display().to_string(),
         if rejected.is_empty() {
-            "no manifest to repair from".to_string()
+            format!(
+                "no manifest to repair from. A database whose manifest lives in its PM pool \
+                 (fluidkv, or pm.manifest_on_pm) with the pool outside the directory needs the \
+                 pool's path: `tierkv repair --db {} --pm_path POOL`",
+                dir.display()
+            )
         } else {
             format!(
                 "no manifest opens consistently: {}",
@@ -796,7 +873,7 @@ fn repair_candidate(
     counters: &Arc<Counters>,
     name: &str,
     in_pool: Option<PmFsOpen>,
-) -> Result<Current> {
+) -> Result<(Current, u128)> {
     let fs = Arc::clone(&options.fs);
     match in_pool {
         None => {
@@ -808,8 +885,9 @@ fn repair_candidate(
             let pm = open_pm(dir, &options, how, true, versions.pm_path())?;
             let present = list_files(&*fs, pm.as_ref(), dir)?;
             verify_files(dir, &versions, &present, &*fs, pm.as_ref())?;
-            Ok(Current::Directory(
-                versions.recovered_manifest().unwrap_or(0),
+            Ok((
+                Current::Directory(versions.recovered_manifest().unwrap_or(0)),
+                versions.identity(),
             ))
         }
         Some(how) => {
@@ -835,12 +913,13 @@ fn repair_candidate(
                 Some(_) => pool_path_to_record(dir, &options),
                 None => versions.pm_path().map(Path::to_path_buf),
             };
-            Ok(Current::Pool {
+            let current = Current::Pool {
                 number: versions.recovered_manifest().unwrap_or(0),
                 design: options.design.name().to_string(),
                 identity: versions.identity(),
                 pool,
-            })
+            };
+            Ok((current, versions.identity()))
         }
     }
 }
@@ -942,8 +1021,7 @@ fn options_of_manifest(options: &Options, fs: &dyn FileSystem, path: &Path) -> R
     let created = crate::version::read_manifest_creation_fields(fs, path)?;
     let mut o = options.clone();
     o.design = created.design.parse()?;
-    o.pm.wal_on_pm = created.wal_on_pm;
-    o.compaction.num_levels = created.num_levels;
+    created.apply_to(&mut o);
     Ok(o)
 }
 

@@ -671,7 +671,21 @@ impl FrontEnd for WalMemtable {
         } else {
             &group
         };
-        let result = self.commit_group(db, group, me.sync, me.unlogged);
+        // A leader that panics (a bug, or a file system that panics) must not leave the writers
+        // it took waiting forever: the database is poisoned, every writer of its group gets
+        // the error, the next leader finds the poison, and the panic goes on in this thread.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.commit_group(db, group, me.sync, me.unlogged)
+        }));
+        let (result, panicked) = match ran {
+            Ok(result) => (result, None),
+            Err(payload) => {
+                let e = Error::Poisoned("the write group's leader panicked".into());
+                let _ = db.state.lock().poison("write", e.duplicate());
+                db.bg_cv.notify_all();
+                (Err(e), Some(payload))
+            }
+        };
         let mut queue = self.queue.lock();
         for w in group {
             let front = queue.pop_front().expect("group is at the front");
@@ -685,6 +699,9 @@ impl FrontEnd for WalMemtable {
         }
         self.queue_cv.notify_all();
         drop(queue);
+        if let Some(payload) = panicked {
+            std::panic::resume_unwind(payload);
+        }
         result
     }
 

@@ -151,6 +151,8 @@ pub fn open_pm_owners(
         pool.update_root_table(|t| {
             t.identity = Some(identity);
             t.roots.clear();
+            // The new database claims the pool for its directory after the open.
+            t.owner = None;
         })?;
         claims.clear();
         missing = (0..owners.len()).collect();

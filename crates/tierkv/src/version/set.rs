@@ -584,6 +584,25 @@ pub struct CreationFields {
     pub manifest_on_pm: bool,
 }
 
+impl CreationFields {
+    /// Sets in `options` (whose design is already this database's) what the database fixed
+    /// at creation: the WAL's tier, and the level count where the design's first stage takes
+    /// its group count from `compaction.num_levels` (a design whose first stage has a fixed
+    /// number of groups, such as SLM-DB's single level, keeps the option as it is).
+    pub fn apply_to(&self, options: &mut Options) {
+        options.pm.wal_on_pm = self.wal_on_pm;
+        let groups = |o: &Options| o.design.layouts(o).first().map(|l| l.groups.len());
+        if groups(options) == Some(self.num_levels) || !(2..=20).contains(&self.num_levels) {
+            return;
+        }
+        let mut trial = options.clone();
+        trial.compaction.num_levels = self.num_levels;
+        if groups(&trial) == Some(self.num_levels) {
+            options.compaction.num_levels = self.num_levels;
+        }
+    }
+}
+
 /// Reads what a database was created with from the first record of the manifest at `path`.
 pub fn read_manifest_creation_fields(fs: &dyn FileSystem, path: &Path) -> Result<CreationFields> {
     let location = path.display().to_string();

@@ -1,0 +1,262 @@
+//! What a user does around a database, on every design of the registry, through the `tierkv`
+//! binary: every tool reopens what `put` created; a directory that lost or damaged its
+//! `CURRENT` is refused (never taken for an empty directory) and `repair` brings it back; a
+//! copied directory never writes through the original's pool, and a copy given its own pool
+//! becomes a database of its own.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use tierkv::{Design, Options};
+
+fn tierkv(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tierkv"))
+        .args(args)
+        .output()
+        .expect("the tierkv binary runs")
+}
+
+/// Runs `args`, asserts success, returns stdout.
+fn ok(args: &[&str]) -> String {
+    let out = tierkv(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `args`, asserts failure with status 1, returns stderr.
+fn fails(args: &[&str]) -> String {
+    let out = tierkv(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+    stderr
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn uses_pm(design: Design) -> bool {
+    design.uses_pm(&design.options(Options::default()))
+}
+
+/// Every file under `dir` (recursively) and `extra`, with its bytes: what must not change.
+fn contents(dir: &Path, extra: &[&Path]) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    for p in extra {
+        out.insert(p.to_path_buf(), std::fs::read(p).unwrap());
+    }
+    out
+}
+
+/// `cp -a from to`, as a user copies a database directory.
+fn copy_dir(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .args(["-a", s(from), s(to)])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// A database of `design` in `db` holding a=1, b=2, c=3 (its pool at `pool` when given).
+fn create(design: Design, db: &Path, pool: Option<&Path>) {
+    for (k, v) in [("a", "1"), ("b", "2"), ("c", "3")] {
+        let mut args = vec!["put", "--db", s(db), "--design", design.name()];
+        if let Some(pool) = pool {
+            args.extend(["--pm_path", s(pool)]);
+        }
+        args.extend([k, v]);
+        ok(&args);
+    }
+}
+
+const ABC: &str = "a\t1\nb\t2\nc\t3\n";
+
+#[test]
+fn every_design_reopens_through_every_tool() {
+    for &design in Design::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let db = s(&db);
+        create(design, Path::new(db), None);
+        assert_eq!(ok(&["get", "--db", db, "b"]), "2\n", "{design}");
+        ok(&["delete", "--db", db, "b"]);
+        ok(&["put", "--db", db, "d", "4"]);
+        assert_eq!(ok(&["scan", "--db", db]), "a\t1\nc\t3\nd\t4\n", "{design}");
+        let stats = ok(&["stats", "--db", db]);
+        assert!(
+            stats.contains(&format!("Design:          {design} ")),
+            "{stats}"
+        );
+        assert!(ok(&["check", "--db", db]).starts_with("OK"), "{design}");
+        ok(&[
+            "bench",
+            "--db",
+            db,
+            "--design",
+            design.name(),
+            "--use_existing_db=1",
+            "--benchmarks=readrandom",
+            "--num=10",
+        ]);
+        assert_eq!(ok(&["scan", "--db", db]), "a\t1\nc\t3\nd\t4\n", "{design}");
+    }
+}
+
+#[test]
+fn a_lost_or_damaged_current_is_refused_and_repaired_on_every_design() {
+    for &design in Design::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let db_path = dir.path().join("db");
+        let db = s(&db_path);
+        create(design, &db_path, None);
+        let current = db_path.join("CURRENT");
+
+        std::fs::remove_file(&current).unwrap();
+        let before = contents(&db_path, &[]);
+        for args in [
+            vec!["put", "--db", db, "new", "x"],
+            vec!["put", "--db", db, "--design", design.name(), "new", "x"],
+            vec!["get", "--db", db, "a"],
+        ] {
+            let err = fails(&args);
+            assert!(
+                err.contains("but no CURRENT file") && err.contains("tierkv repair --db"),
+                "{design}: {err}"
+            );
+        }
+        assert_eq!(contents(&db_path, &[]), before, "{design}: a refused open wrote");
+        assert!(ok(&["repair", "--db", db]).contains("CURRENT now names"));
+        assert_eq!(ok(&["scan", "--db", db]), ABC, "{design}");
+
+        std::fs::write(&current, b"garbage\n").unwrap();
+        let err = fails(&["get", "--db", db, "a"]);
+        assert!(err.contains("CURRENT"), "{design}: {err}");
+        assert!(ok(&["repair", "--db", db]).contains("CURRENT now names"));
+        ok(&["put", "--db", db, "d", "4"]);
+        assert_eq!(ok(&["scan", "--db", db]), format!("{ABC}d\t4\n"), "{design}");
+    }
+}
+
+/// `CURRENT` and a manifest copied in from another database of the same design: the open
+/// refuses (the directory's `IDENTITY` or its pool names this database), and `repair` goes
+/// back to this database's own manifest.
+#[test]
+fn current_naming_another_databases_manifest_is_refused_on_every_design() {
+    for &design in Design::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let (one, other) = (dir.path().join("one"), dir.path().join("other"));
+        create(design, &one, None);
+        ok(&["put", "--db", s(&other), "--design", design.name(), "z", "9"]);
+        let text = std::fs::read_to_string(other.join("CURRENT")).unwrap();
+        if text.starts_with("pm:") {
+            // The manifest is in the pool: its CURRENT names the other pool's database.
+            std::fs::write(one.join("CURRENT"), text).unwrap();
+        } else {
+            let name = text.trim();
+            std::fs::copy(other.join(name), one.join("MANIFEST-000999")).unwrap();
+            std::fs::write(one.join("CURRENT"), "MANIFEST-000999\n").unwrap();
+        }
+        let err = fails(&["scan", "--db", s(&one)]);
+        assert!(
+            err.contains("another database") || err.contains("belongs to database"),
+            "{design}: {err}"
+        );
+        assert!(ok(&["repair", "--db", s(&one)]).contains("CURRENT now names"));
+        assert_eq!(ok(&["scan", "--db", s(&one)]), ABC, "{design}");
+        assert_eq!(ok(&["scan", "--db", s(&other)]), "z\t9\n", "{design}");
+    }
+}
+
+#[test]
+fn a_copied_directory_never_writes_through_the_originals_pool() {
+    for &design in Design::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let pool_a = dir.path().join("a.pool");
+        let pm = uses_pm(design);
+        create(design, &a, pm.then_some(pool_a.as_path()));
+        copy_dir(&a, &b);
+        let extra: Vec<&Path> = if pm { vec![pool_a.as_path()] } else { vec![] };
+        let original = contents(&a, &extra);
+        if pm {
+            for args in [
+                vec!["put", "--db", s(&b), "k", "v"],
+                vec!["get", "--db", s(&b), "a"],
+            ] {
+                let err = fails(&args);
+                assert!(
+                    err.contains(&format!("is a copy of the database in {}", s(&a)))
+                        && err.contains("--pm_path NEW_POOL")
+                        && err.contains("Nothing was changed"),
+                    "{design}: {err}"
+                );
+            }
+            assert_eq!(contents(&a, &extra), original, "{design}: the original changed");
+            let pool_b = dir.path().join("b.pool");
+            std::fs::copy(&pool_a, &pool_b).unwrap();
+            ok(&["put", "--db", s(&b), "--pm_path", s(&pool_b), "k", "v"]);
+        } else {
+            ok(&["put", "--db", s(&b), "k", "v"]);
+        }
+        // The copy is a database of its own: its pool (if any) recorded, the original intact.
+        ok(&["put", "--db", s(&b), "l", "w"]);
+        assert_eq!(
+            ok(&["scan", "--db", s(&b)]),
+            format!("{ABC}k\tv\nl\tw\n"),
+            "{design}"
+        );
+        assert_eq!(contents(&a, &extra), original, "{design}: the original changed");
+        assert_eq!(ok(&["scan", "--db", s(&a)]), ABC, "{design}");
+        ok(&["put", "--db", s(&a), "m", "x"]);
+        assert_eq!(ok(&["scan", "--db", s(&a)]), format!("{ABC}m\tx\n"), "{design}");
+        assert!(ok(&["check", "--db", s(&a)]).starts_with("OK"), "{design}");
+        assert!(ok(&["check", "--db", s(&b)]).starts_with("OK"), "{design}");
+    }
+}
+
+/// A copy made with its pool inside the directory (the default) carries its own pool: it
+/// opens as a database of its own, and the original is untouched.
+#[test]
+fn a_copied_directory_with_its_pool_inside_is_a_database_of_its_own() {
+    for &design in Design::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        create(design, &a, None);
+        copy_dir(&a, &b);
+        let original = contents(&a, &[]);
+        ok(&["put", "--db", s(&b), "k", "v"]);
+        assert_eq!(ok(&["scan", "--db", s(&b)]), format!("{ABC}k\tv\n"), "{design}");
+        assert_eq!(contents(&a, &[]), original, "{design}: the original changed");
+        assert_eq!(ok(&["scan", "--db", s(&a)]), ABC, "{design}");
+    }
+}
+
+/// A moved directory (`mv`) whose pool is outside it: the pool is rebound to the new place,
+/// since no database is left at the old one.
+#[test]
+fn a_moved_directory_keeps_its_pool() {
+    for &design in Design::ALL.iter().filter(|d| uses_pm(**d)) {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let pool = dir.path().join("a.pool");
+        create(design, &a, Some(&pool));
+        std::fs::rename(&a, &b).unwrap();
+        ok(&["put", "--db", s(&b), "k", "v"]);
+        assert_eq!(ok(&["scan", "--db", s(&b)]), format!("{ABC}k\tv\n"), "{design}");
+    }
+}
