@@ -72,10 +72,12 @@ fn copy_dir(from: &Path, to: &Path) {
     assert!(status.success());
 }
 
-/// A database of `design` in `db` holding a=1, b=2, c=3 (its pool at `pool` when given).
+/// A database of `design` in `db` holding a=1, b=2, c=3 (its pool at `pool` when given). The
+/// pool is small, since the tests compare whole files.
 fn create(design: Design, db: &Path, pool: Option<&Path>) {
     for (k, v) in [("a", "1"), ("b", "2"), ("c", "3")] {
         let mut args = vec!["put", "--db", s(db), "--design", design.name()];
+        args.extend(["--set", "pm.size_bytes=67108864"]);
         if let Some(pool) = pool {
             args.extend(["--pm_path", s(pool)]);
         }
@@ -139,7 +141,11 @@ fn a_lost_or_damaged_current_is_refused_and_repaired_on_every_design() {
                 "{design}: {err}"
             );
         }
-        assert_eq!(contents(&db_path, &[]), before, "{design}: a refused open wrote");
+        assert_eq!(
+            contents(&db_path, &[]),
+            before,
+            "{design}: a refused open wrote"
+        );
         assert!(ok(&["repair", "--db", db]).contains("CURRENT now names"));
         assert_eq!(ok(&["scan", "--db", db]), ABC, "{design}");
 
@@ -148,7 +154,11 @@ fn a_lost_or_damaged_current_is_refused_and_repaired_on_every_design() {
         assert!(err.contains("CURRENT"), "{design}: {err}");
         assert!(ok(&["repair", "--db", db]).contains("CURRENT now names"));
         ok(&["put", "--db", db, "d", "4"]);
-        assert_eq!(ok(&["scan", "--db", db]), format!("{ABC}d\t4\n"), "{design}");
+        assert_eq!(
+            ok(&["scan", "--db", db]),
+            format!("{ABC}d\t4\n"),
+            "{design}"
+        );
     }
 }
 
@@ -161,7 +171,15 @@ fn current_naming_another_databases_manifest_is_refused_on_every_design() {
         let dir = tempfile::tempdir().unwrap();
         let (one, other) = (dir.path().join("one"), dir.path().join("other"));
         create(design, &one, None);
-        ok(&["put", "--db", s(&other), "--design", design.name(), "z", "9"]);
+        ok(&[
+            "put",
+            "--db",
+            s(&other),
+            "--design",
+            design.name(),
+            "z",
+            "9",
+        ]);
         let text = std::fs::read_to_string(other.join("CURRENT")).unwrap();
         if text.starts_with("pm:") {
             // The manifest is in the pool: its CURRENT names the other pool's database.
@@ -206,7 +224,11 @@ fn a_copied_directory_never_writes_through_the_originals_pool() {
                     "{design}: {err}"
                 );
             }
-            assert_eq!(contents(&a, &extra), original, "{design}: the original changed");
+            assert_eq!(
+                contents(&a, &extra),
+                original,
+                "{design}: the original changed"
+            );
             let pool_b = dir.path().join("b.pool");
             std::fs::copy(&pool_a, &pool_b).unwrap();
             ok(&["put", "--db", s(&b), "--pm_path", s(&pool_b), "k", "v"]);
@@ -220,10 +242,18 @@ fn a_copied_directory_never_writes_through_the_originals_pool() {
             format!("{ABC}k\tv\nl\tw\n"),
             "{design}"
         );
-        assert_eq!(contents(&a, &extra), original, "{design}: the original changed");
+        assert_eq!(
+            contents(&a, &extra),
+            original,
+            "{design}: the original changed"
+        );
         assert_eq!(ok(&["scan", "--db", s(&a)]), ABC, "{design}");
         ok(&["put", "--db", s(&a), "m", "x"]);
-        assert_eq!(ok(&["scan", "--db", s(&a)]), format!("{ABC}m\tx\n"), "{design}");
+        assert_eq!(
+            ok(&["scan", "--db", s(&a)]),
+            format!("{ABC}m\tx\n"),
+            "{design}"
+        );
         assert!(ok(&["check", "--db", s(&a)]).starts_with("OK"), "{design}");
         assert!(ok(&["check", "--db", s(&b)]).starts_with("OK"), "{design}");
     }
@@ -240,8 +270,16 @@ fn a_copied_directory_with_its_pool_inside_is_a_database_of_its_own() {
         copy_dir(&a, &b);
         let original = contents(&a, &[]);
         ok(&["put", "--db", s(&b), "k", "v"]);
-        assert_eq!(ok(&["scan", "--db", s(&b)]), format!("{ABC}k\tv\n"), "{design}");
-        assert_eq!(contents(&a, &[]), original, "{design}: the original changed");
+        assert_eq!(
+            ok(&["scan", "--db", s(&b)]),
+            format!("{ABC}k\tv\n"),
+            "{design}"
+        );
+        assert_eq!(
+            contents(&a, &[]),
+            original,
+            "{design}: the original changed"
+        );
         assert_eq!(ok(&["scan", "--db", s(&a)]), ABC, "{design}");
     }
 }
@@ -257,6 +295,10 @@ fn a_moved_directory_keeps_its_pool() {
         create(design, &a, Some(&pool));
         std::fs::rename(&a, &b).unwrap();
         ok(&["put", "--db", s(&b), "k", "v"]);
-        assert_eq!(ok(&["scan", "--db", s(&b)]), format!("{ABC}k\tv\n"), "{design}");
+        assert_eq!(
+            ok(&["scan", "--db", s(&b)]),
+            format!("{ABC}k\tv\n"),
+            "{design}"
+        );
     }
 }

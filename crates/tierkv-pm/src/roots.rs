@@ -303,10 +303,7 @@ pub(crate) fn decode(dir: &[u8], location: &str) -> PmResult<RootState> {
             return Err(bad(format!("{part}: entry {i} repeats the name {name:?}")));
         }
     }
-    if copy[OWNER_AT + 8..]
-        .iter()
-        .any(|&b| b != 0)
-    {
+    if copy[OWNER_AT + 8..].iter().any(|&b| b != 0) {
         return Err(bad(format!("{part}: padding is not zero")));
     }
     Ok(RootState {

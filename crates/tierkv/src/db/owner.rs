@@ -19,7 +19,7 @@
 //!
 //! **The pool's owner stamp.** The pool's root directory records a stamp of the directory it
 //! serves ([`directory_stamp`]: FNV-1a 64 of the absolute path's bytes). A writable open
-//! claims the pool ([`claim_pool`]): the stamp is this directory's, or it is set (a pool
+//! claims the pool ([`claim_pool`]): the stamp is this directory's, or it is not set (a pool
 //! written before stamps existed), or it is the stamp of the directory `IDENTITY` names and
 //! that directory no longer holds a database that uses this pool file (the database was moved,
 //! or the copy has its own copy of the pool): the pool is then bound to this directory. A
@@ -217,7 +217,10 @@ pub(crate) fn claim_pool(
         let origin = named.filter(|o| directory_stamp(o) == owner && *o != here);
         match origin {
             Some(origin) => {
-                let in_use = fs.exists(&current_file_name(&origin))
+                // The same directory reached through another path (a bind mount, a renamed
+                // parent's symbolic link) is this database, not a copy of it.
+                let in_use = !same_file(&origin, &here)
+                    && fs.exists(&current_file_name(&origin))
                     && pool_used_by(fs, &origin).is_none_or(|p| same_file(&p, pool_path));
                 if in_use {
                     return Err(copied_directory(dir, &origin, pool_path));
@@ -276,7 +279,10 @@ mod tests {
             assert!(matches!(err, Error::Corruption { .. }), "byte {i}: {err}");
         }
         for cut in 0..text.len() {
-            assert!(decode(&text.as_bytes()[..cut], "IDENTITY").is_err(), "cut at {cut}");
+            assert!(
+                decode(&text.as_bytes()[..cut], "IDENTITY").is_err(),
+                "cut at {cut}"
+            );
         }
     }
 

@@ -21,8 +21,8 @@
 //! [`repair`] for pointing `CURRENT` at the newest valid manifest.
 
 use super::clog::{self, CompactionLog};
-use super::owner;
 use super::inner::{DbInner, PmTier, State};
+use super::owner;
 use super::{SnapshotList, TableCache};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PmFs, PmFsOpen, PmSpacePolicy, PosixFs};
@@ -790,7 +790,13 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
         .map(|(n, name)| (n, Tier::Ssd, name))
         .collect();
     let mut rejected = Vec::new();
-    let pool = match repair_pool(dir, options, current.as_ref()) {
+    // A pool `CURRENT` of another database than `IDENTITY` names points at that database's
+    // pool: look for this database's own (the options', else the directory's).
+    let current_of_this = match (&current, &this_database) {
+        (Some(Current::Pool { identity, .. }), Some(id)) if *identity != id.identity => None,
+        _ => current.as_ref(),
+    };
+    let pool = match repair_pool(dir, options, current_of_this) {
         Ok(pool) => pool,
         Err(e) => {
             rejected.push(("the PM pool".to_string(), e.to_string()));
