@@ -32,6 +32,7 @@ mod owner;
 mod punch;
 mod read;
 mod recovery;
+mod repair;
 mod snapshot;
 mod table_cache;
 
@@ -40,8 +41,8 @@ pub(crate) use flush::ShadowFilter;
 pub(crate) use inner::{DbInner, State};
 pub use iter::{DbIterator, MergingIterator};
 pub(crate) use recovery::Present;
-pub use recovery::RepairReport;
 pub(crate) use recovery::{describes_empty_database, min_pool_chunks, MANIFEST_CHUNKS};
+pub use repair::RepairReport;
 pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
 pub(crate) use table_cache::TableCache;
@@ -341,7 +342,7 @@ impl Db {
     /// it is. Fails with `Corruption` listing every manifest and why it was passed over when
     /// none qualifies.
     pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<RepairReport> {
-        recovery::repair(path.as_ref(), &options)
+        repair::repair(path.as_ref(), &options)
     }
 
     /// What the database at `path` was created with (design, format version, level count,
