@@ -375,10 +375,11 @@ fn record_ends(data: &[u8]) -> Vec<u64> {
 fn older_wal_cut_at_a_record_boundary() {
     for (sync_every, expect_corruption) in [(0, false), (1, true)] {
         // The newer WAL must hold records (writes that reached it before the failed flush
-        // stopped them): retry the setup until it does.
+        // stopped them; its first record is the link to the older WAL): retry the setup until
+        // it does.
         let (img, logs, acked) = (0..50)
             .map(|_| db_with_older_wals(sync_every))
-            .find(|(img, logs, _)| !record_ends(&img.file_data(&logs[1]).unwrap()).is_empty())
+            .find(|(img, logs, _)| record_ends(&img.file_data(&logs[1]).unwrap()).len() > 1)
             .expect("a newer WAL with records within 50 tries");
         let older = &logs[0];
         let ends = record_ends(&img.file_data(older).unwrap());
@@ -393,6 +394,38 @@ fn older_wal_cut_at_a_record_boundary() {
             assert_eq!(report.wal_torn_tail_bytes, 0, "{report:?}");
             assert_eq!(report.wal_files_ignored, logs.len() - 1, "{report:?}");
             assert_recovers_to_a_cut(&img, acked);
+        }
+    }
+}
+
+/// A closed WAL emptied whole (a power failure before its first sync) while the newer WAL
+/// keeps its records: nothing in the older WAL shows damage, and no record is left to measure a
+/// gap from; the newer WAL's link record says what the older one held. Followed only by
+/// unsynced writes, recovery opens the state before the older WAL (here: empty, the flush never
+/// succeeded), not the newer writes over a hole; followed by a synced write, it is corruption
+/// naming the emptied WAL.
+#[test]
+fn an_emptied_older_wal_is_a_cut_not_a_hole() {
+    for (sync_every, expect_corruption) in [(0, false), (1, true)] {
+        let (img, logs, acked) = (0..50)
+            .map(|_| db_with_older_wals(sync_every))
+            .find(|(img, logs, _)| record_ends(&img.file_data(&logs[1]).unwrap()).len() > 1)
+            .expect("a newer WAL with records within 50 tries");
+        let older = &logs[0];
+        img.truncate(older, 0);
+        if expect_corruption {
+            let e = Db::open(DB, options(&img)).err().expect("open must fail");
+            assert_corruption_in(&e, &file_name(older));
+            assert!(e.to_string().contains("writes are missing"), "{e}");
+            let e = Db::check(DB, options(&img)).unwrap_err();
+            assert_corruption_in(&e, &file_name(older));
+        } else {
+            let report = Db::check(DB, options(&img)).unwrap();
+            assert_eq!(report.wal_files_ignored, logs.len() - 1, "{report:?}");
+            let db = Db::open(DB, options(&img)).unwrap();
+            for i in 0..acked {
+                assert_eq!(db.get(&key(i)).unwrap(), None, "key {i} over the hole");
+            }
         }
     }
 }

@@ -437,6 +437,12 @@ fn run_sequence(seed: u64, ops: usize, backend: Backend, partial_compactions: bo
                     .unwrap()
                     .close()
                     .unwrap_or_else(|e| panic!("seed {seed} op {i}: close: {e}"));
+                // Every structure the sequence built so far passes the checker, not only the
+                // reads (overlapping runs a reuse left, say, read right but are damage).
+                if !matches!(backend, Backend::Disk(..)) {
+                    Db::check(&path, opts.clone())
+                        .unwrap_or_else(|e| panic!("seed {seed} op {i}: check: {e}"));
+                }
                 db = Some(
                     Db::open(&path, opts.clone())
                         .unwrap_or_else(|e| panic!("seed {seed} op {i}: reopen: {e}")),

@@ -2,6 +2,7 @@
 
 use super::table_cache::TableCache;
 use crate::format::{compare_internal, user_key};
+use crate::front_ends::WalLink;
 use crate::fs::FileSystem;
 use crate::log::LogReader;
 use crate::options::Options;
@@ -399,7 +400,29 @@ fn check_logs(
         let location = path.display().to_string();
         let mut reader = LogReader::new(fs.read_all(&path)?, location.clone());
         report.wal_files_checked += 1;
+        let mut first_record = true;
         while let Some(rec) = reader.next_record()? {
+            if let Some(link) = WalLink::parse(&rec).filter(|_| first_record) {
+                first_record = false;
+                // The WAL before held records that are gone (emptied or cut at a record
+                // boundary): a cut, as a gap in the sequence numbers is.
+                if link.shows_loss(versions.log_number, next_seq.map_or(0, |n| n - 1)) {
+                    if let Some(shown) = synced_after(i)? {
+                        return Err(Error::corruption(
+                            log_file_name(dir, link.prev_number).display().to_string(),
+                            format!(
+                                "this WAL lost writes up to sequence {} ({location} says) \
+                                 before a synced write in {shown}",
+                                link.prev_last
+                            ),
+                        ));
+                    }
+                    report.wal_files_ignored = logs.len() - i;
+                    return Ok(());
+                }
+                continue;
+            }
+            first_record = false;
             let batch = decode_batch(&rec, "WAL record")
                 .map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
             // Unlogged writes between two records took the sequence numbers the later one

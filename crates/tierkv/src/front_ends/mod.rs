@@ -20,7 +20,7 @@ pub(crate) use fast_store::parse_header as thread_log_start;
 pub(crate) use lab_log::LabAddrs;
 pub(crate) use lab_log::{enabled as lab_log_enabled, scan as scan_lab_log};
 pub(crate) use wal_memtable::{WalMemtable, MAX_GROUP_BYTES};
-pub(crate) use wal_recovery::holds_synced_record;
+pub(crate) use wal_recovery::{holds_synced_record, WalLink};
 
 use crate::options::Options;
 use crate::pipeline::{FrontEnd, FrontEndKind};

@@ -28,7 +28,7 @@
 
 use super::buffer::Buffer;
 use super::lab_log::{LabAddrs, LabLog, LabLogState};
-use super::wal_recovery;
+use super::wal_recovery::{self, WalLink};
 use crate::db::{DbInner, Present, State};
 use crate::format::ValueType;
 use crate::iterator::InternalIterator;
@@ -75,6 +75,9 @@ pub(crate) struct WalState {
     /// Sequence numbers unlogged writes took since the last record appended to a WAL: the
     /// next record carries them, so that recovery tells their gap from a cut log.
     pub unlogged_seqs: u64,
+    /// The last sequence number of the last record appended to this WAL (0: none yet): the
+    /// next WAL's link record carries it (`wal_recovery::WalLink`).
+    pub last_logged: u64,
     /// LAB-DB's log: the value array and WAL-buffer halves (unused without it).
     pub lab: LabLogState,
 }
@@ -208,6 +211,7 @@ impl WalMemtable {
                 number: 0,
                 mem: placeholder.clone(),
                 unlogged_seqs: 0,
+                last_logged: 0,
                 lab: LabLogState::default(),
             }),
             buffers: Mutex::new(Buffers {
@@ -324,6 +328,7 @@ impl WalMemtable {
             return Err(db.state.lock().poison("WAL write failed", e));
         }
         wal.unlogged_seqs = 0;
+        wal.last_logged = first_seq + count - 1;
         let inserted = match &wal.mem {
             Buffer::Dram(mem) => insert_into(mem, &batch, first_seq),
             Buffer::Pm(table) => {
@@ -552,7 +557,18 @@ impl WalMemtable {
             return Ok(());
         }
         let file = db.fs_for(self.wal_tier).create_log(&path)?;
-        let old = std::mem::replace(&mut wal.writer, LogWriter::new(file));
+        let mut writer = LogWriter::new(file);
+        // The link to the WAL before: recovery tells an emptied or cut older WAL from one that
+        // held nothing (`wal_recovery`, "WAL damage").
+        let link = WalLink {
+            prev_number: wal.number,
+            prev_last: wal.last_logged,
+        };
+        let n = writer.add_record(&link.encode())?;
+        db.counters
+            .add_written(self.wal_tier, Part::FrontEnd, IoPurpose::Wal, n);
+        let old = std::mem::replace(&mut wal.writer, writer);
+        wal.last_logged = 0;
         {
             let mut closed = self.closed.lock();
             closed.pending.push(old);

@@ -19,6 +19,13 @@
 //! counts in its trailer) and is treated the same way. A marked (synced) record after the cut
 //! proves the cut is damage, not a power failure: corruption, naming the file. Damage followed
 //! by valid records in the same WAL is corruption too.
+//!
+//! A WAL started by a rotation opens with a link record ([`WalLink`]): the WAL before it and
+//! the last sequence number logged there. An older WAL emptied or cut at a record boundary (what
+//! a power failure leaves of a file never synced) shows no damage and, when emptied, no record
+//! to measure a gap from; the link says what it held, so the loss is a cut like any other
+//! (point in time, or corruption when a synced write follows) instead of a hole of missing
+//! writes under newer ones.
 
 use super::buffer::Buffer;
 use super::wal_memtable::{insert_ops, MemtableFlush, NullFile, WalMemtable, WalState};
@@ -33,6 +40,51 @@ use crate::write_batch::decode_batch;
 use crate::{Error, Result};
 use std::path::Path;
 use std::sync::Arc;
+
+/// The first record of a WAL started by a rotation: the WAL before it (`prev_number`) and the
+/// last sequence number of the last record appended to that WAL (`prev_last`, 0: it held
+/// none). 37 bytes: `TKVWALLK`, `0xff` x 5, the two as u64, `0xff` x 8 (`docs/FORMATS.md`,
+/// "WAL link record"). No write batch looks like it (a batch's first 8 bytes are a sequence
+/// number, below 2^56), and a build that predates it decodes it as a batch whose first
+/// operation has no valid type: corruption, never data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WalLink {
+    pub prev_number: u64,
+    pub prev_last: u64,
+}
+
+const WAL_LINK_MAGIC: &[u8; 8] = b"TKVWALLK";
+const WAL_LINK_LEN: usize = 37;
+
+impl WalLink {
+    pub(crate) fn encode(&self) -> [u8; WAL_LINK_LEN] {
+        let mut b = [0xffu8; WAL_LINK_LEN];
+        b[..8].copy_from_slice(WAL_LINK_MAGIC);
+        b[13..21].copy_from_slice(&self.prev_number.to_le_bytes());
+        b[21..29].copy_from_slice(&self.prev_last.to_le_bytes());
+        b
+    }
+
+    /// The link `record` is, if it is one.
+    pub(crate) fn parse(record: &[u8]) -> Option<WalLink> {
+        let marks = |r: std::ops::Range<usize>| record[r].iter().all(|&b| b == 0xff);
+        (record.len() == WAL_LINK_LEN
+            && record[..8] == WAL_LINK_MAGIC[..]
+            && marks(8..13)
+            && marks(29..37))
+        .then(|| WalLink {
+            prev_number: u64::from_le_bytes(record[13..21].try_into().expect("8 bytes")),
+            prev_last: u64::from_le_bytes(record[21..29].try_into().expect("8 bytes")),
+        })
+    }
+
+    /// Whether the WAL before lost records: it is live (numbered from the version's log
+    /// number) and held records past `replayed_last`, the last sequence number replayed so
+    /// far (0: none).
+    pub(crate) fn shows_loss(&self, log_number: u64, replayed_last: u64) -> bool {
+        self.prev_number >= log_number && self.prev_last > replayed_last
+    }
+}
 
 /// Checks that the WAL the version names as its oldest live one exists (unless the last
 /// recovery had not created it yet). Every WAL is deleted only after a manifest record retired
@@ -140,6 +192,7 @@ pub(super) fn recover(front: &WalMemtable, db: &DbInner, present: &Present) -> R
         number,
         mem: mem.clone(),
         unlogged_seqs: 0,
+        last_logged: 0,
         lab: Default::default(),
     };
     if let Some(lab) = &front.lab {
@@ -216,7 +269,38 @@ fn replay(
     let mut next_seq: Option<u64> = None;
     'logs: for (i, &(number, tier)) in logs.iter().enumerate() {
         let (mut reader, location) = read_log(db, number, tier)?;
+        let mut first_record = true;
         while let Some(record) = reader.next_record()? {
+            if let Some(link) = WalLink::parse(&record).filter(|_| first_record) {
+                first_record = false;
+                let replayed_last = next_seq.map_or(0, |n| n - 1);
+                if link.shows_loss(state.versions.log_number, replayed_last) {
+                    // Point in time: stop before this WAL, unless a synced write follows.
+                    let synced_after = rest_holds_synced_record(&mut reader)
+                        || first_synced_record(db, &logs[i + 1..])?.is_some();
+                    if synced_after {
+                        return Err(Error::corruption(
+                            log_file_name(&db.dir, link.prev_number)
+                                .display()
+                                .to_string(),
+                            format!(
+                                "this WAL held writes up to sequence {} ({location} says), but \
+                                 only {} were found in it: writes are missing before a write \
+                                 acknowledged with sync",
+                                link.prev_last,
+                                if replayed_last == 0 {
+                                    "none".to_string()
+                                } else {
+                                    format!("those up to {replayed_last}")
+                                },
+                            ),
+                        ));
+                    }
+                    break 'logs;
+                }
+                continue;
+            }
+            first_record = false;
             let batch = decode_batch(&record, "WAL record").map_err(|e| match e {
                 Error::Corruption { reason, .. } => Error::corruption(location.clone(), reason),
                 other => other,
@@ -445,4 +529,39 @@ pub(super) fn flush_replayed(
         edit.stage_mut(0).added.push((group, meta));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WalLink;
+    use crate::write_batch::decode_batch;
+    use crate::WriteBatch;
+
+    #[test]
+    fn a_link_round_trips_and_no_batch_reads_as_one() {
+        for (prev_number, prev_last) in [(0, 0), (4, 0), (7, 1), (u64::MAX, 1 << 55)] {
+            let link = WalLink {
+                prev_number,
+                prev_last,
+            };
+            assert_eq!(WalLink::parse(&link.encode()), Some(link));
+            let mut damaged = link.encode();
+            for i in [0, 9, 30] {
+                damaged[i] ^= 1;
+                assert_eq!(WalLink::parse(&damaged), None, "byte {i}");
+                damaged[i] ^= 1;
+            }
+            // What a build without link records makes of it: corruption, not operations.
+            let encoded = link.encode();
+            let decoded = decode_batch(&encoded, "test");
+            let ops_fail = decoded.map(|d| d.ops.collect::<crate::Result<Vec<_>>>().is_err());
+            assert!(ops_fail.unwrap_or(true), "{prev_number} {prev_last}");
+        }
+        for (seq, unlogged) in [(1u64, 0u64), ((1 << 56) - 1, 3)] {
+            let mut b = WriteBatch::new();
+            b.put(b"TKVWALLK", &[0xff; 16]);
+            let rec = b.with_record(seq, true, unlogged, |r| r.to_vec());
+            assert_eq!(WalLink::parse(&rec), None);
+        }
+    }
 }
