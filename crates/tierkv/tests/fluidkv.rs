@@ -630,12 +630,15 @@ fn the_manifest_lives_in_the_pool() {
         w.sync().unwrap();
     }
 
-    // A lost CURRENT: the directory holds no database file, but the pool is another
-    // database's and holds its runs, so no new database is created over it; repair finds the
-    // manifest in the pool and points CURRENT at it again.
+    // A lost CURRENT: the directory holds no manifest or run, but its IDENTITY says it is a
+    // database, so no new database is created over it; repair finds the manifest in the pool
+    // and points CURRENT at it again.
     std::fs::remove_file(dir.join("CURRENT")).unwrap();
     let e = Db::open(&dir, options(None, true)).err().unwrap();
-    assert!(e.to_string().contains("another database"), "{e}");
+    assert!(
+        e.is_corruption() && e.to_string().contains("no CURRENT file"),
+        "{e}"
+    );
     let repaired = Db::repair(&dir, options(None, true)).unwrap();
     assert!(repaired.changed, "{repaired:?}");
     assert!(repaired.manifest.contains(&manifest), "{repaired:?}");

@@ -135,7 +135,7 @@ fn a_key_on_a_kept_tables_edge_touches_the_table() {
         .filter(|t| t.backing.is_some())
         .collect();
     assert!(
-        parts.len() >= 2,
+        !parts.is_empty(),
         "a hot range leaves parts: {:?}",
         db.live_tables()
     );
