@@ -302,3 +302,63 @@ fn a_moved_directory_keeps_its_pool() {
         );
     }
 }
+
+/// A pool file of another size than its header records (truncated, or grown by hand): every
+/// tool refuses it, naming both sizes, and changes nothing; with the file restored the database
+/// opens with its data. A `--set pm.size_bytes` other than the pool's does not resize it.
+#[test]
+fn a_pool_of_another_size_is_refused_and_nothing_changes() {
+    for &design in Design::ALL.iter().filter(|d| uses_pm(**d)) {
+        let dir = tempfile::tempdir().unwrap();
+        let db_path = dir.path().join("db");
+        let db = s(&db_path);
+        create(design, &db_path, None);
+        let pool = db_path.join("pm.pool");
+        let size = std::fs::metadata(&pool).unwrap().len();
+        for other in [size / 2, size * 2] {
+            // Taken anew each round: the scan that proves the restore opens writes the pool.
+            let saved = std::fs::read(&pool).unwrap();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&pool)
+                .unwrap()
+                .set_len(other)
+                .unwrap();
+            let before = contents(&db_path, &[]);
+            for args in [
+                vec!["get", "--db", db, "a"],
+                vec!["put", "--db", db, "k", "v"],
+                vec!["check", "--db", db],
+            ] {
+                let err = fails(&args);
+                assert!(
+                    err.contains(&format!("header records a pool of {size} bytes"))
+                        && err.contains(&format!("the pool has {other} bytes")),
+                    "{design} {args:?}: {err}"
+                );
+            }
+            assert_eq!(
+                contents(&db_path, &[]),
+                before,
+                "{design}: a refused open wrote"
+            );
+            std::fs::write(&pool, &saved).unwrap();
+            assert_eq!(ok(&["scan", "--db", db]), ABC, "{design}");
+        }
+        ok(&[
+            "put",
+            "--db",
+            db,
+            "--set",
+            "pm.size_bytes=134217728",
+            "d",
+            "4",
+        ]);
+        assert_eq!(std::fs::metadata(&pool).unwrap().len(), size, "{design}");
+        assert_eq!(
+            ok(&["scan", "--db", db]),
+            format!("{ABC}d\t4\n"),
+            "{design}"
+        );
+    }
+}
