@@ -362,3 +362,66 @@ fn a_pool_of_another_size_is_refused_and_nothing_changes() {
         );
     }
 }
+
+/// The pool and the directory restored from different moments (an older copy of the pool next
+/// to a newer manifest, or an older directory next to a newer pool): every design refuses
+/// before writing anything, instead of opening the structures the manifest does not describe
+/// (which returned fewer keys than acknowledged); with both from one moment it opens whole.
+#[test]
+fn a_pool_and_a_directory_from_different_moments_are_refused() {
+    let refused = |err: &str| {
+        err.contains("than the database's manifest") || err.contains("which is missing")
+    };
+    for &design in Design::ALL.iter().filter(|d| uses_pm(**d)) {
+        let dir = tempfile::tempdir().unwrap();
+        let (db_path, pool) = (dir.path().join("db"), dir.path().join("db.pool"));
+        let db = s(&db_path);
+        create(design, &db_path, Some(&pool));
+        let old_pool = std::fs::read(&pool).unwrap();
+        let old_dir = dir.path().join("old-db");
+        copy_dir(&db_path, &old_dir);
+        ok(&["put", "--db", db, "d", "4"]);
+        let new_pool = std::fs::read(&pool).unwrap();
+
+        // An older pool next to the newer manifest.
+        std::fs::write(&pool, &old_pool).unwrap();
+        let before = contents(&db_path, &[&pool]);
+        for args in [vec!["scan", "--db", db], vec!["check", "--db", db]] {
+            let err = fails(&args);
+            assert!(refused(&err), "{design} {args:?}: {err}");
+        }
+        assert_eq!(
+            contents(&db_path, &[&pool]),
+            before,
+            "{design}: a refused open wrote"
+        );
+        std::fs::write(&pool, &new_pool).unwrap();
+        assert_eq!(
+            ok(&["scan", "--db", db]),
+            format!("{ABC}d\t4\n"),
+            "{design}"
+        );
+
+        // An older directory next to the newer pool.
+        let new_pool = std::fs::read(&pool).unwrap();
+        let new_dir = dir.path().join("new-db");
+        std::fs::rename(&db_path, &new_dir).unwrap();
+        std::fs::rename(&old_dir, &db_path).unwrap();
+        let before = contents(&db_path, &[&pool]);
+        let err = fails(&["scan", "--db", db]);
+        assert!(refused(&err), "{design}: {err}");
+        assert_eq!(
+            contents(&db_path, &[&pool]),
+            before,
+            "{design}: a refused open wrote"
+        );
+        std::fs::remove_dir_all(&db_path).unwrap();
+        std::fs::rename(&new_dir, &db_path).unwrap();
+        assert_eq!(std::fs::read(&pool).unwrap(), new_pool);
+        assert_eq!(
+            ok(&["scan", "--db", db]),
+            format!("{ABC}d\t4\n"),
+            "{design}"
+        );
+    }
+}

@@ -24,12 +24,13 @@
 //! | --- | --- | --- |
 //! | 0 | 4 | `crc(c u64 ++ bytes 4..1088 of the copy)`: covers every other byte of the copy |
 //! | 4 | 4 | generation: must equal the selector's `g` |
-//! | 8 | 4 | flags: bit 0 = bound (the identity is set); bit 1 = owned (the owner stamp is set); other bits 0 |
+//! | 8 | 4 | flags: bit 0 = bound (the identity is set); bit 1 = owned (the owner stamp is set); bit 2 = epoch pending (an open raised the epoch and its manifest may not record it yet); other bits 0 |
 //! | 12 | 4 | number of named roots `n` (at most 32) |
 //! | 16 | 16 | identity (u128; 0 when not bound) |
 //! | 32 | 32 x 32 | entries `0..n`: name (24 bytes: 1 to 24 printable ASCII bytes `0x21..=0x7e`, zero padded), root u64; entries `n..` all zero; sorted by name, names distinct |
 //! | 1056 | 8 | owner stamp (u64; 0 when not owned): names the database directory the pool is bound to (the engine's hash of the directory's path), so that a copy of the directory is told from the original |
-//! | 1064 | 24 | zero |
+//! | 1064 | 8 | epoch (u64; 0 when never set): raised by every writable open of the database, which records it in its manifest too, so that a copy of the pool older than the manifest (or a manifest older than the pool) is told apart |
+//! | 1072 | 16 | zero |
 //!
 //! Every field is covered by a checksum: the header by its crc, the selector by the crc in its
 //! high half, the copy by its crc (which also binds it to its offset), and the copy to the
@@ -87,8 +88,11 @@ const COPY_HEADER: usize = 32;
 const COPY: usize = ROOT_COPY_BYTES as usize;
 const FLAG_BOUND: u32 = 1;
 const FLAG_OWNED: u32 = 2;
+const FLAG_EPOCH_PENDING: u32 = 4;
 /// Offset of the owner stamp in a copy.
 const OWNER_AT: usize = COPY_HEADER + ROOT_CAPACITY * ENTRY_BYTES;
+/// Offset of the epoch in a copy.
+const EPOCH_AT: usize = OWNER_AT + 8;
 
 const _: () = assert!(COPY_HEADER + ROOT_CAPACITY * ENTRY_BYTES <= COPY);
 const _: () = assert!(COPY.is_multiple_of(64));
@@ -106,6 +110,11 @@ pub struct RootTable {
     /// the database tell a copy of its directory, which must not write through this pool, from
     /// the original.
     pub owner: Option<u64>,
+    /// The database's open epoch as the pool knows it (0: never set; the database's choice of
+    /// protocol, see the engine's `db/owner.rs`).
+    pub epoch: u64,
+    /// The epoch was raised and the database may not have recorded it yet.
+    pub epoch_pending: bool,
 }
 
 /// The validated directory as it is durable: its generation and table.
@@ -171,6 +180,9 @@ fn encode_copy(table: &RootTable, generation: u32) -> Vec<u8> {
     if table.owner.is_some() {
         flags |= FLAG_OWNED;
     }
+    if table.epoch_pending {
+        flags |= FLAG_EPOCH_PENDING;
+    }
     b[8..12].copy_from_slice(&flags.to_le_bytes());
     b[12..16].copy_from_slice(&(table.roots.len() as u32).to_le_bytes());
     b[16..32].copy_from_slice(&table.identity.unwrap_or(0).to_le_bytes());
@@ -180,6 +192,7 @@ fn encode_copy(table: &RootTable, generation: u32) -> Vec<u8> {
         b[e + ROOT_NAME_MAX..e + ENTRY_BYTES].copy_from_slice(&root.to_le_bytes());
     }
     b[OWNER_AT..OWNER_AT + 8].copy_from_slice(&table.owner.unwrap_or(0).to_le_bytes());
+    b[EPOCH_AT..EPOCH_AT + 8].copy_from_slice(&table.epoch.to_le_bytes());
     let crc = copy_crc(at, &b);
     b[0..4].copy_from_slice(&crc.to_le_bytes());
     b
@@ -200,6 +213,11 @@ pub(crate) fn initial_directory() -> Vec<u8> {
 fn check_table(table: &RootTable) -> PmResult<()> {
     for name in table.roots.keys() {
         check_root_name(name)?;
+    }
+    if table.epoch_pending && table.epoch == 0 {
+        return Err(PmError::InvalidArgument(
+            "a pending epoch must be above 0".into(),
+        ));
     }
     if table.roots.len() > ROOT_CAPACITY {
         return Err(PmError::NoSpace(format!(
@@ -270,9 +288,11 @@ pub(crate) fn decode(dir: &[u8], location: &str) -> PmResult<RootState> {
     let (flags, count) = (u32_at(copy, 8), u32_at(copy, 12) as usize);
     let identity = u128::from_le_bytes(copy[16..32].try_into().expect("16 bytes"));
     let owner = u64_at(copy, OWNER_AT);
-    if flags & !(FLAG_BOUND | FLAG_OWNED) != 0
+    let epoch = u64_at(copy, EPOCH_AT);
+    if flags & !(FLAG_BOUND | FLAG_OWNED | FLAG_EPOCH_PENDING) != 0
         || (flags & FLAG_BOUND == 0 && identity != 0)
         || (flags & FLAG_OWNED == 0 && owner != 0)
+        || (flags & FLAG_EPOCH_PENDING != 0 && epoch == 0)
     {
         return Err(bad(format!("{part}: bad flags {flags:#x}")));
     }
@@ -303,7 +323,7 @@ pub(crate) fn decode(dir: &[u8], location: &str) -> PmResult<RootState> {
             return Err(bad(format!("{part}: entry {i} repeats the name {name:?}")));
         }
     }
-    if copy[OWNER_AT + 8..].iter().any(|&b| b != 0) {
+    if copy[EPOCH_AT + 8..].iter().any(|&b| b != 0) {
         return Err(bad(format!("{part}: padding is not zero")));
     }
     Ok(RootState {
@@ -312,6 +332,8 @@ pub(crate) fn decode(dir: &[u8], location: &str) -> PmResult<RootState> {
             identity: (flags & FLAG_BOUND != 0).then_some(identity),
             roots,
             owner: (flags & FLAG_OWNED != 0).then_some(owner),
+            epoch,
+            epoch_pending: flags & FLAG_EPOCH_PENDING != 0,
         },
     })
 }
@@ -399,6 +421,8 @@ mod tests {
             identity: Some(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210),
             roots: BTreeMap::new(),
             owner: Some(0x0bad_cafe_0000_0001),
+            epoch: 7,
+            epoch_pending: true,
         };
         t.roots.insert("pmfs".into(), 1 << 20);
         t.roots.insert("x".repeat(ROOT_NAME_MAX), u64::MAX);

@@ -27,6 +27,19 @@
 //! written, with the way to give the copy its own pool. A pool stamped by a directory nobody
 //! names is taken only when the options name it explicitly (`pm.path`).
 //!
+//! **The pool's epoch.** A pool restored from another moment than the directory (an older
+//! backup of the pool next to a newer manifest, or the reverse) holds structures the manifest
+//! does not describe: runs it names are missing or older, and a design whose manifest does
+//! not name every structure would read less than was acknowledged. Every writable open raises
+//! an epoch kept in both: the pool's root directory first, marked pending ([`raise_pool_epoch`]),
+//! then the manifest (a version edit), then the pool's mark is cleared
+//! ([`confirm_pool_epoch`]). An open or `check` accepts the pool when its epoch is the
+//! manifest's, or one above it while pending (a crash between the first two writes); anything
+//! else is refused before anything is written ([`check_pool_epoch`]). A manifest without an
+//! epoch (written before it existed) is not checked. A manifest kept in the pool travels with
+//! it, so such a pool and its manifest always agree; `CURRENT` names the manifest, so a pool
+//! older than `CURRENT` is refused for a missing manifest instead.
+//!
 //! Order of the writes, and what a crash between them leaves: the pool's stamp first, then
 //! `IDENTITY` (temporary file, sync, rename, directory sync). A crash between the two leaves
 //! the pool stamped for this directory and `IDENTITY` naming the old one: the next open finds
@@ -231,6 +244,56 @@ pub(crate) fn claim_pool(
         }
     }
     pool.update_root_table(|t| t.owner = Some(stamp))?;
+    Ok(())
+}
+
+/// Refuses a pool whose epoch is not the one the manifest recorded (module docs). `manifest`:
+/// the manifest's epoch (`None`: not recorded, nothing to check).
+pub(crate) fn check_pool_epoch(pool: &PmPool, location: &str, manifest: Option<u64>) -> Result<()> {
+    let Some(m) = manifest else {
+        return Ok(());
+    };
+    let t = pool.root_table()?;
+    if t.epoch == m || (t.epoch_pending && t.epoch == m + 1) {
+        return Ok(());
+    }
+    let (which, hint) = if t.epoch < m {
+        ("older", "a copy of the pool taken before the directory's")
+    } else {
+        ("newer", "the directory restored from before the pool")
+    };
+    Err(Error::corruption(
+        location,
+        format!(
+            "the PM pool is {which} than the database's manifest (pool epoch {}, manifest \
+             epoch {m}): {hint}? The pool and the directory must come from the same moment; \
+             restore both from one backup. Nothing was changed",
+            t.epoch
+        ),
+    ))
+}
+
+/// Raises the pool's epoch above both the pool's and the manifest's, marked pending; returns
+/// it. The caller records it in the manifest, then calls [`confirm_pool_epoch`]. An epoch
+/// already pending one above the manifest's (an open that failed or crashed before recording
+/// it) is taken again, so that failed opens in a row never lock the database out.
+pub(crate) fn raise_pool_epoch(pool: &PmPool, manifest: Option<u64>) -> Result<u64> {
+    let t = pool.root_table()?;
+    let m = manifest.unwrap_or(0);
+    if t.epoch_pending && manifest.is_some() && t.epoch == m + 1 {
+        return Ok(t.epoch);
+    }
+    let epoch = t.epoch.max(m) + 1;
+    pool.update_root_table(|t| {
+        t.epoch = epoch;
+        t.epoch_pending = true;
+    })?;
+    Ok(epoch)
+}
+
+/// Clears the pending mark once the manifest records the pool's epoch.
+pub(crate) fn confirm_pool_epoch(pool: &PmPool) -> Result<()> {
+    pool.update_root_table(|t| t.epoch_pending = false)?;
     Ok(())
 }
 

@@ -126,6 +126,11 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         }
     }
     owner::write_identity_file(&*fs, dir, versions.identity())?;
+    // A new epoch for this open, in the pool first (pending); the manifest records it below.
+    if let Some(pm) = &pm {
+        let epoch = owner::raise_pool_epoch(&pm.pool, versions.pool_epoch())?;
+        versions.set_pool_epoch(epoch);
+    }
     let front = crate::front_ends::build(options.design.spec().front_end, &options);
     let stages = options.design.stages(&options);
     // One block cache: the tables' blocks and LAB-DB's value pages share its budget.
@@ -194,14 +199,21 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         _lock: lock,
     };
     inner.front.recover(&inner, &present)?;
-    if pool_moved {
+    if pool_moved || inner.pm.is_some() {
         // A design that logs no version edit of its own (ListDB) must still record where its
-        // pool now is, or the next open without the path goes back to the old one.
+        // pool now is, or the next open without the path goes back to the old one; and every
+        // open with a pool records the pool's new epoch, then clears its pending mark.
+        let mut state = inner.state.lock();
         let edit = VersionEdit {
-            pm_path: inner.state.lock().versions.pm_path().map(Path::to_path_buf),
+            pm_path: state.versions.pm_path().map(Path::to_path_buf),
+            pool_epoch: state.versions.pool_epoch(),
             ..VersionEdit::default()
         };
-        inner.state.lock().versions.log_and_apply(edit)?;
+        state.versions.log_and_apply(edit)?;
+        drop(state);
+        if let Some(pm) = &inner.pm {
+            owner::confirm_pool_epoch(&pm.pool)?;
+        }
     }
     Ok(inner)
 }
@@ -223,6 +235,9 @@ pub(crate) fn recover_versions(
             let versions = VersionSet::recover(dir, options, counters, &current, fs)?;
             let how = PmFsOpen::Existing(versions.identity());
             let pm = open_pm(dir, options, how, lock, versions.pm_path())?;
+            if let Some(pm) = &pm {
+                owner::check_pool_epoch(&pm.pool, &pool_location(pm), versions.pool_epoch())?;
+            }
             Ok((versions, pm))
         }
         Current::Pool {
@@ -249,9 +264,18 @@ pub(crate) fn recover_versions(
             })?;
             let pm_fs = Arc::clone(&pm.fs);
             let versions = VersionSet::recover(dir, options, counters, &current, pm_fs)?;
+            owner::check_pool_epoch(&pm.pool, &pool_location(&pm), versions.pool_epoch())?;
             Ok((versions, Some(pm)))
         }
     }
+}
+
+/// How errors name the pool of `pm`.
+fn pool_location(pm: &PmTier) -> String {
+    pm.path.as_ref().map_or_else(
+        || "PM pool (given)".to_string(),
+        |p| p.display().to_string(),
+    )
 }
 
 /// Where a manifest written under `options` goes: the pool's file system with

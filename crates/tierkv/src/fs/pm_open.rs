@@ -153,6 +153,8 @@ pub fn open_pm_owners(
             t.roots.clear();
             // The new database claims the pool for its directory after the open.
             t.owner = None;
+            t.epoch = 0;
+            t.epoch_pending = false;
         })?;
         claims.clear();
         missing = (0..owners.len()).collect();

@@ -25,6 +25,8 @@ const TAG_LOG_CREATED: u32 = 25;
 /// The PM pool's path, when it is not `pm.pool` in the database directory (optional: older
 /// manifests lack it).
 const TAG_PM_PATH: u32 = 26;
+/// The pool's open epoch (`db/owner.rs`).
+const TAG_POOL_EPOCH: u32 = 27;
 const TAG_STAGE: u32 = 30;
 
 const STAGE_GROUP_COUNT: u32 = 1;
@@ -124,6 +126,10 @@ pub struct VersionEdit {
     /// recorded only when that is not `pm.pool` in the database directory (snapshot records
     /// only; manifests written before the field existed lack it, which means the default).
     pub pm_path: Option<PathBuf>,
+    /// The PM pool's open epoch this database reached (raised by every writable open; the pool
+    /// holds it too, so a copy of the pool older or newer than the manifest is refused).
+    /// Manifests written before the field existed lack it: no check.
+    pub pool_epoch: Option<u64>,
 }
 
 impl VersionEdit {
@@ -176,6 +182,7 @@ impl VersionEdit {
             put_length_prefixed(&mut b, path.as_os_str().as_bytes());
         }
         for (tag, v) in [
+            (TAG_POOL_EPOCH, self.pool_epoch),
             (TAG_LOG_NUMBER, self.log_number),
             (TAG_NEXT_FILE_NUMBER, self.next_file_number),
             (TAG_LAST_SEQUENCE, self.last_sequence),
@@ -232,6 +239,9 @@ impl VersionEdit {
                         Some(1) => Some(true),
                         _ => return Err(bad("log state")),
                     }
+                }
+                TAG_POOL_EPOCH => {
+                    e.pool_epoch = Some(d.varint64().ok_or_else(|| bad("pool epoch"))?)
                 }
                 TAG_PM_PATH => {
                     let p = d.length_prefixed().ok_or_else(|| bad("PM pool path"))?;
@@ -543,6 +553,7 @@ mod tests {
             identity: Some(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210),
             log_created: Some(false),
             pm_path: Some(PathBuf::from("/dev/shm/db \u{e9}.pool")),
+            pool_epoch: Some(1 << 33),
             ..VersionEdit::default()
         };
         let s0 = e.stage_mut(0);

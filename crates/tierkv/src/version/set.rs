@@ -106,6 +106,9 @@ pub struct VersionSet {
     /// Where the PM pool is, when not `pm.pool` in the directory (see [`VersionEdit::pm_path`]);
     /// written into every manifest snapshot.
     pm_path: Option<PathBuf>,
+    /// The PM pool's open epoch this database reached (see [`VersionEdit::pool_epoch`]);
+    /// written into every manifest snapshot.
+    pool_epoch: Option<u64>,
     /// Whether the WAL numbered `log_number` exists (false between recovery's manifest record
     /// of a new log number and its creation of that WAL).
     pub log_created: bool,
@@ -153,6 +156,7 @@ impl VersionSet {
             wal_tier: options.design.wal_tier(options),
             identity,
             pm_path: pool_path_to_record(dir, options),
+            pool_epoch: None,
             log_created: true,
             manifest_torn_bytes: 0,
             next_file_number: 1,
@@ -252,6 +256,7 @@ impl VersionSet {
             wal_tier: options.design.wal_tier(options),
             identity: r.identity.ok_or_else(|| missing("identity"))?,
             pm_path: r.pm_path,
+            pool_epoch: r.pool_epoch,
             log_created: r.log_created,
             manifest_torn_bytes: reader.tail().dropped_bytes,
             next_file_number: r.next_file.ok_or_else(|| missing("next file number"))?,
@@ -306,6 +311,17 @@ impl VersionSet {
     /// manifest).
     pub fn set_pm_path(&mut self, path: Option<PathBuf>) {
         self.pm_path = path;
+    }
+
+    /// The PM pool's open epoch the manifest records (`None`: never recorded).
+    pub fn pool_epoch(&self) -> Option<u64> {
+        self.pool_epoch
+    }
+
+    /// Sets the pool's open epoch; written with the next manifest snapshot, or by an edit that
+    /// carries it.
+    pub fn set_pool_epoch(&mut self, epoch: u64) {
+        self.pool_epoch = Some(epoch);
     }
 
     /// The installed version.
@@ -452,6 +468,7 @@ impl VersionSet {
             wal_tier: Some(self.wal_tier),
             identity: Some(self.identity),
             pm_path: self.pm_path.clone(),
+            pool_epoch: self.pool_epoch,
             log_created: Some(next_log_created(edit, self.log_number, self.log_created)),
             log_number: edit.log_number,
             next_file_number: edit.next_file_number,
@@ -676,6 +693,7 @@ struct Replayed {
     design: Option<String>,
     identity: Option<u128>,
     pm_path: Option<PathBuf>,
+    pool_epoch: Option<u64>,
 }
 
 impl Default for Replayed {
@@ -690,6 +708,7 @@ impl Default for Replayed {
             design: None,
             identity: None,
             pm_path: None,
+            pool_epoch: None,
         }
     }
 }
@@ -722,6 +741,7 @@ impl Replayed {
         if edit.pm_path.is_some() {
             self.pm_path = edit.pm_path;
         }
+        self.pool_epoch = edit.pool_epoch.or(self.pool_epoch);
         self.next_file = edit.next_file_number.or(self.next_file);
         self.last_seq = edit.last_sequence.or(self.last_seq);
         self.log_number = edit.log_number.or(self.log_number);
