@@ -367,7 +367,9 @@ fn check_logs(
             report.wal_files_checked += 1;
             let mut first = true;
             while let Some(rec) = reader.next_record()? {
-                if std::mem::take(&mut first) && crate::front_ends::thread_log_start(&rec).is_some()
+                if std::mem::take(&mut first)
+                    && (crate::front_ends::thread_log_start(&rec).is_some()
+                        || WalLink::parse(&rec).is_some())
                 {
                     continue;
                 }
