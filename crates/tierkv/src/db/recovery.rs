@@ -199,21 +199,20 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         _lock: lock,
     };
     inner.front.recover(&inner, &present)?;
-    if pool_moved || inner.pm.is_some() {
-        // A design that logs no version edit of its own (ListDB) must still record where its
-        // pool now is, or the next open without the path goes back to the old one; and every
-        // open with a pool records the pool's new epoch, then clears its pending mark.
-        let mut state = inner.state.lock();
+    // A design that logs no version edit of its own (ListDB) must still record where its pool
+    // now is, or the next open without the path goes back to the old one, and the pool's new
+    // epoch (which any edit of the open carried already); then the pool's pending mark goes.
+    let mut state = inner.state.lock();
+    if pool_moved || !state.versions.pool_epoch_logged() {
         let edit = VersionEdit {
             pm_path: state.versions.pm_path().map(Path::to_path_buf),
-            pool_epoch: state.versions.pool_epoch(),
             ..VersionEdit::default()
         };
         state.versions.log_and_apply(edit)?;
-        drop(state);
-        if let Some(pm) = &inner.pm {
-            owner::confirm_pool_epoch(&pm.pool)?;
-        }
+    }
+    drop(state);
+    if let Some(pm) = &inner.pm {
+        owner::confirm_pool_epoch(&pm.pool)?;
     }
     Ok(inner)
 }

@@ -558,15 +558,18 @@ impl WalMemtable {
         }
         let file = db.fs_for(self.wal_tier).create_log(&path)?;
         let mut writer = LogWriter::new(file);
-        // The link to the WAL before: recovery tells an emptied or cut older WAL from one that
-        // held nothing (`wal_recovery`, "WAL damage").
-        let link = WalLink {
-            prev_number: wal.number,
-            prev_last: wal.last_logged,
-        };
-        let n = writer.add_record(&link.encode())?;
-        db.counters
-            .add_written(self.wal_tier, Part::FrontEnd, IoPurpose::Wal, n);
+        // The link to the WAL before, when it holds records: recovery tells an emptied or cut
+        // older WAL from one that held nothing (`wal_recovery`, "WAL damage"). A WAL that held
+        // none (only unlogged writes) needs none: nothing of it can be lost.
+        if wal.last_logged > 0 {
+            let link = WalLink {
+                prev_number: wal.number,
+                prev_last: wal.last_logged,
+            };
+            let n = writer.add_record(&link.encode())?;
+            db.counters
+                .add_written(self.wal_tier, Part::FrontEnd, IoPurpose::Wal, n);
+        }
         let old = std::mem::replace(&mut wal.writer, writer);
         wal.last_logged = 0;
         {

@@ -109,6 +109,8 @@ pub struct VersionSet {
     /// The PM pool's open epoch this database reached (see [`VersionEdit::pool_epoch`]);
     /// written into every manifest snapshot.
     pool_epoch: Option<u64>,
+    /// The pool epoch the manifest holds: until it is `pool_epoch`, the next edit carries it.
+    pool_epoch_written: Option<u64>,
     /// Whether the WAL numbered `log_number` exists (false between recovery's manifest record
     /// of a new log number and its creation of that WAL).
     pub log_created: bool,
@@ -157,6 +159,7 @@ impl VersionSet {
             identity,
             pm_path: pool_path_to_record(dir, options),
             pool_epoch: None,
+            pool_epoch_written: None,
             log_created: true,
             manifest_torn_bytes: 0,
             next_file_number: 1,
@@ -257,6 +260,7 @@ impl VersionSet {
             identity: r.identity.ok_or_else(|| missing("identity"))?,
             pm_path: r.pm_path,
             pool_epoch: r.pool_epoch,
+            pool_epoch_written: r.pool_epoch,
             log_created: r.log_created,
             manifest_torn_bytes: reader.tail().dropped_bytes,
             next_file_number: r.next_file.ok_or_else(|| missing("next file number"))?,
@@ -318,10 +322,14 @@ impl VersionSet {
         self.pool_epoch
     }
 
-    /// Sets the pool's open epoch; written with the next manifest snapshot, or by an edit that
-    /// carries it.
+    /// Sets the pool's open epoch; the next edit (or snapshot) records it.
     pub fn set_pool_epoch(&mut self, epoch: u64) {
         self.pool_epoch = Some(epoch);
+    }
+
+    /// True once the manifest records the pool epoch set last.
+    pub fn pool_epoch_logged(&self) -> bool {
+        self.pool_epoch == self.pool_epoch_written
     }
 
     /// The installed version.
@@ -352,6 +360,9 @@ impl VersionSet {
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
         if edit.log_number.is_none() {
             edit.log_number = Some(self.log_number);
+        }
+        if !self.pool_epoch_logged() {
+            edit.pool_epoch = self.pool_epoch;
         }
         let new_version = self.current.apply(&edit)?;
         for s in &edit.stages {
@@ -397,6 +408,7 @@ impl VersionSet {
         }
         self.log_created = next_log_created(&edit, self.log_number, self.log_created);
         self.log_number = edit.log_number.expect("set above");
+        self.pool_epoch_written = self.pool_epoch;
         self.current = Arc::new(new_version);
         Ok(self.current())
     }
