@@ -425,3 +425,36 @@ fn a_pool_and_a_directory_from_different_moments_are_refused() {
         );
     }
 }
+
+/// `repair` never points `CURRENT` at a manifest the pool's epoch has moved past (an older
+/// manifest left in the directory): the next open would refuse it, and every repair would pick
+/// it again. With the newest manifest damaged, repair fails and says why.
+#[test]
+fn repair_never_chooses_a_manifest_older_than_the_pool() {
+    let design = Design::LEVELED_PM;
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("db");
+    let db = s(&db_path);
+    create(design, &db_path, None);
+    let manifest = |p: &Path| {
+        std::fs::read_to_string(p.join("CURRENT"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let older = manifest(&db_path);
+    let older_bytes = std::fs::read(db_path.join(&older)).unwrap();
+    ok(&["put", "--db", db, "d", "4"]);
+    let newer = manifest(&db_path);
+    assert_ne!(older, newer);
+    std::fs::write(db_path.join(&older), &older_bytes).unwrap();
+    let len = std::fs::metadata(db_path.join(&newer)).unwrap().len() as usize;
+    std::fs::write(db_path.join(&newer), vec![0x5a; len]).unwrap();
+    std::fs::remove_file(db_path.join("CURRENT")).unwrap();
+    let err = fails(&["repair", "--db", db]);
+    assert!(
+        err.contains(&older) && err.contains("newer than the database's manifest"),
+        "{err}"
+    );
+    assert!(!db_path.join("CURRENT").exists());
+}

@@ -147,7 +147,8 @@ fn tools_find_a_manifest_in_the_pool() {
         .contains(&format!("\npool {moved_s}\n")));
 
     std::fs::remove_file(Path::new(db).join("CURRENT")).unwrap();
-    // No new database is created over the pool, which holds the old one's runs and logs.
+    // No new database is created over the pool, which holds the old one's runs and logs: the
+    // directory's IDENTITY says it is a database that lost its CURRENT.
     let err = fails(&[
         "put",
         "--db",
@@ -159,7 +160,10 @@ fn tools_find_a_manifest_in_the_pool() {
         "c",
         "3",
     ]);
-    assert!(err.contains("another database"), "{err}");
+    assert!(
+        err.contains("no CURRENT file") && err.contains("tierkv repair"),
+        "{err}"
+    );
     // Without --design: the pool's newest manifest names it.
     let repaired = ok(&["repair", "--db", db, "--pm_path", moved_s]);
     assert!(

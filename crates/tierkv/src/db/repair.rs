@@ -141,6 +141,11 @@ fn repair_candidate(
                 VersionSet::recover_manifest(dir, name, &options, Arc::clone(counters), place)?;
             let how = PmFsOpen::Existing(versions.identity());
             let pm = open_pm(dir, &options, how, true, versions.pm_path())?;
+            if let Some(pm) = &pm {
+                // A manifest the pool's epoch has moved past (an older one left behind) would
+                // be refused by the next open: never chosen.
+                owner::check_pool_epoch(&pm.pool, name, versions.pool_epoch())?;
+            }
             let present = list_files(&*fs, pm.as_ref(), dir)?;
             verify_files(dir, &versions, &present, &*fs, pm.as_ref())?;
             Ok((
@@ -165,6 +170,7 @@ fn repair_candidate(
                     ),
                 ));
             }
+            owner::check_pool_epoch(&pm.pool, name, versions.pool_epoch())?;
             let present = list_files(&*fs, Some(&pm), dir)?;
             verify_files(dir, &versions, &present, &*fs, Some(&pm))?;
             let pool = match options.pm.path {
