@@ -6,34 +6,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use tierkv::{Design, Options};
 
-fn tierkv(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tierkv"))
-        .args(args)
-        .output()
-        .expect("the tierkv binary runs")
-}
+mod common;
 
-/// Runs `args`, asserts success, returns stdout.
-fn ok(args: &[&str]) -> String {
-    let out = tierkv(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Runs `args`, asserts failure with status 1, returns stderr.
-fn fails(args: &[&str]) -> String {
-    let out = tierkv(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
-    stderr
-}
+use common::{fails, ok};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

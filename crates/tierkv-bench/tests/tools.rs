@@ -4,40 +4,12 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn tierkv_in(cwd: Option<&Path>, args: &[&str]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tierkv"));
-    c.args(args);
-    if let Some(dir) = cwd {
-        c.current_dir(dir);
-    }
-    c.output().expect("the tierkv binary runs")
-}
+mod common;
 
-fn tierkv(args: &[&str]) -> Output {
-    tierkv_in(None, args)
-}
-
-/// Runs `args`, asserts success, returns stdout.
-fn ok(args: &[&str]) -> String {
-    let out = tierkv(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Runs `args`, asserts failure with status 1, returns stderr.
-fn fails(args: &[&str]) -> String {
-    let out = tierkv(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
-    stderr
-}
+use common::{fails, ok, tierkv, tierkv_in};
 
 /// The number after `name:` on its line of `text`.
 fn figure(text: &str, name: &str) -> u64 {

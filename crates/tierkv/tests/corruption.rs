@@ -364,6 +364,16 @@ fn record_ends(data: &[u8]) -> Vec<u64> {
     ends
 }
 
+/// [`db_with_older_wals`] whose newer WAL holds batches (writes that reached it before the
+/// failed flush stopped them; its first record is the link to the older WAL): the setup is
+/// retried until it does.
+fn older_wals_with_newer_records(sync_every: usize) -> (MemFs, Vec<PathBuf>, usize) {
+    (0..50)
+        .map(|_| db_with_older_wals(sync_every))
+        .find(|(img, logs, _)| record_ends(&img.file_data(&logs[1]).unwrap()).len() > 1)
+        .expect("a newer WAL with records within 50 tries")
+}
+
 /// A closed WAL cut exactly at a record boundary leaves no damaged bytes: the gap in the
 /// sequence numbers shows it. Followed only by unsynced writes, recovery stops at the cut;
 /// followed by a synced write, it is corruption.
@@ -374,13 +384,7 @@ fn record_ends(data: &[u8]) -> Vec<u64> {
 #[test]
 fn older_wal_cut_at_a_record_boundary() {
     for (sync_every, expect_corruption) in [(0, false), (1, true)] {
-        // The newer WAL must hold records (writes that reached it before the failed flush
-        // stopped them; its first record is the link to the older WAL): retry the setup until
-        // it does.
-        let (img, logs, acked) = (0..50)
-            .map(|_| db_with_older_wals(sync_every))
-            .find(|(img, logs, _)| record_ends(&img.file_data(&logs[1]).unwrap()).len() > 1)
-            .expect("a newer WAL with records within 50 tries");
+        let (img, logs, acked) = older_wals_with_newer_records(sync_every);
         let older = &logs[0];
         let ends = record_ends(&img.file_data(older).unwrap());
         assert!(ends.len() > 3, "{ends:?}");
@@ -407,10 +411,7 @@ fn older_wal_cut_at_a_record_boundary() {
 #[test]
 fn an_emptied_older_wal_is_a_cut_not_a_hole() {
     for (sync_every, expect_corruption) in [(0, false), (1, true)] {
-        let (img, logs, acked) = (0..50)
-            .map(|_| db_with_older_wals(sync_every))
-            .find(|(img, logs, _)| record_ends(&img.file_data(&logs[1]).unwrap()).len() > 1)
-            .expect("a newer WAL with records within 50 tries");
+        let (img, logs, acked) = older_wals_with_newer_records(sync_every);
         let older = &logs[0];
         img.truncate(older, 0);
         if expect_corruption {
