@@ -47,6 +47,11 @@ pub struct DbArgs {
     /// recorded. Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE", value_parser = OptionOverride::from_str)]
     pub set: Vec<OptionOverride>,
+    /// Opens without writing one byte to the directory or the PM pool (`Options::read_only`):
+    /// for `get`, `scan`, `stats` and `check` of a database on a full or read-only file
+    /// system. Refused while a writer has the database open; writes are refused.
+    #[arg(long = "read_only")]
+    pub read_only: bool,
 }
 
 impl DbArgs {
@@ -95,6 +100,7 @@ impl DbArgs {
         } else {
             o = o.design.options(o);
         }
+        o.read_only = self.read_only;
         Ok(apply_overrides(&o, &self.set)?)
     }
 
@@ -134,8 +140,16 @@ impl DbArgs {
     }
 
     fn open(&self, create_if_missing: bool) -> EngineResult<Db> {
-        Db::open(&self.db, self.options(create_if_missing)?)
-            .map_err(|e| format!("opening database {}: {e}", self.db.display()).into())
+        Db::open(&self.db, self.options(create_if_missing)?).map_err(|e| {
+            let read_only_fs = matches!(&e, tierkv::Error::Io { source, .. }
+                if source.kind() == std::io::ErrorKind::ReadOnlyFilesystem);
+            let hint = if read_only_fs && !self.read_only {
+                " (the file system is read-only: give --read_only to read the database)"
+            } else {
+                ""
+            };
+            format!("opening database {}: {e}{hint}", self.db.display()).into()
+        })
     }
 }
 
@@ -668,6 +682,11 @@ pub fn check(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
 pub fn repair(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
     // Each candidate manifest says what the database was created with; the identity check of
     // each one guards the pool.
+    if args.read_only {
+        return Err(
+            "repair rewrites CURRENT (and IDENTITY): it cannot run with --read_only".into(),
+        );
+    }
     let options = args.options(false)?;
     let report = Db::repair(&args.db, options)
         .map_err(|e| format!("repair of {} failed: {e}", args.db.display()))?;

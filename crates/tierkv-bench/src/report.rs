@@ -590,7 +590,7 @@ pub fn options_summary(options: &serde_json::Value) -> String {
     for (path, value) in &have {
         if matches!(
             path.as_str(),
-            "create_if_missing" | "error_if_exists" | "design"
+            "create_if_missing" | "error_if_exists" | "read_only" | "design"
         ) {
             continue;
         }

@@ -1,4 +1,4 @@
-//! Pool memory: a shared file mapping, or a 64-byte-aligned heap buffer (crash simulation).
+//! Pool memory: a shared (or, read-only, a private) file mapping, or a 64-byte-aligned heap buffer (crash simulation).
 //!
 //! **Purpose.** Owns the memory behind a pool and exposes its base pointer. File pools are
 //! mapped `MAP_SHARED` with memmap2 (`MmapRaw`), or, in `dax` mode, with
@@ -21,6 +21,9 @@ use std::ptr::NonNull;
 pub(crate) enum FileMapping {
     /// `MAP_SHARED` through memmap2.
     Shared(memmap2::MmapRaw),
+    /// `MAP_PRIVATE` (copy on write) of a file opened read-only: stores change this process's
+    /// pages only, never the file (a read-only open of a pool).
+    Private(memmap2::MmapRaw),
     /// `MAP_SHARED_VALIDATE | MAP_SYNC` through libc (DAX file systems only).
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     Sync(SyncMapping),
@@ -57,6 +60,23 @@ impl FileMapping {
                 source,
             })?;
         Ok(FileMapping::Shared(raw))
+    }
+
+    /// Maps `len` bytes of `file` private (copy on write): `file` may be open read-only, and
+    /// nothing stored through the mapping reaches it.
+    pub fn map_private(file: &File, len: u64, path: &str) -> PmResult<Self> {
+        // SAFETY: a private mapping cannot change the file; what memmap2 warns of is the
+        // file changing under the mapping (another process truncating or writing it). The
+        // database's read-only open refuses a pool whose lock a writer holds, and a change
+        // by a process that ignores the lock reads as damage, which every PM structure's
+        // checksums report; the header's size was checked against the file's length.
+        let copy = unsafe { memmap2::MmapOptions::new().len(len as usize).map_copy(file) }
+            .map_err(|source| PmError::Io {
+                op: "mmap (private)",
+                path: path.to_string(),
+                source,
+            })?;
+        Ok(FileMapping::Private(memmap2::MmapRaw::from(copy)))
     }
 
     /// Maps `len` bytes of `file` with `MAP_SHARED_VALIDATE | MAP_SYNC`; `InvalidArgument` if
@@ -101,7 +121,7 @@ impl FileMapping {
 
     pub fn base(&self) -> *mut u8 {
         match self {
-            FileMapping::Shared(m) => m.as_mut_ptr(),
+            FileMapping::Shared(m) | FileMapping::Private(m) => m.as_mut_ptr(),
             #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
             FileMapping::Sync(m) => m.ptr.as_ptr(),
         }
@@ -115,6 +135,8 @@ impl FileMapping {
         }
         match self {
             FileMapping::Shared(m) => m.flush_range(offset as usize, len as usize),
+            // Nothing of a private mapping is ever written to the file.
+            FileMapping::Private(_) => Ok(()),
             #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
             FileMapping::Sync(m) => {
                 const PAGE: usize = 4096; // x86_64 base page; the mapping is page-aligned

@@ -241,6 +241,38 @@ impl PmPool {
         )))
     }
 
+    /// Opens an existing pool file read-only: the file is opened without write access and
+    /// mapped private (copy on write), so the pool works as usual (recovery may store into it)
+    /// while not one byte reaches the file. Stores cost memory (a page each, first time) and
+    /// are lost when the pool drops; persists and fences still run and count, harmlessly.
+    /// The header is verified as by [`PmPool::open`]. For reading a database off a read-only
+    /// or full file system, or a pool nobody may change.
+    pub fn open_private(path: &Path, options: &PoolOptions) -> PmResult<Arc<PmPool>> {
+        let loc = path.display().to_string();
+        let mut file = File::open(path).map_err(io_err("open (read-only)", &loc))?;
+        let len = file.metadata().map_err(io_err("stat", &loc))?.len();
+        let mut fixed = [0u8; FIXED_LEN];
+        if len >= HEADER_LEN {
+            file.read_exact(&mut fixed)
+                .map_err(io_err("read header", &loc))?;
+        }
+        let header = Header::decode(&fixed, len, &loc)?;
+        let map = FileMapping::map_private(&file, header.size, &loc)?;
+        let pool = Self::build(
+            map.base(),
+            header,
+            // Private pages never reach the file: no mode could make them durable.
+            DurabilityMode::Emulated,
+            options.latency,
+            loc,
+            Backend::File { map, _file: file },
+            false,
+        );
+        // The file cannot be written: chunks are not backed on allocation.
+        pool.no_fallocate.store(true, Ordering::Relaxed);
+        Ok(Arc::new(pool))
+    }
+
     /// A DRAM-backed pool with a shadow durable image (tests). With `check_stores`, every fence
     /// verifies that no line differs from the shadow image without having been written through
     /// the API.

@@ -40,6 +40,53 @@ fn corruption_reason<T: std::fmt::Debug>(r: PmResult<T>) -> String {
 // ---------------------------------------------------------------- header / create / open
 
 #[test]
+fn a_private_open_reads_the_pool_and_never_writes_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pool.pm");
+    let opts = small_opts(DurabilityMode::Msync);
+    let chunk = {
+        let p = PmPool::create(&path, &opts).unwrap();
+        let c = p.allocate_chunk().unwrap();
+        p.write(c, b"durable").unwrap();
+        p.persist(c, 7).unwrap();
+        p.set_root(0, c).unwrap();
+        c
+    };
+    let before = std::fs::read(&path).unwrap();
+    // A file nobody may write (as on a read-only mount) still opens.
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(&path, perms).unwrap();
+    {
+        let p = PmPool::open_private(&path, &opts).unwrap();
+        assert_eq!(p.root(0), chunk);
+        let mut buf = [0u8; 7];
+        p.read(chunk, &mut buf).unwrap();
+        assert_eq!(&buf, b"durable");
+        // Stores, persists, msyncs and new chunks all work, in this process only.
+        p.rebuild_allocator(&[chunk]).unwrap();
+        let c2 = p.allocate_chunk().unwrap();
+        p.write(c2, b"private").unwrap();
+        p.persist(c2, 7).unwrap();
+        p.msync(c2, 7).unwrap();
+        p.set_root(1, c2).unwrap();
+        p.write(chunk, b"changed").unwrap();
+        p.persist(chunk, 7).unwrap();
+        p.read(chunk, &mut buf).unwrap();
+        assert_eq!(&buf, b"changed");
+        assert_eq!(p.root(1), c2);
+    }
+    assert!(
+        std::fs::read(&path).unwrap() == before,
+        "a private open changed the pool file"
+    );
+    // A damaged header is refused as by a writable open.
+    let bad = dir.path().join("bad.pm");
+    std::fs::write(&bad, vec![0u8; 256 * KB as usize]).unwrap();
+    corruption_reason(PmPool::open_private(&bad, &opts));
+}
+
+#[test]
 fn header_round_trip_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pool.pm");

@@ -39,6 +39,10 @@ pub enum Error {
     /// because its durable state is unknown. Reopen the database to recover.
     #[error("database is read-only after an earlier failure: {0}")]
     Poisoned(String),
+    /// The database was opened read-only ([`crate::Options::read_only`]) and the call would
+    /// change it.
+    #[error("database is open read-only: {0}")]
+    ReadOnly(String),
     /// A tier is out of space (e.g. no free chunk in the PM pool).
     #[error("out of space: {0}")]
     NoSpace(String),
@@ -87,6 +91,7 @@ impl Error {
             Error::Poisoned(m) => Error::Poisoned(m.clone()),
             Error::NotFound(m) => Error::NotFound(m.clone()),
             Error::NoSpace(m) => Error::NoSpace(m.clone()),
+            Error::ReadOnly(m) => Error::ReadOnly(m.clone()),
         }
     }
 }

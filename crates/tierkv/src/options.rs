@@ -456,6 +456,15 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Fail if the database already exists. Default false.
     pub error_if_exists: bool,
+    /// Open without writing one byte to the directory or the PM pool: for reading a database
+    /// off a full or read-only file system, or one nobody may change. The open runs as usual
+    /// (every check, the logs replayed) with its changes kept in memory: SSD files through
+    /// [`crate::fs::OverlayFs`], the pool mapped private (copy on write). No background
+    /// thread runs; writes, `flush` and `compact_range` are [`crate::Error::ReadOnly`]. A
+    /// database is never created (`create_if_missing` is ignored). Refused while a writer
+    /// holds the database; read-only opens share it. Default false.
+    #[serde(default)]
+    pub read_only: bool,
     /// Size of a DRAM memtable before it is made immutable and flushed. Larger memtables mean
     /// fewer, larger L0 files and longer recovery. Default 64 MiB (RocksDB's default).
     pub write_buffer_size: usize,
@@ -525,6 +534,7 @@ impl Default for Options {
             design: Design::LEVELED,
             create_if_missing: true,
             error_if_exists: false,
+            read_only: false,
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
             max_key_size: 64 << 10,
@@ -550,6 +560,7 @@ impl std::fmt::Debug for Options {
             .field("design", &self.design)
             .field("create_if_missing", &self.create_if_missing)
             .field("error_if_exists", &self.error_if_exists)
+            .field("read_only", &self.read_only)
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
             .field("max_key_size", &self.max_key_size)

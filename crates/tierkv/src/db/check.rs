@@ -52,14 +52,23 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
     if !options.fs.exists(&crate::version::current_file_name(dir)) {
         return Err(Error::NotFound(format!("no database in {}", dir.display())));
     }
-    // A database in use changes under the check (files appear and go): refuse it.
-    let _lock = options.fs.lock(&dir.join("LOCK")).map_err(|e| match e {
-        Error::InvalidArgument(_) => Error::InvalidArgument(format!(
-            "database {} is in use (its LOCK is held); check it when it is closed",
-            dir.display()
-        )),
-        other => other,
-    })?;
+    // A database in use changes under the check (files appear and go): refuse it. The lock
+    // is shared and creates nothing, and the pool is mapped private: a check writes no byte,
+    // so it runs on a read-only or full file system.
+    let _lock = options
+        .fs
+        .lock_shared(&dir.join("LOCK"))
+        .map_err(|e| match e {
+            Error::InvalidArgument(_) => Error::InvalidArgument(format!(
+                "database {} is in use (its LOCK is held); check it when it is closed",
+                dir.display()
+            )),
+            other => other,
+        })?;
+    let options = &Options {
+        fs: Arc::new(crate::fs::OverlayFs::new(Arc::clone(&options.fs))),
+        ..options.clone()
+    };
     let (versions, pm) =
         super::recovery::recover_versions(dir, options, Arc::clone(&counters), false)?;
     let version = versions.current();

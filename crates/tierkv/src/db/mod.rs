@@ -77,6 +77,14 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(recovery::open(path.as_ref(), options)?);
         let mut threads = Vec::new();
+        if inner.options.read_only {
+            // Nothing to flush or compact: the open is a view of the database as it was.
+            return Ok(Db {
+                inner,
+                threads,
+                shut_down: false,
+            });
+        }
         let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name)
@@ -133,6 +141,7 @@ impl Db {
                 "a write cannot both sync the WAL and skip it (sync with disable_wal)".into(),
             ));
         }
+        self.writable("a write")?;
         batch.validate(
             self.inner.options.max_key_size,
             self.inner.options.max_value_size,
@@ -205,7 +214,18 @@ impl Db {
     /// Makes the active write buffer immutable, flushes it into the first stage (an L0 table for
     /// the leveled designs) and waits.
     pub fn flush(&self) -> Result<()> {
+        self.writable("flush")?;
         self.inner.flush()
+    }
+
+    /// [`Error::ReadOnly`] naming `what` if the database was opened read-only.
+    fn writable(&self, what: &str) -> Result<()> {
+        if self.inner.options.read_only {
+            return Err(Error::ReadOnly(format!(
+                "{what} is refused (Options::read_only, --read_only); reopen without it to write"
+            )));
+        }
+        Ok(())
     }
 
     /// Waits until no background work is left: no immutable write buffer to flush, no
@@ -213,6 +233,10 @@ impl Db {
     /// `waitforcompaction`; with `compaction.disable_auto_compactions`, flushes and running
     /// compactions only). Returns the background error if the database is poisoned.
     pub fn wait_for_background_work(&self) -> Result<()> {
+        if self.inner.options.read_only {
+            // No background thread runs, and no work would ever be started.
+            return Ok(());
+        }
         self.inner.wait_for_background_work()
     }
 
@@ -220,6 +244,7 @@ impl Db {
     /// the leveled designs: level by level, down to the deepest level holding keys of the range)
     /// and waits. Flushes the write buffer first.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.writable("compact_range")?;
         self.inner.flush()?;
         self.inner.compact_range(begin, end)
     }

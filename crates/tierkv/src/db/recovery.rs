@@ -48,8 +48,14 @@ use tierkv_pm::{PmPool, PoolOptions};
 /// Every file of the database on every tier: (kind, number, tier) -> name.
 pub(crate) type Present = HashMap<(FileKind, u64, Tier), String>;
 
-pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
+pub(crate) fn open(dir: &Path, mut options: Options) -> Result<DbInner> {
     options.validate()?;
+    if options.read_only {
+        // Every change the open makes stays in memory; see `Options::read_only`.
+        options.create_if_missing = false;
+        options.error_if_exists = false;
+        options.fs = Arc::new(crate::fs::OverlayFs::new(Arc::clone(&options.fs)));
+    }
     let options = crate::fs::with_ssd_model(options);
     let fs = Arc::clone(&options.fs);
     if options.create_if_missing {
@@ -90,8 +96,13 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             pool_in_dir,
         } => {
             if !options.create_if_missing {
+                let why = if options.read_only {
+                    "a read-only open never creates one"
+                } else {
+                    "create_if_missing is false"
+                };
                 return Err(Error::NotFound(format!(
-                    "no database in {} (create_if_missing is false)",
+                    "no database in {} ({why})",
                     dir.display()
                 )));
             }
@@ -626,10 +637,13 @@ pub(crate) fn open_pm(
                 (None, Some(recorded)) => recorded.to_path_buf(),
                 (None, None) => dir.join("pm.pool"),
             };
-            let pool_lock = if lock {
-                Some(PosixFs.lock(&PathBuf::from(format!("{}.lock", path.display())))?)
-            } else {
-                None
+            let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+            // Read-only: a shared lock, and the pool mapped private (nothing reaches the file).
+            let private = options.read_only || !lock;
+            let pool_lock = match (lock, options.read_only) {
+                (false, _) => None,
+                (true, false) => Some(PosixFs.lock(&lock_path)?),
+                (true, true) => PosixFs.lock_shared(&lock_path)?,
             };
             let pool_options = PoolOptions {
                 size: options.pm.size_bytes,
@@ -637,7 +651,9 @@ pub(crate) fn open_pm(
                 latency: options.pm.latency,
                 chunk_size: options.pm.chunk_bytes,
             };
-            let pool = if path.exists() {
+            let pool = if path.exists() && private {
+                PmPool::open_private(&path, &pool_options)?
+            } else if path.exists() {
                 PmPool::open(&path, &pool_options)?
             } else if creating {
                 PmPool::create(&path, &pool_options)?

@@ -1111,6 +1111,19 @@ impl FileSystem for MemFs {
             path: path.to_path_buf(),
         }))
     }
+
+    /// Refuses while the lock is held exclusively; a shared holder is not tracked (it does
+    /// not keep a later writer out, which no test here needs).
+    fn lock_shared(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>> {
+        let s = self.state.lock();
+        if s.locks.contains(path) {
+            return Err(Error::InvalidArgument(format!(
+                "database lock {} is held by a writer; a read-only open needs the writer closed",
+                path.display()
+            )));
+        }
+        Ok(None)
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 mod direct;
 #[cfg(any(test, feature = "test-util"))]
 mod mem;
+mod overlay;
 mod pm;
 mod pm_open;
 pub(crate) use pm::{check16, decode_checked, encode_checked};
@@ -28,6 +29,7 @@ mod ssd_model;
 pub use direct::DIRECT_IO_ALIGN;
 #[cfg(any(test, feature = "test-util"))]
 pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
+pub use overlay::OverlayFs;
 pub(crate) use pm::PmWords;
 pub use pm::{PmFs, PmFsOwner, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_NAME};
 pub use pm_open::{
@@ -92,7 +94,7 @@ pub trait RandomAccessFile: Send + Sync {
     fn size(&self) -> u64;
 }
 
-/// An exclusive lock on a database directory, released on drop.
+/// A lock on a database directory (exclusive, or shared by read-only opens), released on drop.
 pub trait FileLock: Send + Sync {}
 
 /// The file and directory operations the engine needs.
@@ -149,4 +151,13 @@ pub trait FileSystem: Send + Sync + 'static {
     fn file_size(&self, path: &Path) -> Result<u64>;
     /// Takes an exclusive lock on `path` (created if missing), failing if another holder exists.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Takes a shared lock on `path` if it exists, creating nothing: `None` when there is no
+    /// such file. Fails (an [`crate::Error::InvalidArgument`] saying "held by a writer") while
+    /// an exclusive [`FileSystem::lock`] is held; shared holders do not exclude each other, and
+    /// keep a writer out until they drop. The default takes no lock (file systems with no
+    /// other process to exclude).
+    fn lock_shared(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>> {
+        let _ = path;
+        Ok(None)
+    }
 }

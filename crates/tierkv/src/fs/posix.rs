@@ -172,6 +172,23 @@ impl FileSystem for PosixFs {
             Err(std::fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
         }
     }
+
+    fn lock_shared(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>> {
+        // Read access is enough for a shared flock, so this works on a read-only mount.
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("lock (shared)", path, e)),
+        };
+        match file.try_lock_shared() {
+            Ok(()) => Ok(Some(Box::new(PosixLock { _file: file }))),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::InvalidArgument(format!(
+                "database lock {} is held by a writer; a read-only open needs the writer closed",
+                path.display()
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("lock (shared)", path, e)),
+        }
+    }
 }
 
 #[cfg(test)]

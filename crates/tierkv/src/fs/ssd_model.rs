@@ -473,6 +473,10 @@ impl FileSystem for SsdModelFs {
     /// Takes the lock, then (with direct reads) checks that the lock file, the first file of
     /// the database directory an open touches, can be opened for direct reads: an unsupported
     /// location fails the open here rather than a read later.
+    fn lock_shared(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>> {
+        self.inner.lock_shared(path)
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         let lock = self.inner.lock(path)?;
         if self.direct_reads {

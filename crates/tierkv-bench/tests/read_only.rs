@@ -1,0 +1,158 @@
+//! Reading a database without writing to it, on every design of the registry, through the
+//! `tierkv` binary: `get`, `scan`, `stats` and `check` with `--read_only` serve every
+//! acknowledged key (the logs replayed in memory) while not one byte of the directory or the
+//! pool changes and no file appears, not even `LOCK`; writes are refused with a message that
+//! says why; and a writer and a read-only open exclude each other.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tierkv::{Db, Design, Options};
+
+mod common;
+
+use common::{fails, ok};
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Every file under `dir` (recursively) with its bytes.
+fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// A database of `design` in `db` holding a=1, c=3 and d=4 (b was deleted), whose logs still
+/// hold the writes: a read-only open must replay them.
+fn create(design: Design, db: &Path) {
+    for args in [
+        &["put", "a", "1"][..],
+        &["put", "b", "2"],
+        &["put", "c", "3"],
+        &["delete", "b"],
+        &["put", "d", "4"],
+    ] {
+        let mut a = vec![args[0], "--db", s(db), "--design", design.name()];
+        a.extend(["--set", "pm.size_bytes=67108864"]);
+        a.extend(&args[1..]);
+        ok(&a);
+    }
+}
+
+const ACD: &str = "a\t1\nc\t3\nd\t4\n";
+
+#[test]
+fn every_tool_reads_with_read_only_and_nothing_changes_on_every_design() {
+    for &design in Design::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        create(design, &db);
+        // As on a read-only medium copied from a closed database: no lock files either.
+        for lock in ["LOCK", "pm.pool.lock"] {
+            let _ = std::fs::remove_file(db.join(lock));
+        }
+        let before = contents(dir.path());
+        let d = s(&db);
+        assert_eq!(
+            ok(&["get", "--db", d, "--read_only", "c"]),
+            "3\n",
+            "{design}"
+        );
+        let err = fails(&["get", "--db", d, "--read_only", "b"]);
+        assert!(err.contains("key b not found"), "{design}: {err}");
+        assert_eq!(ok(&["scan", "--db", d, "--read_only"]), ACD, "{design}");
+        let stats = ok(&["stats", "--db", d, "--read_only"]);
+        assert!(
+            stats.contains("Live data:       3 keys"),
+            "{design}: {stats}"
+        );
+        assert!(
+            ok(&["check", "--db", d, "--read_only"]).starts_with("OK"),
+            "{design}"
+        );
+        let err = fails(&["put", "--db", d, "--read_only", "e", "5"]);
+        assert!(
+            err.contains("database is open read-only"),
+            "{design}: {err}"
+        );
+        let err = fails(&["repair", "--db", d, "--read_only"]);
+        assert!(
+            err.contains("cannot run with --read_only"),
+            "{design}: {err}"
+        );
+        assert!(
+            contents(dir.path()) == before,
+            "{design}: a read-only tool changed or created a file"
+        );
+        // The database is as it was for a writer.
+        ok(&["put", "--db", d, "e", "5"]);
+        assert_eq!(ok(&["scan", "--db", d]), format!("{ACD}e\t5\n"), "{design}");
+    }
+}
+
+#[test]
+fn a_read_only_open_serves_reads_refuses_writes_and_excludes_a_writer() {
+    for &design in Design::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        create(design, &db);
+        let options = |read_only| Options {
+            read_only,
+            ..design.options(Options {
+                design,
+                ..Options::default()
+            })
+        };
+        let mut o = options(true);
+        o.pm.size_bytes = 64 << 20;
+        let ro = Db::open(&db, o.clone()).unwrap();
+        assert_eq!(
+            ro.get(b"d").unwrap().as_deref(),
+            Some(&b"4"[..]),
+            "{design}"
+        );
+        assert_eq!(ro.get(b"b").unwrap(), None, "{design}");
+        let keys: Vec<Vec<u8>> = ro.scan(..).unwrap().map(|e| e.unwrap().0).collect();
+        assert_eq!(keys, vec![b"a".to_vec(), b"c".to_vec(), b"d".to_vec()]);
+        for err in [
+            ro.put(b"x", b"y").unwrap_err(),
+            ro.delete(b"a").unwrap_err(),
+            ro.flush().unwrap_err(),
+            ro.compact_range(None, None).unwrap_err(),
+        ] {
+            assert!(matches!(err, tierkv::Error::ReadOnly(_)), "{design}: {err}");
+        }
+        ro.wait_for_background_work().unwrap();
+        // Read-only opens share the database; a writer waits for them, and they for it.
+        let ro2 = Db::open(&db, o.clone()).unwrap();
+        let err = Db::open(&db, options(false)).err().unwrap();
+        assert!(
+            err.to_string().contains("held by another"),
+            "{design}: {err}"
+        );
+        drop((ro, ro2));
+        let rw = Db::open(&db, options(false)).unwrap();
+        let err = Db::open(&db, o.clone()).err().unwrap();
+        assert!(
+            err.to_string().contains("held by a writer"),
+            "{design}: {err}"
+        );
+        rw.close().unwrap();
+        // A directory with no database is not created by a read-only open.
+        let empty = dir.path().join("none");
+        let err = Db::open(&empty, o).err().unwrap();
+        assert!(matches!(err, tierkv::Error::NotFound(_)), "{design}: {err}");
+        assert!(!empty.exists(), "{design}");
+    }
+}
