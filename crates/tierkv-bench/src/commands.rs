@@ -140,7 +140,7 @@ impl DbArgs {
     }
 
     fn open(&self, create_if_missing: bool) -> EngineResult<Db> {
-        Db::open(&self.db, self.options(create_if_missing)?).map_err(|e| {
+        let db = Db::open(&self.db, self.options(create_if_missing)?).map_err(|e| {
             let read_only_fs = matches!(&e, tierkv::Error::Io { source, .. }
                 if source.kind() == std::io::ErrorKind::ReadOnlyFilesystem);
             let hint = if read_only_fs && !self.read_only {
@@ -148,8 +148,18 @@ impl DbArgs {
             } else {
                 ""
             };
-            format!("opening database {}: {e}{hint}", self.db.display()).into()
-        })
+            format!("opening database {}: {e}{hint}", self.db.display())
+        })?;
+        if let Some(reason) = db.read_only_reason() {
+            eprintln!(
+                "warning: database {} is open read-only: {reason}; reads work, writes are \
+                 refused until the pool is grown (`tierkv grow-pool --db {} --size BYTES`) or \
+                 space is freed",
+                self.db.display(),
+                self.db.display()
+            );
+        }
+        Ok(db)
     }
 }
 
@@ -647,6 +657,22 @@ pub fn format_check_report(db: &Path, design: &str, r: &CheckReport) -> String {
             r.wal_files_ignored
         );
     }
+    if r.pm_chunks > 0 {
+        let _ = writeln!(
+            o,
+            "{:<23}{} of {}",
+            "PM chunks free:", r.pm_free_chunks, r.pm_chunks
+        );
+    }
+    if let Some(reason) = &r.next_open_read_only {
+        let _ = writeln!(
+            o,
+            "note: the next open cannot recover with write access ({reason}): it will open \
+             read-only, every key readable, until the pool is grown (`tierkv grow-pool --db \
+             {} --size BYTES`) or space is freed",
+            db.display()
+        );
+    }
     if r.index_tables_to_adopt > 0 {
         let _ = writeln!(
             o,
@@ -702,6 +728,21 @@ pub fn repair(args: &DbArgs, out: &mut dyn Write) -> EngineResult<()> {
             report.manifest
         )?;
     }
+    Ok(())
+}
+
+/// `tierkv grow-pool`: grows the closed database's PM pool to `size` bytes; prints the pool
+/// and both sizes.
+pub fn grow_pool(args: &DbArgs, size: u64, out: &mut dyn Write) -> EngineResult<()> {
+    if args.read_only {
+        return Err("grow-pool writes the pool: it cannot run with --read_only".into());
+    }
+    let options = args.options(false)?;
+    let pool = args.pool_path(&options, args.created().as_ref());
+    let old = Db::grow_pool(&args.db, options, size)
+        .map_err(|e| format!("growing the pool of {} failed: {e}", args.db.display()))?;
+    let pool = pool.map_or_else(|| "the pool".to_string(), |p| p.display().to_string());
+    writeln!(out, "grew {pool} from {old} to {size} bytes")?;
     Ok(())
 }
 

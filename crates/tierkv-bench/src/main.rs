@@ -100,6 +100,15 @@ enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Grows the PM pool of a closed database to --size bytes (a larger multiple of its chunk
+    /// size): the way out of a full pool, whose database opens read-only until then.
+    GrowPool {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The pool's new size in bytes.
+        #[arg(long)]
+        size: u64,
+    },
     /// Puts a key stream through a design's stages and compaction policies without I/O and
     /// prints each stage's write amplification.
     SimulateCompaction(tierkv_bench::simulate::SimulateArgs),
@@ -138,6 +147,7 @@ fn run(command: Command) -> EngineResult<ExitCode> {
         Command::Stats { db, json } => commands::stats(&db, json, &mut out)?,
         Command::Check { db } => commands::check(&db, &mut out)?,
         Command::Repair { db } => commands::repair(&db, &mut out)?,
+        Command::GrowPool { db, size } => commands::grow_pool(&db, size, &mut out)?,
         Command::SimulateCompaction(args) => {
             tierkv_bench::simulate::simulate_compaction(&args, &mut out)?
         }

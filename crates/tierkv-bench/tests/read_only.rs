@@ -2,11 +2,13 @@
 //! `tierkv` binary: `get`, `scan`, `stats` and `check` with `--read_only` serve every
 //! acknowledged key (the logs replayed in memory) while not one byte of the directory or the
 //! pool changes and no file appears, not even `LOCK`; writes are refused with a message that
-//! says why; and a writer and a read-only open exclude each other.
+//! says why. (The API's side, and the lock between a writer and a read-only open, are in the
+//! engine's `tests/read_only.rs`: a test binary that spawns processes can hold a lock in a
+//! child between its fork and its exec.)
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use tierkv::{Db, Design, Options};
+use tierkv::Design;
 
 mod common;
 
@@ -98,61 +100,5 @@ fn every_tool_reads_with_read_only_and_nothing_changes_on_every_design() {
         // The database is as it was for a writer.
         ok(&["put", "--db", d, "e", "5"]);
         assert_eq!(ok(&["scan", "--db", d]), format!("{ACD}e\t5\n"), "{design}");
-    }
-}
-
-#[test]
-fn a_read_only_open_serves_reads_refuses_writes_and_excludes_a_writer() {
-    for &design in Design::ALL {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("db");
-        create(design, &db);
-        let options = |read_only| Options {
-            read_only,
-            ..design.options(Options {
-                design,
-                ..Options::default()
-            })
-        };
-        let mut o = options(true);
-        o.pm.size_bytes = 64 << 20;
-        let ro = Db::open(&db, o.clone()).unwrap();
-        assert_eq!(
-            ro.get(b"d").unwrap().as_deref(),
-            Some(&b"4"[..]),
-            "{design}"
-        );
-        assert_eq!(ro.get(b"b").unwrap(), None, "{design}");
-        let keys: Vec<Vec<u8>> = ro.scan(..).unwrap().map(|e| e.unwrap().0).collect();
-        assert_eq!(keys, vec![b"a".to_vec(), b"c".to_vec(), b"d".to_vec()]);
-        for err in [
-            ro.put(b"x", b"y").unwrap_err(),
-            ro.delete(b"a").unwrap_err(),
-            ro.flush().unwrap_err(),
-            ro.compact_range(None, None).unwrap_err(),
-        ] {
-            assert!(matches!(err, tierkv::Error::ReadOnly(_)), "{design}: {err}");
-        }
-        ro.wait_for_background_work().unwrap();
-        // Read-only opens share the database; a writer waits for them, and they for it.
-        let ro2 = Db::open(&db, o.clone()).unwrap();
-        let err = Db::open(&db, options(false)).err().unwrap();
-        assert!(
-            err.to_string().contains("held by another"),
-            "{design}: {err}"
-        );
-        drop((ro, ro2));
-        let rw = Db::open(&db, options(false)).unwrap();
-        let err = Db::open(&db, o.clone()).err().unwrap();
-        assert!(
-            err.to_string().contains("held by a writer"),
-            "{design}: {err}"
-        );
-        rw.close().unwrap();
-        // A directory with no database is not created by a read-only open.
-        let empty = dir.path().join("none");
-        let err = Db::open(&empty, o).err().unwrap();
-        assert!(matches!(err, tierkv::Error::NotFound(_)), "{design}: {err}");
-        assert!(!empty.exists(), "{design}");
     }
 }

@@ -10,7 +10,9 @@
 //! | 16 | 8 | pool size in bytes |
 //! | 24 | 8 | chunk size in bytes |
 //! | 32 | 4 | crc32c of bytes 0..32 |
-//! | 36 | 28 | reserved (0) |
+//! | 36 | 4 | reserved (0) |
+//! | 40 | 8 | the grown size: 0, or (low 32 bits) the pool's chunk count after a grow and (high 32 bits) the crc32c of those 4 bytes |
+//! | 48 | 16 | reserved (0) |
 //! | 64 | 8 x [`crate::ROOT_SLOTS`] | raw root slots (8-byte atomic, not checksummed) |
 //! | 192 | 2304 | the root directory (named roots and the pool's identity; see `roots.rs`) |
 //!
@@ -24,7 +26,11 @@
 //! **Thread safety.** Pure functions over byte slices.
 //!
 //! **Durability.** The checksummed fields are written once at create and persisted (and
-//! msynced) before `create` returns, after the initial root directory; they never change. Each
+//! msynced) before `create` returns, after the initial root directory; they never change.
+//! Growing a pool ([`crate::PmPool::grow`], offline) lengthens the file first, then records the
+//! new chunk count in the grown-size word with one 8-byte write; the word carries its own
+//! checksum, so it reads as either the old size or the new one, and a damaged word is
+//! corruption. The pool's size is the grown size when the word is set, else the size field. Each
 //! root slot is durable when `set_root` returns; a torn root is impossible (8-byte aligned
 //! atomic store).
 
@@ -47,6 +53,8 @@ pub const HEADER_LEN: u64 = ROOT_DIRECTORY_OFFSET + crate::roots::ROOT_DIRECTORY
 /// Bytes of the checksummed part (line 0).
 pub(crate) const FIXED_LEN: usize = 64;
 const CRC_OFFSET: usize = 32;
+/// Offset of the grown-size word.
+pub(crate) const GROWN_OFFSET: usize = 40;
 
 /// The smallest allowed chunk (and alignment unit of chunk sizes): one 4 KiB page, so that
 /// every chunk is page-aligned for `msync`.
@@ -92,6 +100,24 @@ pub(crate) fn check_geometry(size: u64, chunk_size: u64) -> PmResult<()> {
     }
 }
 
+/// The grown-size word recording `chunks` chunks.
+pub(crate) fn grown_word(chunks: u32) -> u64 {
+    let crc = crc32c::crc32c(&chunks.to_le_bytes());
+    (u64::from(crc) << 32) | u64::from(chunks)
+}
+
+/// The chunk count a grown-size word records (`None` for 0: never grown), or why it is bad.
+fn decode_grown(word: u64) -> Result<Option<u64>, String> {
+    if word == 0 {
+        return Ok(None);
+    }
+    let chunks = word as u32;
+    if grown_word(chunks) != word {
+        return Err(format!("grown-size word {word:#018x} fails its checksum"));
+    }
+    Ok(Some(u64::from(chunks)))
+}
+
 impl Header {
     /// The checksummed first line.
     pub fn encode(&self) -> [u8; FIXED_LEN] {
@@ -117,6 +143,30 @@ impl Header {
                 "pool is {actual_len} bytes, smaller than the {HEADER_LEN}-byte header"
             )));
         }
+        let header = Self::decode_line(bytes, location)?;
+        if header.size < actual_len {
+            return Err(corrupt(format!(
+                "header records a pool of {} bytes but the pool has {actual_len} bytes (if \
+                 `tierkv grow-pool` was interrupted, run it again)",
+                header.size
+            )));
+        }
+        if header.size != actual_len {
+            return Err(corrupt(format!(
+                "header records a pool of {} bytes but the pool has {actual_len} bytes",
+                header.size
+            )));
+        }
+        Ok(header)
+    }
+
+    /// Decodes and validates the first line (`FIXED_LEN` bytes) without the file's length:
+    /// magic, checksum, version, geometry (the grown size when recorded).
+    pub fn decode_line(bytes: &[u8], location: &str) -> PmResult<Header> {
+        let corrupt = |reason: String| PmError::Corruption {
+            location: format!("{location} (pool header at offset 0)"),
+            reason,
+        };
         let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
         let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
         let magic = u64_at(0);
@@ -144,18 +194,34 @@ impl Header {
                 "unsupported format version {version} (this build reads {FORMAT_VERSION})"
             )));
         }
-        let header = Header {
+        Self::decode_geometry(bytes).map_err(corrupt)
+    }
+
+    /// The geometry of a first line whose checksum and version were checked: the grown size
+    /// when recorded, else the created size, validated.
+    pub(crate) fn decode_geometry(bytes: &[u8]) -> Result<Header, String> {
+        let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+        let mut header = Header {
             size: u64_at(16),
             chunk_size: u64_at(24),
         };
-        if header.size != actual_len {
-            return Err(corrupt(format!(
-                "header records a pool of {} bytes but the pool has {actual_len} bytes",
-                header.size
-            )));
-        }
         if let Some(p) = geometry_problem(header.size, header.chunk_size) {
-            return Err(corrupt(p));
+            return Err(p);
+        }
+        if let Some(chunks) = decode_grown(u64_at(GROWN_OFFSET))? {
+            let grown = chunks
+                .checked_mul(header.chunk_size)
+                .filter(|&g| g > header.size)
+                .ok_or_else(|| {
+                    format!(
+                        "grown size of {chunks} chunks is not larger than the created size {}",
+                        header.size
+                    )
+                })?;
+            header.size = grown;
+            if let Some(p) = geometry_problem(header.size, header.chunk_size) {
+                return Err(p);
+            }
         }
         Ok(header)
     }
@@ -208,6 +274,36 @@ mod tests {
                 other => panic!("version {version}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_grown_size_word_is_all_or_nothing() {
+        let h = Header {
+            size: 1 << 20,
+            chunk_size: 64 << 10,
+        };
+        let mut b = h.encode();
+        b[GROWN_OFFSET..GROWN_OFFSET + 8].copy_from_slice(&grown_word(32).to_le_bytes());
+        assert_eq!(Header::decode(&b, 2 << 20, "x").unwrap().size, 2 << 20);
+        // The old length: a grow that lengthened nothing yet is impossible (the file first).
+        let e = Header::decode(&b, 1 << 20, "x").unwrap_err().to_string();
+        assert!(e.contains("records a pool of 2097152 bytes"), "{e}");
+        // Longer than recorded: an interrupted grow, named.
+        let e = Header::decode(&h.encode(), 2 << 20, "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("grow-pool"), "{e}");
+        // Any flipped bit of the word is caught, and a word that would shrink the pool.
+        for bit in 0..64 {
+            let mut d = b;
+            let w = grown_word(32) ^ (1 << bit);
+            d[GROWN_OFFSET..GROWN_OFFSET + 8].copy_from_slice(&w.to_le_bytes());
+            assert!(Header::decode(&d, 2 << 20, "x").is_err(), "bit {bit}");
+        }
+        let mut d = b;
+        d[GROWN_OFFSET..GROWN_OFFSET + 8].copy_from_slice(&grown_word(8).to_le_bytes());
+        let e = Header::decode(&d, 1 << 20, "x").unwrap_err().to_string();
+        assert!(e.contains("not larger"), "{e}");
     }
 
     #[test]

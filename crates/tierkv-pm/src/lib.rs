@@ -43,6 +43,7 @@ pub mod dram;
 mod header;
 mod latency;
 mod mapping;
+mod offline;
 mod options;
 mod persist;
 mod pool;
@@ -56,7 +57,7 @@ pub use options::{
     CrashImage, DurabilityMode, LatencyModel, PmError, PmResult, PmStats, PoolOptions,
 };
 pub use persist::{flush_instruction, CACHE_LINE};
-pub use pool::PmPool;
+pub use pool::{HeldBack, PmPool};
 pub use roots::{
     check_root_name, RootTable, ROOT_CAPACITY, ROOT_COPY_BYTES, ROOT_COPY_OFFSETS, ROOT_NAME_MAX,
     ROOT_SELECTOR_OFFSET,

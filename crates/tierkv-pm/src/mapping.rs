@@ -21,26 +21,28 @@ use std::ptr::NonNull;
 pub(crate) enum FileMapping {
     /// `MAP_SHARED` through memmap2.
     Shared(memmap2::MmapRaw),
-    /// `MAP_PRIVATE` (copy on write) of a file opened read-only: stores change this process's
-    /// pages only, never the file (a read-only open of a pool).
-    Private(memmap2::MmapRaw),
+    /// `MAP_PRIVATE` (copy on write) of a file opened read-only, followed by anonymous
+    /// headroom: stores change this process's pages only, never the file (a read-only open of
+    /// a pool).
+    #[cfg(target_os = "linux")]
+    Private(SyncMapping),
     /// `MAP_SHARED_VALIDATE | MAP_SYNC` through libc (DAX file systems only).
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     Sync(SyncMapping),
 }
 
-/// A `MAP_SYNC` mapping, unmapped on drop.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+/// A mapping made through libc (`MAP_SYNC`, or private with headroom), unmapped on drop.
+#[cfg(target_os = "linux")]
 pub(crate) struct SyncMapping {
     ptr: NonNull<u8>,
     len: usize,
 }
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[cfg(target_os = "linux")]
 impl Drop for SyncMapping {
     fn drop(&mut self) {
         // SAFETY: `ptr`/`len` are exactly the region returned by a successful `mmap` in
-        // `FileMapping::map_sync`; it is unmapped once, here, and the owning `PmPool` (the
+        // `FileMapping::map_sync` or `map_private`; it is unmapped once, here, and the owning `PmPool` (the
         // only user of the pointer) is being dropped, so no access can follow.
         unsafe {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
@@ -62,21 +64,70 @@ impl FileMapping {
         Ok(FileMapping::Shared(raw))
     }
 
-    /// Maps `len` bytes of `file` private (copy on write): `file` may be open read-only, and
-    /// nothing stored through the mapping reaches it.
-    pub fn map_private(file: &File, len: u64, path: &str) -> PmResult<Self> {
-        // SAFETY: a private mapping cannot change the file; what memmap2 warns of is the
-        // file changing under the mapping (another process truncating or writing it). The
-        // database's read-only open refuses a pool whose lock a writer holds, and a change
-        // by a process that ignores the lock reads as damage, which every PM structure's
-        // checksums report; the header's size was checked against the file's length.
+    /// Maps `len` bytes of `file` private (copy on write), then `headroom` bytes of anonymous
+    /// memory right after them: `file` may be open read-only, and nothing stored through the
+    /// mapping reaches it. The headroom is address space only until touched.
+    #[cfg(target_os = "linux")]
+    pub fn map_private(file: &File, len: u64, headroom: u64, path: &str) -> PmResult<Self> {
+        use std::os::fd::AsRawFd;
+        let err = |op: &'static str| PmError::Io {
+            op,
+            path: path.to_string(),
+            source: std::io::Error::last_os_error(),
+        };
+        let total = (len + headroom) as usize;
+        // SAFETY: a fresh anonymous mapping at a kernel-chosen address (NULL hint, no
+        // MAP_FIXED), so no existing memory is affected; checked for MAP_FAILED.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                total,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(err("mmap (private headroom)"));
+        }
+        // SAFETY: MAP_FIXED replaces the first `len` bytes of the anonymous region mapped just
+        // above, which nothing else knows of; the file is at least `len` bytes long (its
+        // header was checked against its length). A private mapping never writes the file;
+        // what could go wrong is the file changing under it (another process truncating or
+        // writing it): the read-only open refuses a pool whose lock a writer holds, and
+        // damage by a process that ignores the lock is caught by the structures' checksums.
+        let p = unsafe {
+            libc::mmap(
+                base,
+                len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_FIXED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let e = err("mmap (private)");
+            // SAFETY: `base`/`total` is the anonymous region mapped above, used by nothing.
+            unsafe { libc::munmap(base, total) };
+            return Err(e);
+        }
+        let ptr = NonNull::new(base.cast::<u8>()).expect("mmap returned NULL without MAP_FIXED");
+        Ok(FileMapping::Private(SyncMapping { ptr, len: total }))
+    }
+
+    /// Off Linux: a private mapping of the file alone (no headroom).
+    #[cfg(not(target_os = "linux"))]
+    pub fn map_private(file: &File, len: u64, _headroom: u64, path: &str) -> PmResult<Self> {
+        // SAFETY: as for the Linux version: a private mapping cannot change the file.
         let copy = unsafe { memmap2::MmapOptions::new().len(len as usize).map_copy(file) }
             .map_err(|source| PmError::Io {
                 op: "mmap (private)",
                 path: path.to_string(),
                 source,
             })?;
-        Ok(FileMapping::Private(memmap2::MmapRaw::from(copy)))
+        Ok(FileMapping::Shared(memmap2::MmapRaw::from(copy)))
     }
 
     /// Maps `len` bytes of `file` with `MAP_SHARED_VALIDATE | MAP_SYNC`; `InvalidArgument` if
@@ -121,7 +172,9 @@ impl FileMapping {
 
     pub fn base(&self) -> *mut u8 {
         match self {
-            FileMapping::Shared(m) | FileMapping::Private(m) => m.as_mut_ptr(),
+            FileMapping::Shared(m) => m.as_mut_ptr(),
+            #[cfg(target_os = "linux")]
+            FileMapping::Private(m) => m.ptr.as_ptr(),
             #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
             FileMapping::Sync(m) => m.ptr.as_ptr(),
         }
@@ -136,6 +189,7 @@ impl FileMapping {
         match self {
             FileMapping::Shared(m) => m.flush_range(offset as usize, len as usize),
             // Nothing of a private mapping is ever written to the file.
+            #[cfg(target_os = "linux")]
             FileMapping::Private(_) => Ok(()),
             #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
             FileMapping::Sync(m) => {

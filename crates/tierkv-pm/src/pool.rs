@@ -52,10 +52,14 @@ use std::sync::Arc;
 
 type FenceHook = Arc<dyn Fn(u64) + Send + Sync>;
 
-enum Backend {
+pub(crate) enum Backend {
     File { map: FileMapping, _file: File },
     Crash(CrashSim),
 }
+
+/// How many free chunks to hold back from structures that are not logs (see
+/// [`PmPool::set_held_back`]).
+pub type HeldBack = Box<dyn Fn() -> u64 + Send + Sync>;
 
 /// A persistent-memory pool: one file (or, for tests, a crash-simulation buffer) addressed by
 /// offsets from its base. Thread-safe; callers coordinate who writes which range.
@@ -73,7 +77,7 @@ pub struct PmPool {
     created: bool,
     /// `fallocate` failed as unsupported once: chunks are no longer backed on allocation.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    no_fallocate: AtomicBool,
+    pub(crate) no_fallocate: AtomicBool,
     /// Tests: the room left on a simulated file system that replaces `fallocate` (`None`: the
     /// real call). Makes the full-file-system path testable without mounting a small one.
     #[cfg(all(test, target_os = "linux"))]
@@ -84,6 +88,9 @@ pub struct PmPool {
     fences: Padded,
     bytes_read: Striped,
     hook: RwLock<Option<FenceHook>>,
+    /// How many free chunks [`PmPool::allocate_chunk_outside_reserve`] leaves (the owner of the
+    /// pool's logs sets it); `None`: none.
+    held_back: RwLock<Option<HeldBack>>,
     /// Whether `hook` is set: read on every fence without taking the lock.
     has_hook: AtomicBool,
     /// The root directory's update lock and validated table.
@@ -114,7 +121,10 @@ impl fmt::Debug for PmPool {
     }
 }
 
-fn io_err<'a>(op: &'static str, path: &'a str) -> impl FnOnce(std::io::Error) -> PmError + 'a {
+pub(crate) fn io_err<'a>(
+    op: &'static str,
+    path: &'a str,
+) -> impl FnOnce(std::io::Error) -> PmError + 'a {
     move |source| PmError::Io {
         op,
         path: path.to_string(),
@@ -123,7 +133,7 @@ fn io_err<'a>(op: &'static str, path: &'a str) -> impl FnOnce(std::io::Error) ->
 }
 
 impl PmPool {
-    fn build(
+    pub(crate) fn build(
         base: *mut u8,
         header: Header,
         mode: DurabilityMode,
@@ -153,6 +163,7 @@ impl PmPool {
             fences: Padded::default(),
             bytes_read: Striped::default(),
             hook: RwLock::new(None),
+            held_back: RwLock::new(None),
             has_hook: AtomicBool::new(false),
             roots: Roots::default(),
         }
@@ -239,38 +250,6 @@ impl PmPool {
             Backend::File { map, _file: file },
             false,
         )))
-    }
-
-    /// Opens an existing pool file read-only: the file is opened without write access and
-    /// mapped private (copy on write), so the pool works as usual (recovery may store into it)
-    /// while not one byte reaches the file. Stores cost memory (a page each, first time) and
-    /// are lost when the pool drops; persists and fences still run and count, harmlessly.
-    /// The header is verified as by [`PmPool::open`]. For reading a database off a read-only
-    /// or full file system, or a pool nobody may change.
-    pub fn open_private(path: &Path, options: &PoolOptions) -> PmResult<Arc<PmPool>> {
-        let loc = path.display().to_string();
-        let mut file = File::open(path).map_err(io_err("open (read-only)", &loc))?;
-        let len = file.metadata().map_err(io_err("stat", &loc))?.len();
-        let mut fixed = [0u8; FIXED_LEN];
-        if len >= HEADER_LEN {
-            file.read_exact(&mut fixed)
-                .map_err(io_err("read header", &loc))?;
-        }
-        let header = Header::decode(&fixed, len, &loc)?;
-        let map = FileMapping::map_private(&file, header.size, &loc)?;
-        let pool = Self::build(
-            map.base(),
-            header,
-            // Private pages never reach the file: no mode could make them durable.
-            DurabilityMode::Emulated,
-            options.latency,
-            loc,
-            Backend::File { map, _file: file },
-            false,
-        );
-        // The file cannot be written: chunks are not backed on allocation.
-        pool.no_fallocate.store(true, Ordering::Relaxed);
-        Ok(Arc::new(pool))
     }
 
     /// A DRAM-backed pool with a shadow durable image (tests). With `check_stores`, every fence
@@ -812,6 +791,29 @@ impl PmPool {
     /// `NoSpace` here. File systems without `fallocate` keep the sparse behaviour.
     pub fn allocate_chunk(&self) -> PmResult<u64> {
         self.allocate_chunk_tracked().map(|a| a.offset)
+    }
+
+    /// Sets what [`PmPool::allocate_chunk_outside_reserve`] leaves free: `held_back()` chunks,
+    /// asked at each call (the logs' reserve changes as they grow and shrink).
+    pub fn set_held_back(&self, held_back: Option<HeldBack>) {
+        *self.held_back.write() = held_back;
+    }
+
+    /// [`PmPool::allocate_chunk`] for a structure that must leave the held-back chunks to the
+    /// logs and manifests (a tree's leaves): `NoSpace` once only those are free, so a full
+    /// pool stops the structure before the log that would record its loss.
+    pub fn allocate_chunk_outside_reserve(&self) -> PmResult<u64> {
+        let keep = self.held_back.read().as_ref().map_or(0, |f| f());
+        let free = self.free_chunks();
+        if free <= keep {
+            return Err(PmError::NoSpace(format!(
+                "{}: no PM chunk outside the reserve ({free} of {} chunks free, {keep} held \
+                 back for logs and manifests)",
+                self.location,
+                self.chunk_count() - 1
+            )));
+        }
+        self.allocate_chunk()
     }
 
     /// Allocates a chunk whose bytes from `header_bytes` to its end are zero (durable at the

@@ -58,7 +58,9 @@ fn a_private_open_reads_the_pool_and_never_writes_the_file() {
     perms.set_readonly(true);
     std::fs::set_permissions(&path, perms).unwrap();
     {
-        let p = PmPool::open_private(&path, &opts).unwrap();
+        let p = PmPool::open_private(&path, &opts, 4 * 16 * KB + 5).unwrap();
+        // Four chunks of headroom after the file's sixteen.
+        assert_eq!(p.size(), 20 * 16 * KB);
         assert_eq!(p.root(0), chunk);
         let mut buf = [0u8; 7];
         p.read(chunk, &mut buf).unwrap();
@@ -70,6 +72,12 @@ fn a_private_open_reads_the_pool_and_never_writes_the_file() {
         p.persist(c2, 7).unwrap();
         p.msync(c2, 7).unwrap();
         p.set_root(1, c2).unwrap();
+        // Every chunk, the headroom's included, can be allocated and written.
+        while let Ok(c) = p.allocate_zeroed_chunk(0) {
+            p.write(c + 16 * KB - 8, b"headroom").unwrap();
+            p.persist(c + 16 * KB - 8, 8).unwrap();
+        }
+        assert_eq!(p.free_chunks(), 0);
         p.write(chunk, b"changed").unwrap();
         p.persist(chunk, 7).unwrap();
         p.read(chunk, &mut buf).unwrap();
@@ -83,7 +91,54 @@ fn a_private_open_reads_the_pool_and_never_writes_the_file() {
     // A damaged header is refused as by a writable open.
     let bad = dir.path().join("bad.pm");
     std::fs::write(&bad, vec![0u8; 256 * KB as usize]).unwrap();
-    corruption_reason(PmPool::open_private(&bad, &opts));
+    corruption_reason(PmPool::open_private(&bad, &opts, 0));
+}
+
+#[test]
+fn a_grown_pool_keeps_its_data_and_gains_free_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pool.pm");
+    let opts = small_opts(DurabilityMode::Msync);
+    let chunks: Vec<u64> = {
+        let p = PmPool::create(&path, &opts).unwrap();
+        let all: Vec<u64> = std::iter::from_fn(|| p.allocate_chunk().ok()).collect();
+        for &c in &all {
+            p.write(c, &c.to_le_bytes()).unwrap();
+            p.persist(c, 8).unwrap();
+        }
+        all
+    };
+    assert_eq!(chunks.len(), 15);
+    // Not smaller, not the same, not between chunks.
+    for bad in [128 * KB, 256 * KB, 300 * KB] {
+        assert!(is_invalid(PmPool::grow(&path, bad)), "{bad}");
+    }
+    assert_eq!(PmPool::grow(&path, 512 * KB).unwrap(), 256 * KB);
+    let p = PmPool::open(&path, &opts).unwrap();
+    assert_eq!((p.size(), p.chunk_count()), (512 * KB, 32));
+    p.rebuild_allocator(&chunks).unwrap();
+    assert_eq!(p.free_chunks(), 16);
+    for &c in &chunks {
+        assert_eq!(p.load_u64(c).unwrap(), c);
+    }
+    let fresh = p.allocate_chunk().unwrap();
+    assert!(fresh >= 256 * KB);
+    drop(p);
+    // Grown again; then an interrupted grow (the file lengthened, the header not yet) is
+    // refused by name and finished by running grow again.
+    PmPool::grow(&path, 768 * KB).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(1024 * KB).unwrap();
+    let err = PmPool::open(&path, &opts).unwrap_err().to_string();
+    assert!(err.contains("grow-pool"), "{err}");
+    assert_eq!(PmPool::grow(&path, 1024 * KB).unwrap(), 768 * KB);
+    let p = PmPool::open(&path, &opts).unwrap();
+    assert_eq!(p.size(), 1024 * KB);
+    assert_eq!(p.load_u64(chunks[3]).unwrap(), chunks[3]);
+    drop(p);
+    // A file shorter than its header records is damage, never grown over.
+    f.set_len(512 * KB).unwrap();
+    corruption_reason(PmPool::grow(&path, 2048 * KB));
 }
 
 #[test]

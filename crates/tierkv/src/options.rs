@@ -419,7 +419,8 @@ pub struct LabOptions {
     pub file_scan_after: f64,
     /// PM bytes of the hot-key buffer (section 3.3): slots holding the values of keys updated
     /// often, updated in place at each flush (`docs/designs/labdb.md`). 0: no hot-key buffer.
-    /// Default 256 MiB (the paper's); grown 1 MiB at a time as slots are taken.
+    /// Default 256 MiB (the paper's); grown a PM chunk at a time as slots are taken, and
+    /// only while more than a quarter of the pool's chunks would stay free for the trees.
     pub hot_buffer_bytes: u64,
     /// Bytes of one slot: two halves, each a 24-byte header, the key and the value; a version
     /// that does not fit a half is not placed in the buffer. Default 2560 (1 KiB values with

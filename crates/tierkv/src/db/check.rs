@@ -45,6 +45,15 @@ pub struct CheckReport {
     /// with the gap in sequence numbers, and every WAL after a cut one), holding only writes
     /// acknowledged without sync.
     pub wal_files_ignored: usize,
+    /// The PM pool's chunks (the header's excluded) and how many of them are free, after the
+    /// structures were opened; 0 and 0 without a pool.
+    pub pm_chunks: u64,
+    /// See [`CheckReport::pm_chunks`].
+    pub pm_free_chunks: u64,
+    /// Why the next writable open cannot recover with write access and will open read-only
+    /// (a full pool or disk: the recovery was tried, in memory, and ran out of space); `None`
+    /// when it can.
+    pub next_open_read_only: Option<String>,
 }
 
 pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
@@ -69,8 +78,12 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         fs: Arc::new(crate::fs::OverlayFs::new(Arc::clone(&options.fs))),
         ..options.clone()
     };
-    let (versions, pm) =
-        super::recovery::recover_versions(dir, options, Arc::clone(&counters), false)?;
+    let (versions, pm) = super::recovery::recover_versions(
+        dir,
+        options,
+        Arc::clone(&counters),
+        super::recovery::PoolAccess::Inspect,
+    )?;
     let version = versions.current();
     version.check_invariants()?;
     let present = super::recovery::list_files(&*options.fs, pm.as_ref(), dir)?;
@@ -165,7 +178,27 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         report.wal_records_checked += log.len() as u64;
     }
     check_logs(dir, &versions, options, pm.as_ref(), &mut report)?;
+    if let Some(pm) = &pm {
+        report.pm_chunks = pm.pool.chunk_count() - 1;
+        report.pm_free_chunks = pm.pool.free_chunks();
+    }
+    drop(pm);
+    report.next_open_read_only = probe_recovery(dir, options)?;
     Ok(report)
+}
+
+/// Runs the recovery the next open will run, in memory (a read-only open without headroom:
+/// exactly the space a writable open has), and returns its out-of-space error, if any.
+fn probe_recovery(dir: &Path, options: &Options) -> Result<Option<String>> {
+    let probe = Options {
+        read_only: true,
+        ..options.clone()
+    };
+    match super::recovery::open_with(dir, probe, false) {
+        Ok(_) => Ok(None),
+        Err(e @ Error::NoSpace(_)) => Ok(Some(e.to_string())),
+        Err(e) => Err(e),
+    }
 }
 
 /// Verifies the global index: its tree's structure, and every key's place (the table exists,

@@ -68,14 +68,36 @@ pub struct Db {
     threads: Vec<JoinHandle<()>>,
     /// Set by the first [`Db::shutdown`] (`close`, then again `Drop`).
     shut_down: bool,
+    /// Why a writable open continued read-only (see [`Db::read_only_reason`]).
+    read_only_reason: Option<String>,
 }
 
 impl Db {
     /// Opens the database in directory `path`, creating it if `options.create_if_missing`.
     /// Recovery replays the manifest, then the WALs; a torn tail of the newest WAL (a write that
     /// was never acknowledged) is dropped, any other damage is an error naming the file.
+    ///
+    /// A recovery that runs out of space (a full PM pool whose last flush failed, a full disk)
+    /// does not lock the database out: the open continues read-only, every acknowledged write
+    /// readable, and says why in [`Db::read_only_reason`]; writes are then
+    /// [`Error::ReadOnly`] naming the reason. Grow the pool ([`Db::grow_pool`]) or free space,
+    /// and reopen to write.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = Arc::new(recovery::open(path.as_ref(), options)?);
+        let path = path.as_ref();
+        let (inner, read_only_reason) = match recovery::open(path, options.clone()) {
+            Ok(inner) => (inner, None),
+            Err(e @ Error::NoSpace(_)) if !options.read_only => {
+                let read_only = Options {
+                    read_only: true,
+                    ..options
+                };
+                // Where even that fails (no database to read), the first error says it all.
+                let inner = recovery::open(path, read_only).map_err(|_| e.duplicate())?;
+                (inner, Some(e.to_string()))
+            }
+            Err(e) => return Err(e),
+        };
+        let inner = Arc::new(inner);
         let mut threads = Vec::new();
         if inner.options.read_only {
             // Nothing to flush or compact: the open is a view of the database as it was.
@@ -83,13 +105,14 @@ impl Db {
                 inner,
                 threads,
                 shut_down: false,
+                read_only_reason,
             });
         }
         let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name)
                 .spawn(f)
-                .map_err(|e| Error::io("spawn thread", path.as_ref(), e))
+                .map_err(|e| Error::io("spawn thread", path, e))
         };
         let db = Arc::clone(&inner);
         threads.push(spawn(
@@ -114,7 +137,15 @@ impl Db {
             inner,
             threads,
             shut_down: false,
+            read_only_reason: None,
         })
+    }
+
+    /// Why this database is open read-only although the open asked for write access: the
+    /// recovery ran out of space (the error it met). `None` for a writable open, and for an
+    /// open that asked for [`Options::read_only`].
+    pub fn read_only_reason(&self) -> Option<&str> {
+        self.read_only_reason.as_deref()
     }
 
     /// Puts `key` -> `value` (not synced; see [`WriteOptions::sync`]).
@@ -220,6 +251,13 @@ impl Db {
 
     /// [`Error::ReadOnly`] naming `what` if the database was opened read-only.
     fn writable(&self, what: &str) -> Result<()> {
+        if let Some(reason) = &self.read_only_reason {
+            return Err(Error::ReadOnly(format!(
+                "{what} is refused: the open could not recover with write access ({reason}) \
+                 and continued read-only; grow the PM pool (`tierkv grow-pool`, \
+                 Db::grow_pool) or free disk space, then reopen"
+            )));
+        }
         if self.inner.options.read_only {
             return Err(Error::ReadOnly(format!(
                 "{what} is refused (Options::read_only, --read_only); reopen without it to write"
@@ -368,6 +406,33 @@ impl Db {
     /// none qualifies.
     pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<RepairReport> {
         repair::repair(path.as_ref(), &options)
+    }
+
+    /// Grows the PM pool of the closed database at `path` to `new_size` bytes (a multiple of
+    /// its chunk size, larger than it is); returns the size it had. The pool is found and
+    /// checked as an open finds it (the database's own, of this moment); both locks are held,
+    /// so the database must be closed. Failure-atomic: a crash leaves the old size or the new
+    /// one, or a file longer than its header says, which every open refuses until this runs
+    /// again. A full pool's database then opens writable and finishes what it could not.
+    pub fn grow_pool(path: impl AsRef<Path>, options: Options, new_size: u64) -> Result<u64> {
+        let dir = path.as_ref();
+        let _lock = options.fs.lock(&dir.join("LOCK"))?;
+        let (_, pm) = recovery::recover_versions(
+            dir,
+            &options,
+            Arc::new(crate::stats::Counters::default()),
+            recovery::PoolAccess::Inspect,
+        )?;
+        let pool = pm.and_then(|pm| pm.path).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "database {} (design {}) keeps no PM pool file to grow",
+                dir.display(),
+                options.design
+            ))
+        })?;
+        let lock_path = std::path::PathBuf::from(format!("{}.lock", pool.display()));
+        let _pool_lock = crate::fs::PosixFs.lock(&lock_path)?;
+        Ok(tierkv_pm::PmPool::grow(&pool, new_size)?)
     }
 
     /// What the database at `path` was created with (design, format version, level count,

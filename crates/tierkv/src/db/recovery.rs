@@ -48,7 +48,13 @@ use tierkv_pm::{PmPool, PoolOptions};
 /// Every file of the database on every tier: (kind, number, tier) -> name.
 pub(crate) type Present = HashMap<(FileKind, u64, Tier), String>;
 
-pub(crate) fn open(dir: &Path, mut options: Options) -> Result<DbInner> {
+pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
+    open_with(dir, options, true)
+}
+
+/// [`open`]; `headroom`: a read-only open may use memory for chunks a full pool lacks (off:
+/// the open needs exactly the space a writable open would, which `check` probes).
+pub(crate) fn open_with(dir: &Path, mut options: Options, headroom: bool) -> Result<DbInner> {
     options.validate()?;
     if options.read_only {
         // Every change the open makes stays in memory; see `Options::read_only`.
@@ -78,7 +84,9 @@ pub(crate) fn open(dir: &Path, mut options: Options) -> Result<DbInner> {
                     dir.display()
                 )));
             }
-            let (mut versions, pm) = recover_versions(dir, &options, Arc::clone(&counters), true)?;
+            let access = PoolAccess::of(&options, headroom);
+            let (mut versions, pm) =
+                recover_versions(dir, &options, Arc::clone(&counters), access)?;
             if options.pm.path.is_some() {
                 // The pool was found, bound to this database, at the path given: record it
                 // (logged once the open is done, below).
@@ -118,7 +126,13 @@ pub(crate) fn open(dir: &Path, mut options: Options) -> Result<DbInner> {
             let identity = new_identity();
             // The pool first: a pool that holds another database's data refuses the creation
             // before any leftover is removed.
-            let pm = open_pm(dir, &options, PmFsOpen::Create(identity), true, None)?;
+            let pm = open_pm(
+                dir,
+                &options,
+                PmFsOpen::Create(identity),
+                PoolAccess::Write,
+                None,
+            )?;
             for name in leftovers {
                 fs.remove(&dir.join(name))?;
             }
@@ -231,12 +245,12 @@ pub(crate) fn open(dir: &Path, mut options: Options) -> Result<DbInner> {
 /// Reads `CURRENT`, then the manifest it names and the PM pool, in the order the manifest's
 /// place needs: a manifest in the directory first (it says where the pool is and which
 /// database it must belong to), a manifest in the pool after the pool (`CURRENT` says both).
-/// `lock`: take the pool's lock (not for offline checks). Writes nothing.
+/// `access`: how the pool is opened. Writes nothing.
 pub(crate) fn recover_versions(
     dir: &Path,
     options: &Options,
     counters: Arc<Counters>,
-    lock: bool,
+    access: PoolAccess,
 ) -> Result<(VersionSet, Option<PmTier>)> {
     let fs = Arc::clone(&options.fs);
     let current = read_current(&*fs, dir, &counters)?;
@@ -244,7 +258,7 @@ pub(crate) fn recover_versions(
         Current::Directory(_) => {
             let versions = VersionSet::recover(dir, options, counters, &current, fs)?;
             let how = PmFsOpen::Existing(versions.identity());
-            let pm = open_pm(dir, options, how, lock, versions.pm_path())?;
+            let pm = open_pm(dir, options, how, access, versions.pm_path())?;
             if let Some(pm) = &pm {
                 owner::check_pool_epoch(&pm.pool, &pool_location(pm), versions.pool_epoch())?;
             }
@@ -264,7 +278,7 @@ pub(crate) fn recover_versions(
                 )));
             }
             let how = PmFsOpen::Existing(*identity);
-            let pm = open_pm(dir, options, how, lock, pool.as_deref())?.ok_or_else(|| {
+            let pm = open_pm(dir, options, how, access, pool.as_deref())?.ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "database {} keeps its manifest in its PM pool, but design {} uses no pool \
                      under these options",
@@ -335,12 +349,13 @@ pub(crate) fn describe(
     options.max_write_buffer_number = 1;
     options.write_buffer_size = 4096;
     let how = PmFsOpen::Existing(*identity);
-    let pm = open_pm(dir, &options, how, false, pool.as_deref())?.ok_or_else(|| {
-        Error::corruption(
-            current_file_name(dir).display().to_string(),
-            format!("design {design} has no PM pool to hold the manifest"),
-        )
-    })?;
+    let pm =
+        open_pm(dir, &options, how, PoolAccess::Inspect, pool.as_deref())?.ok_or_else(|| {
+            Error::corruption(
+                current_file_name(dir).display().to_string(),
+                format!("design {design} has no PM pool to hold the manifest"),
+            )
+        })?;
     let mut created = read_manifest_creation_fields(&*pm.fs, &name)?;
     created.pm_path = pool.clone();
     created.manifest_on_pm = true;
@@ -614,15 +629,39 @@ fn delete_unreferenced(
     }
 }
 
+/// How an open uses the PM pool file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PoolAccess {
+    /// A writable open: the pool file's lock, a shared mapping.
+    Write,
+    /// A read-only open ([`Options::read_only`]): a shared lock when the lock file exists, a
+    /// private mapping, and (with `headroom`) as many chunks again in memory, so that a
+    /// recovery in a full pool finds the chunks it needs.
+    ReadOnly { headroom: bool },
+    /// An offline inspection (`check`, `describe`): no lock, a private mapping, structures
+    /// opened without their recovery.
+    Inspect,
+}
+
+impl PoolAccess {
+    /// The access of an open under `options`.
+    pub(crate) fn of(options: &Options, headroom: bool) -> PoolAccess {
+        if options.read_only {
+            PoolAccess::ReadOnly { headroom }
+        } else {
+            PoolAccess::Write
+        }
+    }
+}
+
 /// Opens the PM pool and its file system when the design uses PM, for the database `how`
-/// names, and sets the pool's space policy. `lock`: take the pool file's lock (not for offline
-/// checks). The pool file is `pm.path`, else `recorded` (where the manifest says the pool is),
-/// else `pm.pool` in `dir`.
+/// names, and sets the pool's space policy. The pool file is `pm.path`, else `recorded`
+/// (where the manifest says the pool is), else `pm.pool` in `dir`.
 pub(crate) fn open_pm(
     dir: &Path,
     options: &Options,
     how: PmFsOpen,
-    lock: bool,
+    access: PoolAccess,
     recorded: Option<&Path>,
 ) -> Result<Option<PmTier>> {
     if !options.design.uses_pm(options) {
@@ -630,7 +669,16 @@ pub(crate) fn open_pm(
     }
     let creating = matches!(how, PmFsOpen::Create(_));
     let (pool, location, pool_lock, pool_path) = match &options.pm.pool {
-        Some(pool) => (Arc::clone(pool), "PM pool (given)".to_string(), None, None),
+        // Only a writable open may change a pool it was given: the others work on a copy.
+        Some(pool) if access == PoolAccess::Write => {
+            (Arc::clone(pool), "PM pool (given)".to_string(), None, None)
+        }
+        Some(pool) => (
+            private_copy(pool)?,
+            "PM pool (given)".to_string(),
+            None,
+            None,
+        ),
         None => {
             let path = match (&options.pm.path, recorded) {
                 (Some(given), _) => given.clone(),
@@ -638,12 +686,10 @@ pub(crate) fn open_pm(
                 (None, None) => dir.join("pm.pool"),
             };
             let lock_path = PathBuf::from(format!("{}.lock", path.display()));
-            // Read-only: a shared lock, and the pool mapped private (nothing reaches the file).
-            let private = options.read_only || !lock;
-            let pool_lock = match (lock, options.read_only) {
-                (false, _) => None,
-                (true, false) => Some(PosixFs.lock(&lock_path)?),
-                (true, true) => PosixFs.lock_shared(&lock_path)?,
+            let pool_lock = match access {
+                PoolAccess::Write => Some(PosixFs.lock(&lock_path)?),
+                PoolAccess::ReadOnly { .. } => PosixFs.lock_shared(&lock_path)?,
+                PoolAccess::Inspect => None,
             };
             let pool_options = PoolOptions {
                 size: options.pm.size_bytes,
@@ -651,8 +697,13 @@ pub(crate) fn open_pm(
                 latency: options.pm.latency,
                 chunk_size: options.pm.chunk_bytes,
             };
-            let pool = if path.exists() && private {
-                PmPool::open_private(&path, &pool_options)?
+            let pool = if path.exists() && access != PoolAccess::Write {
+                // Nothing reaches the file; a read-only open may use a pool's size again.
+                let headroom = match access {
+                    PoolAccess::ReadOnly { headroom: true } => PosixFs.file_size(&path)?,
+                    _ => 0,
+                };
+                PmPool::open_private(&path, &pool_options, headroom)?
             } else if path.exists() {
                 PmPool::open(&path, &pool_options)?
             } else if creating {
@@ -673,10 +724,10 @@ pub(crate) fn open_pm(
     let has_lab = stages.iter().any(|s| s.lab().is_some());
     let has_lists = options.design.spec().front_end == crate::pipeline::FrontEndKind::Lists;
     let kinds = crate::fs::PmKinds {
-        index: has_index.then_some(lock),
+        index: has_index.then_some(access != PoolAccess::Inspect),
         index_inner_in_pm: options.slmdb.inner_nodes_in_pm,
-        lab: has_lab.then_some(lock),
-        lists: has_lists.then_some(lock),
+        lab: has_lab.then_some(access != PoolAccess::Inspect),
+        lists: has_lists.then_some(access != PoolAccess::Inspect),
     };
     let structures = crate::fs::open_pm_structures(&pool, &location, how, kinds)?;
     let pmfs = structures.pmfs;
@@ -702,6 +753,19 @@ pub(crate) fn open_pm(
         path: pool_path,
         _lock: pool_lock,
     }))
+}
+
+/// A copy of the given pool `pool` in memory, for an open that must not change it.
+fn private_copy(pool: &PmPool) -> Result<Arc<PmPool>> {
+    let mut image = vec![0u8; pool.size() as usize];
+    pool.read(0, &mut image)?;
+    let options = PoolOptions {
+        size: pool.size(),
+        mode: pool.mode(),
+        latency: pool.latency(),
+        chunk_size: pool.chunk_size(),
+    };
+    Ok(PmPool::open_crash_image(image, &options)?)
 }
 
 /// The error for an existing database whose pool file is not there: not corruption (the
@@ -759,10 +823,19 @@ fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpa
     let manifest_on_pm = options.manifest_tier() == Tier::Pm;
     let manifest_chunks = if manifest_on_pm { MANIFEST_CHUNKS } else { 0 };
     if options.design.wal_tier(options) != Tier::Pm {
+        // LAB-DB's WAL buffer: two halves in the pool, each given back and taken anew as the
+        // buffer drains; the trees and tables leave the chunks of both, so that a drain never
+        // finds the pool taken by a leaf.
+        let wal_buffer = if crate::front_ends::lab_log_enabled(options) {
+            2 * (options.labdb.wal_buffer_bytes / 2).div_ceil(pmfs.data_per_chunk())
+        } else {
+            0
+        };
         let policy = PmSpacePolicy {
             spare_chunks: manifest_chunks,
-            log_quota_chunks: 0,
+            log_quota_chunks: wal_buffer,
             manifest_chunks,
+            structure_keep_chunks: wal_buffer,
         };
         return Ok((policy, 0));
     }
@@ -797,6 +870,7 @@ fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpa
             spare_chunks: SPARE_CHUNKS + manifest_chunks,
             log_quota_chunks: cap * memtables,
             manifest_chunks,
+            structure_keep_chunks: cap,
         },
         cap,
     ))

@@ -2,7 +2,7 @@
 //! database opens consistently, among the directory's manifests and its pool's.
 
 use super::owner;
-use super::recovery::{list_files, open_pm, verify_files};
+use super::recovery::{list_files, open_pm, verify_files, PoolAccess};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PmFsOpen};
 use crate::options::Options;
@@ -140,7 +140,7 @@ fn repair_candidate(
             let versions =
                 VersionSet::recover_manifest(dir, name, &options, Arc::clone(counters), place)?;
             let how = PmFsOpen::Existing(versions.identity());
-            let pm = open_pm(dir, &options, how, true, versions.pm_path())?;
+            let pm = open_pm(dir, &options, how, PoolAccess::Write, versions.pm_path())?;
             if let Some(pm) = &pm {
                 // A manifest the pool's epoch has moved past (an older one left behind) would
                 // be refused by the next open: never chosen.
@@ -154,7 +154,7 @@ fn repair_candidate(
             ))
         }
         Some(how) => {
-            let pm = open_pm(dir, options, how, true, None)?
+            let pm = open_pm(dir, options, how, PoolAccess::Write, None)?
                 .ok_or_else(|| Error::InvalidArgument("the design has no PM pool".into()))?;
             let options = options_of_manifest(options, &*pm.fs, &dir.join(name))?;
             let place = (Tier::Pm, Arc::clone(&pm.fs));
@@ -261,7 +261,7 @@ fn repair_pool(
         }
     }
     drop(pool);
-    let pm = open_pm(dir, &o, how, true, None)?
+    let pm = open_pm(dir, &o, how, PoolAccess::Write, None)?
         .ok_or_else(|| Error::InvalidArgument("the design has no PM pool".into()))?;
     let names = manifests_of(&*pm.fs, dir)?;
     Ok(Some((o, how, names)))

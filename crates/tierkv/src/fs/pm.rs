@@ -211,6 +211,10 @@ pub struct PmSpacePolicy {
     /// for it to grow and for the next one an open or a rollover starts, so a commit never
     /// finds a pool the tables filled.
     pub manifest_chunks: u64,
+    /// Chunks the pool's structures that are not files (a tree's leaves) leave free besides
+    /// what a log must leave: the next log's worth, so that a tree filling the pool never
+    /// takes the chunk the log that records its writes needs next.
+    pub structure_keep_chunks: u64,
 }
 
 /// What a chunk is for.
@@ -752,7 +756,14 @@ impl PmFs {
 
     /// Sets how chunks are shared between logs and tables.
     pub fn set_space_policy(&self, policy: PmSpacePolicy) {
-        self.space.lock().policy = policy;
+        let mut s = self.space.lock();
+        s.policy = policy;
+        // The pool's other structures (trees' leaves) leave what a log must leave, and the
+        // next log's worth.
+        let manifests = Arc::clone(&s.manifest_chunks);
+        self.pool.set_held_back(Some(Box::new(move || {
+            log_reserve(&policy, manifests.load(Ordering::Acquire)) + policy.structure_keep_chunks
+        })));
     }
 
     /// The pool's space as this file system accounts it.
@@ -2021,6 +2032,7 @@ mod tests {
         let p = pool(); // 16 chunks: the header, the directory, 14 free
         let fs = PmFs::open(Arc::clone(&p), "s.pool", PmFsOpen::Create(ID)).unwrap();
         fs.set_space_policy(PmSpacePolicy {
+            structure_keep_chunks: 0,
             spare_chunks: 1,
             log_quota_chunks: 4,
             manifest_chunks: 0,
@@ -2071,6 +2083,7 @@ mod tests {
         let p = pool(); // 16 chunks: the header, the directory, 14 free
         let fs = PmFs::open(Arc::clone(&p), "m.pool", PmFsOpen::Create(ID)).unwrap();
         fs.set_space_policy(PmSpacePolicy {
+            structure_keep_chunks: 0,
             spare_chunks: 3,
             log_quota_chunks: 0,
             manifest_chunks: 2,
@@ -2112,6 +2125,7 @@ mod tests {
         // manifests took do not come out of the logs' room a second time.
         let fs = PmFs::open(pool(), "m3.pool", PmFsOpen::Create(ID)).unwrap();
         fs.set_space_policy(PmSpacePolicy {
+            structure_keep_chunks: 0,
             spare_chunks: 3,
             log_quota_chunks: 4,
             manifest_chunks: 2,

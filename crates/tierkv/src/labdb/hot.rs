@@ -61,8 +61,9 @@ use std::path::{Path, PathBuf};
 
 /// Bytes of a half's header: masked crc, key length, type, flags, sequence, value length.
 pub(crate) const HALF_HEADER: usize = 24;
-/// The most bytes of one segment file.
-const SEGMENT_BYTES: u64 = 1 << 20;
+/// The part of the pool's chunks the hot-key buffer always leaves free for tables (the L0
+/// trees' leaves, the value data): it takes a new segment only while more would stay free.
+const KEEP_FREE_DIVISOR: u64 = 4;
 const SKETCH_ROWS: usize = 4;
 const SKETCH_WIDTH: usize = 1 << 14;
 
@@ -257,8 +258,9 @@ impl HotBuffer {
         let (slot_bytes, slots_per_segment) = match named.first() {
             Some(&(_, b, n)) => (b, n),
             None => {
+                // A segment fills what one chunk holds: the pool gives a file whole chunks.
                 let b = options.hot_slot_bytes;
-                let seg = SEGMENT_BYTES.min(options.hot_buffer_bytes).max(b);
+                let seg = fs.data_per_chunk().min(options.hot_buffer_bytes).max(b);
                 (b, (seg / b).max(1))
             }
         };
@@ -453,7 +455,10 @@ impl HotBuffer {
 
     /// A free slot for `key` (a new segment when none is free and the buffer may grow).
     fn allocate(&self, g: &mut Inner, key: &[u8]) -> Result<Option<u64>> {
-        if g.free.is_empty() && (g.slots.len() as u64) + self.slots_per_segment <= self.max_slots {
+        if g.free.is_empty()
+            && (g.slots.len() as u64) + self.slots_per_segment <= self.max_slots
+            && self.room_for_segment()
+        {
             let k = self.segments.read().len() as u64;
             let path = segment_name(&self.dir, k, self.slot_bytes, self.slots_per_segment);
             match self.create_segment(&path) {
@@ -493,6 +498,17 @@ impl HotBuffer {
         };
         g.index.insert(key.to_vec(), slot);
         Ok(Some(slot))
+    }
+
+    /// Whether a new segment leaves the pool room for everything else: the buffer is a cache,
+    /// so it never takes the chunks the L0 trees, the tables and the logs need (taking them
+    /// made a flush fail for want of one leaf while the buffer held most of the pool). A
+    /// segment's chunks must leave more than a quarter of the pool's chunks free for tables.
+    fn room_for_segment(&self) -> bool {
+        let seg = self.slots_per_segment * self.slot_bytes;
+        let chunks = seg.div_ceil(self.fs.data_per_chunk());
+        let keep = self.fs.pool().chunk_count() / KEEP_FREE_DIVISOR;
+        self.fs.chunks_for_tables() > chunks + keep
     }
 
     /// Creates segment file `path`, zeroed and synced with its directory entry.

@@ -164,7 +164,9 @@ impl Slab {
         let chunk = match self.partial[class as usize].first() {
             Some(&c) => c,
             None => {
-                let c = self.pool.allocate_chunk()?;
+                // The logs' reserve stays theirs: a flush that fills the pool fails here, and
+                // the log that would record the failure still has its chunks.
+                let c = self.pool.allocate_chunk_outside_reserve()?;
                 self.chunks
                     .insert(c, ChunkSlots::new(class, self.chunk / size));
                 self.partial[class as usize].insert(c);
