@@ -109,7 +109,12 @@ fn options(design: Design, fs: &MemFs, pool: Arc<PmPool>) -> Options {
     o.compaction.num_levels = 4;
     // LAB-DB: a tree of one leaf (16 keys) becomes immutable, so flushes switch trees and
     // compactions move chunks into L1.
-    o.labdb.leaf_region_bytes = 4 << 10;
+    o.labdb.leaf_region_bytes = if WIDE.with(|w| w.get()) {
+        // Room for trees of several leaves before they switch.
+        64 << 10
+    } else {
+        4 << 10
+    };
     o.labdb.immutable_at = 0.2;
     o.labdb.chunk_bytes = 1 << 10;
     // Its log: a WAL buffer of two 4 KiB halves, so the walks cross drains.
@@ -225,6 +230,37 @@ fn reuse_workload(seed: u64) -> Vec<Op> {
     ops
 }
 
+/// For [`crash_at_every_pm_fence_splitting_trees`]: 80 keys, more than one leaf of any tree
+/// holds (30 of LAB-DB's, 48 of SLM-DB's index), flushed into the trees while they grow, then
+/// updates, deletes and a compaction.
+fn wide_workload(seed: u64) -> Vec<Op> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut ops: Vec<Op> = (0..8)
+        .map(|b| {
+            Op::Batch(
+                (10 * b..10 * b + 10)
+                    .map(|k| (key(k), Some(vec![rng.gen::<u8>(); rng.gen_range(20..60)])))
+                    .collect(),
+            )
+        })
+        .collect();
+    ops.push(Op::Flush);
+    for _ in 0..10 {
+        let k = rng.gen_range(0..80);
+        ops.push(match rng.gen_bool(0.7) {
+            true => Op::Put(key(k), vec![rng.gen::<u8>(); 40]),
+            false => Op::Delete(key(k)),
+        });
+    }
+    ops.push(Op::Flush);
+    ops.push(Op::Compact);
+    ops.push(Op::Settle);
+    ops.extend((0..80).step_by(7).map(|k| Op::Delete(key(k))));
+    ops.push(Op::Flush);
+    ops.push(Op::Settle);
+    ops
+}
+
 /// Waits (up to 10 s) until no background work is pending, or the SSD froze (a crash stopped the
 /// background work). Returns true if the levels settled.
 fn settle(db: &Db, ssd: &MemFs) -> bool {
@@ -294,6 +330,11 @@ thread_local! {
     static RECLAIMED_RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Images not recovered because they equal another image of the same instant.
     static REPEATS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Run [`wide_workload`] (80 keys: the trees split), checking every `STRIDE`-th fence.
+    static WIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static STRIDE: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+    /// The most leaves a tree (LAB-DB's L0 trees, SLM-DB's index) had in an uninterrupted run.
+    static MAX_LEAVES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Opens a database on one crash image and checks it against the models (and, for designs with
@@ -501,6 +542,16 @@ fn run_once(
             if is_write(op) {
                 acked.fetch_add(1, Ordering::SeqCst);
             }
+            if target == u64::MAX {
+                let stats = db.stats();
+                let leaves = match (&stats.global_index, &stats.labdb) {
+                    (Some(index), _) => index.leaves,
+                    // At least this many leaves of 30 slots hold a tree's keys.
+                    (None, Some(lab)) => lab.mutable_keys.max(lab.immutable_keys).div_ceil(30),
+                    (None, None) => 0,
+                };
+                MAX_LEAVES.with(|m| m.set(m.get().max(leaves)));
+            }
             if captured.lock().is_some() {
                 // The images are taken: nothing the process does after the crash counts.
                 break;
@@ -608,13 +659,16 @@ fn verify_captured(
 
 /// Crashes at every fence of the workload of `seed`; returns (fences, writes).
 fn run(design: Design, seed: u64) -> (u64, usize) {
-    let ops = Arc::new(match SMALL_TABLES.with(|t| t.get()) {
-        true => reuse_workload(seed),
-        false => workload(seed),
+    let ops = Arc::new(if WIDE.with(|w| w.get()) {
+        wide_workload(seed)
+    } else if SMALL_TABLES.with(|t| t.get()) {
+        reuse_workload(seed)
+    } else {
+        workload(seed)
     });
     let (_, _, total) = run_once(design, seed, &ops, u64::MAX);
     let mut checked = 0;
-    for target in 1..=total + 5 {
+    for target in (1..=total + 5).step_by(STRIDE.with(|s| s.get())) {
         let (captured, ssd, _) = run_once(design, seed, &ops, target);
         let Some(c) = captured else { continue };
         let (lo, hi) = (c.acked_lo, c.acked_hi);
@@ -714,6 +768,31 @@ fn crash_at_every_pm_fence_reused_tables() {
          reused, {reclaimed} runs reclaimed, {} images equal to another",
         REPEATS.with(|r| r.replace(0))
     );
+}
+
+/// LAB-DB's L0 trees and SLM-DB's global index grown past one leaf: the walk crashes inside
+/// their splits (every fence of a leaf split and, SLM-DB, of its copy-on-write inner nodes),
+/// which the main workload's 16 keys never reach. Every third fence, to keep the walk short.
+#[test]
+fn crash_at_every_pm_fence_splitting_trees() {
+    WIDE.with(|w| w.set(true));
+    STRIDE.with(|s| s.set(3));
+    for design in [Design::LABDB, Design::SLMDB] {
+        if !support::designs().contains(&design) {
+            continue;
+        }
+        let (fences, writes) = run(design, 4);
+        let leaves = MAX_LEAVES.with(|m| m.replace(0));
+        assert!(
+            fences as usize > writes && leaves > 1,
+            "{design} with 80 keys: {fences} fences for {writes} writes, at most {leaves} leaves"
+        );
+        eprintln!(
+            "{design} with 80 keys: {fences} fences checked, trees of up to {leaves} leaves, {} \
+             images equal to another",
+            REPEATS.with(|r| r.replace(0))
+        );
+    }
 }
 
 /// The pool of [`crash_at_every_pm_fence_full_pool`], in 64 KiB chunks.

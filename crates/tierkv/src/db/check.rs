@@ -402,27 +402,41 @@ fn check_logs(
             .is_some_and(|r| crate::front_ends::thread_log_start(&r).is_some());
     }
     if thread_logs {
+        let (mut links, mut start) = (Vec::new(), None::<u64>);
         for (n, fs) in &logs {
             let path = log_file_name(dir, *n);
             let location = path.display().to_string();
             let mut reader = LogReader::new(fs.read_all(&path)?, location.clone());
             report.wal_files_checked += 1;
-            let mut first = true;
+            let (mut first, mut log_start) = (true, None);
             while let Some(rec) = reader.next_record()? {
-                if std::mem::take(&mut first)
-                    && (crate::front_ends::thread_log_start(&rec).is_some()
-                        || WalLink::parse(&rec).is_some())
-                {
-                    continue;
+                if std::mem::take(&mut first) {
+                    if let Some(s) = crate::front_ends::thread_log_start(&rec) {
+                        log_start = Some(s);
+                        continue;
+                    }
+                    if let Some(link) = WalLink::parse(&rec) {
+                        links.push(link);
+                        continue;
+                    }
                 }
                 let batch = decode_batch(&rec, "log record")
                     .map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
+                log_start.get_or_insert(batch.first_sequence - batch.unlogged_before);
                 for op in batch.ops {
                     op.map_err(|e| Error::corruption(location.clone(), e.to_string()))?;
                 }
                 report.wal_records_checked += 1;
             }
             report.wal_torn_tail_bytes += reader.tail().dropped_bytes;
+            if let Some(s) = log_start {
+                start = Some(start.map_or(s, |t| t.min(s)));
+            }
+        }
+        // Recovery replays nothing past a live WAL emptied whole (its link says so).
+        let hole = crate::front_ends::links_past_start(&links, versions.log_number, start);
+        if hole.is_some() {
+            report.wal_files_ignored += logs.len();
         }
         return Ok(());
     }

@@ -633,9 +633,11 @@ pub(super) fn replay_thread_logs(
     edit: &mut VersionEdit,
     written: &mut Vec<(u64, Tier)>,
 ) -> Result<u64> {
-    // (first sequence, record, location) of every batch; the oldest log's start.
+    // (first sequence, record, location) of every batch; the oldest log's start; the links
+    // WALs of the memtable front end open with.
     let mut batches: Vec<(u64, Vec<u8>, String)> = Vec::new();
     let mut start: Option<u64> = None;
+    let mut links = Vec::new();
     for &(number, tier) in logs {
         let (mut reader, location) = read_log(db, number, tier)?;
         let mut log_start = None;
@@ -646,8 +648,10 @@ pub(super) fn replay_thread_logs(
                     continue;
                 }
                 // A WAL of the memtable front end opens with a link to the WAL before it; the
-                // merge by sequence number finds what that WAL lost as a gap.
-                if super::wal_recovery::WalLink::parse(&record).is_some() {
+                // merge by sequence number finds what that WAL lost as a gap, but for an
+                // emptied one that no merge reaches (below).
+                if let Some(link) = super::wal_recovery::WalLink::parse(&record) {
+                    links.push(link);
                     continue;
                 }
             }
@@ -676,7 +680,12 @@ pub(super) fn replay_thread_logs(
     }
     batches.sort_by_key(|b| b.0);
     let gen = Arc::new(Generation::new(0, 0));
-    let mut expected = start;
+    // A live WAL emptied whole (its link says it held writes, no log reaches back to them):
+    // point in time before it, so nothing of the logs is replayed.
+    let mut expected = match links_past_start(&links, state.versions.log_number, start) {
+        Some(_) => None,
+        None => start,
+    };
     for (first, record, location) in &batches {
         let Some(e) = expected else { break };
         let batch = decode_batch(record, "log record")?;
@@ -706,6 +715,23 @@ pub(super) fn replay_thread_logs(
     Ok(expected.map_or(0, |e| e.saturating_sub(1)))
 }
 
+/// The link (of those the logs opened with) to a live WAL whose writes a merge starting at
+/// `start` cannot reach: the WAL held writes up to `prev_last`, and no log starts at or before
+/// it (the WAL was emptied, as a power failure leaves a file never synced). Every record the
+/// merge would replay then follows a hole.
+pub(crate) fn links_past_start(
+    links: &[super::wal_recovery::WalLink],
+    log_number: u64,
+    start: Option<u64>,
+) -> Option<super::wal_recovery::WalLink> {
+    links
+        .iter()
+        .filter(|l| l.prev_number >= log_number && l.prev_last > 0)
+        .filter(|l| start.is_none_or(|s| s > l.prev_last))
+        .min_by_key(|l| l.prev_last)
+        .copied()
+}
+
 /// Replays the live logs into the first stage, retires them, and starts the first
 /// generation.
 fn recover(front: &FastStore, db: &DbInner, present: &Present) -> Result<()> {
@@ -728,4 +754,34 @@ fn recover(front: &FastStore, db: &DbInner, present: &Present) -> Result<()> {
     state.install_super_version(front);
     db.last_sequence.store(last, Release);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::links_past_start;
+    use crate::front_ends::WalLink;
+
+    #[test]
+    fn a_link_no_merge_reaches_is_a_hole() {
+        let link = |prev_number, prev_last| WalLink {
+            prev_number,
+            prev_last,
+        };
+        // WAL 5 held writes up to 100; WAL 6 links to it. The oldest live WAL is 5.
+        let links = [link(5, 100)];
+        // Some log starts at or before 100: the merge reaches WAL 5's writes (any gap in them
+        // is the merge's own cut).
+        assert_eq!(links_past_start(&links, 5, Some(41)), None);
+        assert_eq!(links_past_start(&links, 5, Some(100)), None);
+        // The logs start past 100 (WAL 5 emptied), or hold nothing: a hole.
+        assert_eq!(links_past_start(&links, 5, Some(101)), Some(link(5, 100)));
+        assert_eq!(links_past_start(&links, 5, None), Some(link(5, 100)));
+        // A retired WAL (below the oldest live one) lost nothing; nor did one that held none.
+        assert_eq!(links_past_start(&links, 6, Some(101)), None);
+        assert_eq!(links_past_start(&[link(5, 0)], 5, Some(101)), None);
+        // Of several, the lowest.
+        let two = [link(6, 300), link(5, 100)];
+        assert_eq!(links_past_start(&two, 5, Some(400)), Some(link(5, 100)));
+        assert_eq!(links_past_start(&two, 5, Some(50)), None);
+    }
 }

@@ -16,6 +16,7 @@ mod list_front;
 mod wal_memtable;
 mod wal_recovery;
 
+pub(crate) use fast_store::links_past_start;
 pub(crate) use fast_store::parse_header as thread_log_start;
 pub(crate) use lab_log::LabAddrs;
 pub(crate) use lab_log::{enabled as lab_log_enabled, scan as scan_lab_log};
