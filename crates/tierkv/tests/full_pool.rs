@@ -2,7 +2,8 @@
 //! database never locks its user out. Writes go on until one fails; then every open succeeds
 //! (read-only, saying why, where the recovery itself needs space the pool lacks) with every
 //! acknowledged write readable, `check` reports the condition, and once the pool is grown
-//! (`Db::grow_pool`) the database opens writable again and keeps everything.
+//! (`Db::grow_pool`) the database opens writable again and keeps everything. A full disk
+//! likewise.
 
 use std::path::Path;
 use tierkv::{Db, Design, Error, Options};
@@ -115,4 +116,35 @@ fn a_full_pool_never_locks_the_database_out_on_any_design() {
             "{name} never filled its pool: {filled:?}"
         );
     }
+}
+
+/// A full disk the same way: an open whose recovery cannot write (every append fails as with
+/// `ENOSPC`) continues read-only with every key, and opens writable once there is room.
+#[test]
+fn a_full_disk_opens_read_only_until_there_is_room() {
+    use std::sync::Arc;
+    use tierkv::fs::{FaultSpec, FsOp, MemFs};
+    let fs = MemFs::new();
+    let o = Options {
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    for i in 0..200 {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    drop(db);
+    fs.inject_full(FaultSpec::new(FsOp::Append));
+    let db = Db::open("/db", o.clone()).unwrap();
+    let reason = db.read_only_reason().expect("opened read-only").to_string();
+    assert!(reason.contains("append"), "{reason}");
+    assert_all(&db, 200, "on the full disk");
+    let err = db.put(b"more", b"x").unwrap_err();
+    assert!(matches!(err, Error::ReadOnly(_)), "{err}");
+    drop(db);
+    fs.clear_faults();
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(db.read_only_reason(), None);
+    db.put(b"more", b"x").unwrap();
+    assert_all(&db, 200, "with room again");
 }

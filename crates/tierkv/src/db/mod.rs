@@ -57,6 +57,19 @@ use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+/// Whether `e` says a tier is full: the pool (`NoSpace`) or the file system (`ENOSPC`,
+/// `EDQUOT`).
+fn is_out_of_space(e: &Error) -> bool {
+    match e {
+        Error::NoSpace(_) => true,
+        Error::Io { source, .. } => matches!(
+            source.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        ),
+        _ => false,
+    }
+}
+
 /// An open database. `Send + Sync`: share it between threads with an `Arc`.
 ///
 /// Dropping it stops the background threads; every acknowledged write is already durable in the
@@ -86,7 +99,7 @@ impl Db {
         let path = path.as_ref();
         let (inner, read_only_reason) = match recovery::open(path, options.clone()) {
             Ok(inner) => (inner, None),
-            Err(e @ Error::NoSpace(_)) if !options.read_only => {
+            Err(e) if !options.read_only && is_out_of_space(&e) => {
                 let read_only = Options {
                     read_only: true,
                     ..options

@@ -445,6 +445,8 @@ impl Tree {
 struct ActiveFault {
     spec: FaultSpec,
     seen: u64,
+    /// What the failure says: `Other` ("injected fault"), or `StorageFull` (a full disk).
+    kind: io::ErrorKind,
 }
 
 struct State {
@@ -486,7 +488,7 @@ impl State {
 
     /// Fails if an injected fault hits this operation (counting it against every matching spec).
     fn check_fault(&mut self, op: FsOp, paths: &[&Path]) -> Result<()> {
-        let mut fail = false;
+        let mut fail = None;
         for fault in &mut self.faults {
             if fault.spec.op != op {
                 continue;
@@ -502,17 +504,21 @@ impl State {
             let n = fault.seen;
             fault.seen += 1;
             if n >= fault.spec.skip && fault.spec.count.is_none_or(|c| n - fault.spec.skip < c) {
-                fail = true;
+                fail = fail.or(Some(fault.kind));
             }
         }
-        if fail {
-            Err(Error::io(
+        match fail {
+            None => Ok(()),
+            Some(io::ErrorKind::StorageFull) => Err(Error::io(
+                op.name(),
+                paths[0],
+                io::Error::from(io::ErrorKind::StorageFull),
+            )),
+            Some(_) => Err(Error::io(
                 op.name(),
                 paths[0],
                 io::Error::other("injected fault"),
-            ))
-        } else {
-            Ok(())
+            )),
         }
     }
 
@@ -743,7 +749,21 @@ impl MemFs {
 
     /// Starts injecting a fault.
     pub fn inject(&self, spec: FaultSpec) {
-        self.state.lock().faults.push(ActiveFault { spec, seen: 0 });
+        self.state.lock().faults.push(ActiveFault {
+            spec,
+            seen: 0,
+            kind: io::ErrorKind::Other,
+        });
+    }
+
+    /// As [`MemFs::inject`], but the operations fail as on a full disk (`ENOSPC`: an
+    /// [`io::ErrorKind::StorageFull`] error).
+    pub fn inject_full(&self, spec: FaultSpec) {
+        self.state.lock().faults.push(ActiveFault {
+            spec,
+            seen: 0,
+            kind: io::ErrorKind::StorageFull,
+        });
     }
 
     /// Stops injecting every fault.
