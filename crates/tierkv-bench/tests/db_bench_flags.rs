@@ -370,6 +370,7 @@ fn readme_and_help_agree() {
         "stats",
         "check",
         "repair",
+        "grow-pool",
         "simulate-compaction",
     ] {
         accepted.extend(help_flags(&[sub, "--help"]));
