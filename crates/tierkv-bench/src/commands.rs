@@ -782,7 +782,16 @@ pub fn open_engine(
         (EngineKind::Tierkv, DesignChoice::Tierkv(design)) => {
             let mut options = config.entry_options(entry)?;
             if let (Some(pool), false) = (&options.pm.path, config.use_existing_db) {
-                // A fresh database gets a fresh pool: the bench owns the file it was given.
+                // A fresh database gets a fresh pool: the bench replaces a pool it was given,
+                // but never a file that is not one.
+                if pool.exists() && !is_pm_pool(pool) {
+                    return Err(format!(
+                        "--pm_path {}: the file exists and is not a TierKV PM pool; the bench \
+                         replaces only pools (remove it or choose another path)",
+                        pool.display()
+                    )
+                    .into());
+                }
                 let _ = std::fs::remove_file(pool);
             }
             if config.use_existing_db {
@@ -835,6 +844,15 @@ pub fn open_engine(
     } else {
         engine
     })
+}
+
+/// Whether the file at `path` starts with a TierKV PM pool's magic.
+fn is_pm_pool(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| u64::from_le_bytes(magic) == tierkv::pm::POOL_MAGIC)
 }
 
 /// `tierkv bench`: for each `--design`, opens a fresh database (`--db`, or a temporary

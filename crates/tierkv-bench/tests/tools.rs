@@ -258,6 +258,41 @@ fn bench_use_existing_db_finds_the_recorded_pool() {
     );
 }
 
+/// A fresh bench run replaces the pool at `--pm_path`, but never a file that is not a pool.
+#[test]
+fn bench_never_deletes_a_pm_path_that_is_not_a_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let precious = dir.path().join("notes.txt");
+    std::fs::write(&precious, b"not a pool").unwrap();
+    let run = |pool: &Path| {
+        tierkv(&[
+            "bench",
+            "--design=leveled-pm",
+            "--num=100",
+            "--benchmarks=fillseq",
+            "--pm_size=67108864",
+            &format!("--pm_path={}", pool.display()),
+        ])
+    };
+    let out = run(&precious);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("is not a TierKV PM pool"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&precious).unwrap(), b"not a pool");
+    // A pool is replaced, run after run.
+    let pool = dir.path().join("bench.pool");
+    for _ in 0..2 {
+        let out = run(&pool);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// `stats` prints what the database holds (design, live data, each level's tables and tier,
 /// WAL, pool), not the opening process's counters; `--json` gives the same as a document whose
 /// table count matches what `check` verifies.
