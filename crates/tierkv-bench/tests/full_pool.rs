@@ -4,15 +4,9 @@
 //! `tierkv grow-pool` lets writes continue with every key kept. On the designs whose full pool
 //! locked the user out before (`labdb`, `slmdb`).
 
-use std::path::Path;
-
 mod common;
 
-use common::{fails, ok, tierkv};
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{fails, ok, s, tierkv};
 
 #[test]
 fn a_full_pool_opens_read_only_and_grows_through_the_tools() {

@@ -4,41 +4,16 @@
 //! copied directory never writes through the original's pool, and a copy given its own pool
 //! becomes a database of its own.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use tierkv::{Design, Options};
 
 mod common;
 
-use common::{fails, ok};
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{contents, fails, ok, s};
 
 fn uses_pm(design: Design) -> bool {
     design.uses_pm(&design.options(Options::default()))
-}
-
-/// Every file under `dir` (recursively) and `extra`, with its bytes: what must not change.
-fn contents(dir: &Path, extra: &[&Path]) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    for p in extra {
-        out.insert(p.to_path_buf(), std::fs::read(p).unwrap());
-    }
-    out
 }
 
 /// `cp -a from to`, as a user copies a database directory.

@@ -26,7 +26,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Reads the first line of a pool file; returns it with the file's length.
-fn read_line(file: &mut File, loc: &str) -> PmResult<([u8; FIXED_LEN], u64)> {
+pub(crate) fn read_line(file: &mut File, loc: &str) -> PmResult<([u8; FIXED_LEN], u64)> {
     let len = file.metadata().map_err(io_err("stat", loc))?.len();
     let mut fixed = [0u8; FIXED_LEN];
     if len >= HEADER_LEN {

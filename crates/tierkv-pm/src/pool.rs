@@ -33,7 +33,7 @@ use crate::alloc::ChunkAllocator;
 use crate::counter::{Padded, Striped};
 use crate::crash::CrashSim;
 use crate::header::ROOT_DIRECTORY_OFFSET;
-use crate::header::{check_geometry, Header, FIXED_LEN, HEADER_LEN, ROOTS_OFFSET};
+use crate::header::{check_geometry, Header, HEADER_LEN, ROOTS_OFFSET};
 use crate::latency::{iters_per_us, spin_ns};
 use crate::mapping::{AlignedBuf, FileMapping};
 use crate::options::{
@@ -45,7 +45,6 @@ use crate::ROOT_SLOTS;
 use parking_lot::RwLock;
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -233,12 +232,7 @@ impl PmPool {
             .write(true)
             .open(path)
             .map_err(io_err("open", &loc))?;
-        let len = file.metadata().map_err(io_err("stat", &loc))?.len();
-        let mut fixed = [0u8; FIXED_LEN];
-        if len >= HEADER_LEN {
-            file.read_exact(&mut fixed)
-                .map_err(io_err("read header", &loc))?;
-        }
+        let (fixed, len) = crate::offline::read_line(&mut file, &loc)?;
         let header = Header::decode(&fixed, len, &loc)?;
         let map = Self::map_file(&file, header.size, options.mode, &loc)?;
         Ok(Arc::new(Self::build(

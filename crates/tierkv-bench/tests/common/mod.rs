@@ -3,7 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses a part of it
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs the `tierkv` binary with `args`, in `cwd` when given.
@@ -38,4 +39,29 @@ pub fn fails(args: &[&str]) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
     stderr
+}
+
+/// `p` as the `&str` the binary's arguments take.
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Every file under `dir` (recursively) and `extra`, with its bytes: what must not change.
+pub fn contents(dir: &Path, extra: &[&Path]) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    for p in extra {
+        out.insert(p.to_path_buf(), std::fs::read(p).unwrap());
+    }
+    out
 }
