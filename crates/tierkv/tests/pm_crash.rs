@@ -18,6 +18,9 @@
 //! `fluidkv` also runs in a pool too small for its runs, so that the walk crosses compactions
 //! that find no room and run again with their outputs on the SSD.
 //!
+//! `leveled` and `leveled-pm` also run a workload of unlogged puts (`disable_wal`) between
+//! logged writes, so that the walk crosses sequence gaps within a WAL and between two.
+//!
 //! The workload pushes data into L2 and L3 and then deletes keys living there while only the
 //! upper levels are compacted, so a compaction that drops a tombstone too early shows.
 //!
@@ -47,6 +50,9 @@ enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    /// A put that skips the WAL (`WriteOptions::disable_wal`): durable once flushed, lost by a
+    /// crash before that. Only [`gap_workload`] makes them, each on a key of its own.
+    Unlogged(Vec<u8>, Vec<u8>),
     Flush,
     Compact,
     /// Waits until the background compactions leave no level over its target.
@@ -261,6 +267,91 @@ fn wide_workload(seed: u64) -> Vec<Op> {
     ops
 }
 
+/// For [`crash_at_every_pm_fence_sequence_gaps`]: logged writes over 16 keys around bursts
+/// of unlogged puts, each burst more than a memtable holds (4 KiB), so that a WAL rotates
+/// while unlogged writes hold sequence numbers: the first record of the next WAL counts them,
+/// and the gap between the two files' numbers is theirs, not a cut.
+fn gap_workload(seed: u64) -> Vec<Op> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut next = 0;
+    let mut unlogged = |rng: &mut SmallRng, n: usize| {
+        let burst: Vec<Op> = (next..next + n)
+            .map(|i| Op::Unlogged(unlogged_key(i), vec![rng.gen::<u8>(); 400]))
+            .collect();
+        next += n;
+        burst
+    };
+    let mut ops: Vec<Op> = (0..4)
+        .map(|b| {
+            Op::Batch(
+                (4 * b..4 * b + 4)
+                    .map(|k| (key(k), Some(vec![rng.gen::<u8>(); rng.gen_range(100..200)])))
+                    .collect(),
+            )
+        })
+        .collect();
+    ops.extend(unlogged(&mut rng, 8));
+    ops.extend(random_writes(&mut rng, 4));
+    ops.extend(unlogged(&mut rng, 6));
+    ops.extend(random_writes(&mut rng, 3));
+    ops.push(Op::Flush);
+    ops.extend(unlogged(&mut rng, 3));
+    ops.extend(random_writes(&mut rng, 3));
+    ops.push(Op::Flush);
+    ops.extend(random_writes(&mut rng, 2));
+    ops.extend(unlogged(&mut rng, 11));
+    ops.extend(random_writes(&mut rng, 4));
+    ops.push(Op::Settle);
+    ops
+}
+
+/// The key of the `i`-th unlogged put (never the key of a logged write).
+fn unlogged_key(i: usize) -> Vec<u8> {
+    format!("u{i:02}").into_bytes()
+}
+
+/// Judges the unlogged puts `got` holds against a crash after the first `n` writes: each one
+/// present holds its value and is among those `n`; each one a completed flush made durable (a
+/// flush followed by a write acknowledged among the first `acked` writes) is present. `None`
+/// if they are not what such a crash may leave, else whether an unlogged put was lost under a
+/// later logged write that was kept (the sequence gap recovery must accept).
+fn unlogged_ok(ops: &[Op], n: usize, got: &Model, acked: usize) -> Option<bool> {
+    // The index among the writes of each operation that is one.
+    let mut index = Vec::with_capacity(ops.len());
+    let mut writes = 0;
+    for op in ops {
+        index.push(writes);
+        writes += usize::from(is_write(op));
+    }
+    let mut lost_under_logged = false;
+    for (p, op) in ops.iter().enumerate() {
+        let Op::Unlogged(k, v) = op else { continue };
+        match got.get(k) {
+            Some(g) if g != v || index[p] >= n => return None,
+            Some(_) => {}
+            None if durable_after_flush(ops, p, acked) => return None,
+            None => {
+                lost_under_logged |=
+                    ops.iter().enumerate().skip(p + 1).any(|(q, o)| {
+                        is_write(o) && !matches!(o, Op::Unlogged(..)) && index[q] < n
+                    });
+            }
+        }
+    }
+    Some(lost_under_logged)
+}
+
+/// True if a flush after position `p` of `ops` completed before the crash: a write after it is
+/// among the first `acked` writes.
+fn durable_after_flush(ops: &[Op], p: usize, acked: usize) -> bool {
+    let Some(f) = ops[p..].iter().position(|o| matches!(o, Op::Flush)) else {
+        return false;
+    };
+    let writes_before = ops[..p + f].iter().filter(|o| is_write(o)).count();
+    let next_write = ops[p + f..].iter().any(|o| is_write(o));
+    next_write && writes_before < acked
+}
+
 /// Waits (up to 10 s) until no background work is pending, or the SSD froze (a crash stopped the
 /// background work). Returns true if the levels settled.
 fn settle(db: &Db, ssd: &MemFs) -> bool {
@@ -274,11 +365,13 @@ fn settle(db: &Db, ssd: &MemFs) -> bool {
     false
 }
 
-/// The model after the first `n` writes (flush/compact are not writes).
+/// The model after the first `n` writes (flush/compact are not writes), unlogged ones left
+/// out ([`unlogged_ok`] judges those).
 fn model_after(ops: &[Op], n: usize) -> Model {
     let mut m = Model::new();
     for op in ops.iter().filter(|o| is_write(o)).take(n) {
         match op {
+            Op::Unlogged(..) => {}
             Op::Put(k, v) => {
                 m.insert(k.clone(), v.clone());
             }
@@ -335,6 +428,12 @@ thread_local! {
     static STRIDE: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
     /// The most leaves a tree (LAB-DB's L0 trees, SLM-DB's index) had in an uninterrupted run.
     static MAX_LEAVES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Run [`gap_workload`] (unlogged puts between logged writes).
+    static GAPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Recovered states that lost an unlogged put under a later logged write they kept.
+    static LOST_UNDER_LOGGED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Flushes the uninterrupted run made on its own (memtables that filled), over the runs.
+    static ROTATIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Opens a database on one crash image and checks it against the models (and, for designs with
@@ -370,9 +469,21 @@ fn verify_image(
         });
     }
     let writes = ops.iter().filter(|o| is_write(o)).count();
-    let ok = (acked_lo..=(acked_hi + 1).min(writes)).any(|n| model_after(ops, n) == got);
+    let logged: Model = got
+        .iter()
+        .filter(|(k, _)| !k.starts_with(b"u"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let matched = (acked_lo..=(acked_hi + 1).min(writes)).find_map(|n| {
+        (model_after(ops, n) == logged)
+            .then(|| unlogged_ok(ops, n, &got, acked_lo))
+            .flatten()
+    });
+    if matched == Some(true) {
+        LOST_UNDER_LOGGED.with(|c| c.set(c.get() + 1));
+    }
     assert!(
-        ok,
+        matched.is_some(),
         "{what}: recovered state is not the state after any prefix in {acked_lo}..={}: {got:?}",
         acked_hi + 1
     );
@@ -510,6 +621,15 @@ fn run_once(
         for op in ops.iter() {
             let r = match op {
                 Op::Put(k, v) => db.put(k, v),
+                Op::Unlogged(k, v) => {
+                    let mut wb = WriteBatch::new();
+                    wb.put(k, v);
+                    let unlogged = WriteOptions {
+                        disable_wal: true,
+                        ..WriteOptions::default()
+                    };
+                    db.write(&unlogged, wb)
+                }
                 Op::Delete(k) => db.delete(k),
                 Op::Batch(b) => {
                     let mut wb = WriteBatch::new();
@@ -559,17 +679,26 @@ fn run_once(
         }
         if target == u64::MAX {
             let writes = ops.iter().filter(|o| is_write(o)).count();
-            assert_eq!(
-                contents(&db),
-                model_after(ops, writes),
-                "seed {seed}: final state"
+            let mut expected = model_after(ops, writes);
+            for op in ops.iter() {
+                if let Op::Unlogged(k, v) = op {
+                    expected.insert(k.clone(), v.clone());
+                }
+            }
+            assert!(
+                contents(&db) == expected,
+                "seed {seed}: the final state is not the model's"
             );
             // Below L1 (leveled designs), or in a set or level past the first stage group (all
             // on PM: a smaller workload relative to their larger groups).
             let stats = db.stats();
             let levels = &stats.levels;
             let deep = if design.data_on_pm() { 1 } else { 2 };
-            if levels.len() > deep {
+            if GAPS.with(|g| g.get()) {
+                // Small: it only needs WALs that rotate under unlogged writes.
+                let explicit = ops.iter().filter(|o| matches!(o, Op::Flush)).count() as u64;
+                ROTATIONS.with(|r| r.set(r.get() + stats.flushes.saturating_sub(explicit)));
+            } else if levels.len() > deep {
                 assert!(
                     levels[deep..].iter().any(|l| l.files > 0),
                     "seed {seed}: the workload leaves data below group {}: {levels:?}",
@@ -659,7 +788,9 @@ fn verify_captured(
 
 /// Crashes at every fence of the workload of `seed`; returns (fences, writes).
 fn run(design: Design, seed: u64) -> (u64, usize) {
-    let ops = Arc::new(if WIDE.with(|w| w.get()) {
+    let ops = Arc::new(if GAPS.with(|g| g.get()) {
+        gap_workload(seed)
+    } else if WIDE.with(|w| w.get()) {
         wide_workload(seed)
     } else if SMALL_TABLES.with(|t| t.get()) {
         reuse_workload(seed)
@@ -790,6 +921,37 @@ fn crash_at_every_pm_fence_splitting_trees() {
         eprintln!(
             "{design} with 80 keys: {fences} fences checked, trees of up to {leaves} leaves, {} \
              images equal to another",
+            REPEATS.with(|r| r.replace(0))
+        );
+    }
+}
+
+/// The designs whose WAL is on PM and honours `disable_wal` (`leveled` with `pm.wal_on_pm`,
+/// `leveled-pm`): writes that skipped the WAL leave a gap in the sequence numbers, also between
+/// two WAL files when the memtable fills under them. Every image must recover the logged
+/// writes of a prefix (none lost, no hole) and the unlogged puts a completed flush made
+/// durable; some images must lose unlogged puts under later logged writes, so that recovery
+/// crossed the gap rather than taking it for a cut.
+#[test]
+fn crash_at_every_pm_fence_sequence_gaps() {
+    GAPS.with(|g| g.set(true));
+    for design in [Design::LEVELED, Design::LEVELED_PM] {
+        if !support::designs().contains(&design) {
+            continue;
+        }
+        let (fences, writes) = run(design, 5);
+        let lost = LOST_UNDER_LOGGED.with(|c| c.replace(0));
+        let rotations = ROTATIONS.with(|r| r.replace(0));
+        let what = format!(
+            "{design} with unlogged writes: {fences} fences for {writes} writes, {rotations} \
+             memtables that filled, {lost} images that lost unlogged puts under logged writes"
+        );
+        assert!(
+            fences as usize > writes && rotations > 0 && lost > 0,
+            "{what}"
+        );
+        eprintln!(
+            "{what}, {} images equal to another",
             REPEATS.with(|r| r.replace(0))
         );
     }
