@@ -348,7 +348,7 @@ fn durable_after_flush(ops: &[Op], p: usize, acked: usize) -> bool {
         return false;
     };
     let writes_before = ops[..p + f].iter().filter(|o| is_write(o)).count();
-    let next_write = ops[p + f..].iter().any(|o| is_write(o));
+    let next_write = ops[p + f..].iter().any(is_write);
     next_write && writes_before < acked
 }
 
