@@ -423,9 +423,8 @@ thread_local! {
     static RECLAIMED_RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Images not recovered because they equal another image of the same instant.
     static REPEATS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// Run [`wide_workload`] (80 keys: the trees split), checking every `STRIDE`-th fence.
+    /// Run [`wide_workload`] (80 keys: the trees split).
     static WIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    static STRIDE: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
     /// The most leaves a tree (LAB-DB's L0 trees, SLM-DB's index) had in an uninterrupted run.
     static MAX_LEAVES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Run [`gap_workload`] (unlogged puts between logged writes).
@@ -799,7 +798,7 @@ fn run(design: Design, seed: u64) -> (u64, usize) {
     });
     let (_, _, total) = run_once(design, seed, &ops, u64::MAX);
     let mut checked = 0;
-    for target in (1..=total + 5).step_by(STRIDE.with(|s| s.get())) {
+    for target in 1..=total + 5 {
         let (captured, ssd, _) = run_once(design, seed, &ops, target);
         let Some(c) = captured else { continue };
         let (lo, hi) = (c.acked_lo, c.acked_hi);
@@ -903,11 +902,10 @@ fn crash_at_every_pm_fence_reused_tables() {
 
 /// LAB-DB's L0 trees and SLM-DB's global index grown past one leaf: the walk crashes inside
 /// their splits (every fence of a leaf split and, SLM-DB, of its copy-on-write inner nodes),
-/// which the main workload's 16 keys never reach. Every third fence, to keep the walk short.
+/// which the main workload's 16 keys never reach.
 #[test]
 fn crash_at_every_pm_fence_splitting_trees() {
     WIDE.with(|w| w.set(true));
-    STRIDE.with(|s| s.set(3));
     for design in [Design::LABDB, Design::SLMDB] {
         if !support::designs().contains(&design) {
             continue;
