@@ -905,6 +905,9 @@ pub fn bench(config: &BenchConfig, out: &mut dyn Write) -> EngineResult<Vec<Desi
             (engine, secs)
         };
         let (engine, open_seconds) = engine;
+        // A pool this run creates beside a temporary database goes with it.
+        let made_pool = made_pool(config, entry)?;
+        let _pool = made_pool.as_deref().map(TempPoolGuard::register);
         let mut run = run_design(engine, config, &entry.label, options, out)?;
         run.open_seconds = Some(open_seconds);
         if entry.is_variant() {
@@ -966,6 +969,56 @@ pub fn check_report_paths(config: &BenchConfig) -> EngineResult<()> {
     Ok(())
 }
 
+/// The pool file a run of `entry` creates outside its temporary database directory (`--pm_path`
+/// without `--db`, on a design that keeps data in PM): `None` when the run keeps its database
+/// (`--db`) or the pool is in the directory.
+fn made_pool(config: &BenchConfig, entry: &DesignEntry) -> EngineResult<Option<PathBuf>> {
+    if config.db.is_some() || config.use_existing_db || config.engine != EngineKind::Tierkv {
+        return Ok(None);
+    }
+    if !matches!(entry.design, DesignChoice::Tierkv(_)) {
+        return Ok(None);
+    }
+    Ok(config.entry_options(entry)?.pm.path)
+}
+
+/// The pool files (and their lock files) of temporary databases, removed with them: at the end
+/// of the design's run, or by the interrupt handler.
+static TEMP_POOLS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A pool file registered in [`TEMP_POOLS`] while its run lasts; dropping it removes the file
+/// and its lock file.
+struct TempPoolGuard(PathBuf);
+
+impl TempPoolGuard {
+    fn register(pool: &Path) -> TempPoolGuard {
+        TEMP_POOLS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(pool.to_path_buf());
+        TempPoolGuard(pool.to_path_buf())
+    }
+}
+
+impl Drop for TempPoolGuard {
+    fn drop(&mut self) {
+        remove_pool_files(&self.0);
+        TEMP_POOLS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|p| p != &self.0);
+    }
+}
+
+/// Removes `pool` if it is a PM pool (never another file that took its name meanwhile) and
+/// its lock file.
+fn remove_pool_files(pool: &Path) {
+    if is_pm_pool(pool) {
+        let _ = std::fs::remove_file(pool);
+    }
+    let _ = std::fs::remove_file(tierkv::pool_lock_path(pool));
+}
+
 /// The temporary database directory of the `bench` that is running, if it made one: what the
 /// interrupt handler removes. `bench` holds the lock while it opens a database, so that the
 /// handler never removes the directory while an open creates it again.
@@ -1001,6 +1054,13 @@ impl Drop for TempDbGuard {
 /// tried again while anything is left.
 fn on_interrupt() {
     let held = TEMP_DB.lock().unwrap_or_else(PoisonError::into_inner);
+    for pool in TEMP_POOLS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
+        remove_pool_files(pool);
+    }
     if let Some(dir) = held.as_ref() {
         let mut result = Ok(());
         for _ in 0..50 {
@@ -1109,6 +1169,28 @@ pub fn bench_with(
         .next()
         .map(|r| r.benchmarks)
         .unwrap_or_default())
+}
+
+/// Every design of the registry with its one-line summary, one per line (`tierkv designs`, and
+/// the `--design` help of `tierkv bench`).
+pub fn design_list() -> String {
+    use std::fmt::Write as _;
+    let width = Design::ALL
+        .iter()
+        .map(|d| d.name().len())
+        .max()
+        .unwrap_or(0);
+    let mut s = String::new();
+    for d in Design::ALL {
+        let _ = writeln!(s, "  {:<width$}  {}", d.name(), d.summary());
+    }
+    let _ = writeln!(
+        s,
+        "  {:<width$}  RocksDB through the rust-rocksdb crate (built with the `rocksdb` cargo \
+         feature)",
+        "rocksdb"
+    );
+    s
 }
 
 #[cfg(test)]

@@ -266,18 +266,34 @@ impl FromStr for Benchmark {
 }
 
 /// Rewrites YCSB's single-dash long options (`-target N`, `-threads N`) to the flags they
-/// mean (`--target`, `--threads`), so a YCSB command line works as typed; everything else is
-/// passed through.
+/// mean (`--target`, `--threads`), so a YCSB command line works as typed; and gives `tierkv
+/// bench` with a workload file (`-P`) and no `--benchmarks` the workload's two phases,
+/// `--benchmarks=ycsb-load,ycsb-run`, as YCSB's `load` then `run` (not db_bench's default
+/// list under a YCSB header). Everything else is passed through.
 pub fn normalize_ycsb_args(
     args: impl IntoIterator<Item = std::ffi::OsString>,
 ) -> Vec<std::ffi::OsString> {
-    args.into_iter()
+    let mut out: Vec<std::ffi::OsString> = args
+        .into_iter()
         .map(|a| match a.to_str() {
             Some("-target") => "--target".into(),
             Some("-threads") => "--threads".into(),
             _ => a,
         })
-        .collect()
+        .collect();
+    let text: Vec<&str> = out.iter().map(|a| a.to_str().unwrap_or("")).collect();
+    let bench = (text.get(1) == Some(&"bench")).then_some(1);
+    let workload = |a: &&str| {
+        *a == "-P" || *a == "--workload" || a.starts_with("--workload=") || a.starts_with("-P")
+    };
+    let benchmarks = |a: &&str| *a == "--benchmarks" || a.starts_with("--benchmarks=");
+    if let Some(b) = bench {
+        let rest = &text[b + 1..];
+        if rest.iter().any(workload) && !rest.iter().any(benchmarks) {
+            out.push("--benchmarks=ycsb-load,ycsb-run".into());
+        }
+    }
+    out
 }
 
 /// db_bench benchmarks TierKV does not run, with the reason.
@@ -656,8 +672,9 @@ pub struct BenchConfig {
     pub db: Option<PathBuf>,
 
     /// Comma-separated designs, each run on a fresh database with the same benchmarks and
-    /// seeds and compared in one table: TierKV designs (leveled, ...) and rocksdb (with the
-    /// `rocksdb` cargo feature). With several designs and --db, each gets `DIR/<design>`.
+    /// seeds and compared in one table: TierKV designs (`tierkv designs` lists them) and
+    /// rocksdb (with the `rocksdb` cargo feature). With several designs and --db, each gets
+    /// `DIR/<design>`.
     ///
     /// An entry may also be a variant, LABEL=DESIGN+PATH=VALUE+PATH=VALUE...: DESIGN with
     /// those option overrides (as --set, applied after it), run and reported under the name
@@ -906,6 +923,13 @@ pub struct BenchConfig {
     #[serde(default)]
     pub benchmark_write_rate_limit: u64,
 
+    /// How YCSB updates (and read-modify-writes) write: merge (read the record, a missing one
+    /// being a failed operation, overwrite one of its fields, all with writeallfields=true,
+    /// and put it back, as YCSB's bindings do) or blind (put a whole new value unread).
+    #[arg(long = "ycsb_update", value_enum, default_value_t = crate::ycsb::UpdateMode::Merge)]
+    #[serde(default)]
+    pub ycsb_update: crate::ycsb::UpdateMode,
+
     /// YCSB workload property file (YCSB's `-P workloads/workloada`): recordcount,
     /// operationcount, the operation proportions, requestdistribution, zipfianconstant,
     /// fieldcount x fieldlength (the value size), maxscanlength, insertorder. Its transaction
@@ -981,6 +1005,16 @@ impl BenchConfig {
             Benchmark::YcsbRun => self.ycsb.as_ref().map(|w| w.mix),
             b => b.ycsb_mix(),
         }
+    }
+
+    /// The fields of a YCSB record and whether an update writes them all: the `-P`
+    /// workload's `fieldcount` and `writeallfields`, else YCSB's defaults (10, false).
+    pub fn ycsb_fields(&self) -> (u64, bool) {
+        self.ycsb
+            .as_ref()
+            .map_or((crate::ycsb::FIELD_COUNT, false), |w| {
+                (w.field_count, w.write_all_fields)
+            })
     }
 
     /// Whether `ycsb-load` inserts records in key order (`-P` workload with
@@ -1272,8 +1306,14 @@ impl BenchConfig {
     pub fn entry_options(&self, entry: &DesignEntry) -> Result<Options, String> {
         let base = self.base_options(self.tierkv_design_of(entry), &entry.label);
         let o = apply_overrides(&base, &self.set).map_err(|e| format!("--set {e}"))?;
-        apply_overrides(&o, &entry.overrides)
-            .map_err(|e| format!("design {}: override {e}", entry.label))
+        let mut o = apply_overrides(&o, &entry.overrides)
+            .map_err(|e| format!("design {}: override {e}", entry.label))?;
+        // A design that keeps nothing in PM under these options is not given a pool path: it
+        // would never open it, and the header would show a flag with no effect.
+        if !o.design.uses_pm(&o) {
+            o.pm.path = None;
+        }
+        Ok(o)
     }
 
     /// The flags of one entry run alone, for engines configured from the flags (RocksDB): its
@@ -1662,12 +1702,20 @@ pub(crate) mod tests {
         assert_eq!(o.compaction.level0_slowdown_trigger, 30);
         assert_eq!(o.compaction.level0_compaction_trigger, 4);
         assert_eq!(o.write_buffer_size, 1 << 20);
-        assert_eq!(o.pm.path, Some(PathBuf::from("/dev/shm/p-leveled")));
+        // leveled keeps nothing in PM: no pool path; the entry's pool would be named per label.
+        assert_eq!(o.pm.path, None);
+        assert_eq!(
+            c.pm_path_for("leveled"),
+            Some(PathBuf::from("/dev/shm/p-leveled"))
+        );
         let v = c.entry_options(variant).unwrap();
         assert_eq!(v.table.block_size, 16384, "the variant's override wins");
         assert_eq!(v.compaction.level0_compaction_trigger, 8);
         assert_eq!(v.compaction.level0_slowdown_trigger, 30);
-        assert_eq!(v.pm.path, Some(PathBuf::from("/dev/shm/p-l0-8")));
+        assert_eq!(
+            c.pm_path_for("l0-8"),
+            Some(PathBuf::from("/dev/shm/p-l0-8"))
+        );
         assert_eq!(c.options().table.block_size, 8192, "the first design's");
         assert_eq!(c.options_for(Design::LEVELED).table.block_size, 8192);
         // RocksDB takes its options from the flags: the entry's overrides join --set.

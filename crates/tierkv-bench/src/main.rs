@@ -112,6 +112,8 @@ enum Command {
     /// Puts a key stream through a design's stages and compaction policies without I/O and
     /// prints each stage's write amplification.
     SimulateCompaction(tierkv_bench::simulate::SimulateArgs),
+    /// Lists every design with its one-line summary (the names `--design` takes).
+    Designs,
 }
 
 fn run(command: Command) -> EngineResult<ExitCode> {
@@ -148,6 +150,7 @@ fn run(command: Command) -> EngineResult<ExitCode> {
         Command::Check { db } => commands::check(&db, &mut out)?,
         Command::Repair { db } => commands::repair(&db, &mut out)?,
         Command::GrowPool { db, size } => commands::grow_pool(&db, size, &mut out)?,
+        Command::Designs => write!(out, "{}", commands::design_list())?,
         Command::SimulateCompaction(args) => {
             tierkv_bench::simulate::simulate_compaction(&args, &mut out)?
         }
@@ -156,11 +159,31 @@ fn run(command: Command) -> EngineResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Parses `args` with the registry's designs and their summaries in `bench --help`'s
+/// `--design` (the registry is data, so the help is built from it, not written twice).
+fn parse_from(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut command = Cli::command().mut_subcommand("bench", |bench| {
+        bench.mut_arg("design", |arg| {
+            let help = arg
+                .get_long_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            arg.long_help(format!(
+                "{help}\n\nDesigns:\n{}",
+                commands::design_list().trim_end()
+            ))
+        })
+    });
+    let matches = command.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
 /// The command line, or the exit after clap's message; an unknown flag is named as unknown
 /// (clap's "a similar argument exists" tip pointed db_bench users at unrelated flags).
 fn parse_cli() -> Result<Cli, ExitCode> {
     use clap::error::{ContextKind, ErrorKind};
-    match Cli::try_parse_from(tierkv_bench::config::normalize_ycsb_args(
+    match parse_from(tierkv_bench::config::normalize_ycsb_args(
         std::env::args_os(),
     )) {
         Ok(cli) => Ok(cli),

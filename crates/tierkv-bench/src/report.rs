@@ -173,6 +173,10 @@ pub struct BenchResult {
     /// read-modify-writes).
     #[serde(default)]
     pub lookups: Option<u64>,
+    /// YCSB updates and read-modify-writes of a record that did not exist (failed operations,
+    /// nothing written; `--ycsb_update=merge`), when the benchmark updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<u64>,
     /// The latency histogram bucket by bucket (`--histogram`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub histogram: Vec<HistogramBucket>,
@@ -377,6 +381,7 @@ impl BenchResult {
             samples: Vec::new(),
             stall_micros: None,
             lookups: None,
+            failed: None,
             histogram: Vec::new(),
             engine: None,
         }
@@ -425,6 +430,9 @@ pub fn format_result(r: &BenchResult) -> String {
     }
     if let Some(w) = r.writer_ops {
         let _ = write!(s, " [writer: {w} puts]");
+    }
+    if let Some(f) = r.failed.filter(|&f| f > 0) {
+        let _ = write!(s, " [{f} updates of missing records failed]");
     }
     if let Some(st) = r.stall_micros.filter(|&s| s > 0) {
         let _ = write!(s, " [stalled {:.3} s]", st as f64 / 1e6);

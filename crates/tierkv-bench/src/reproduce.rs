@@ -22,7 +22,7 @@ use crate::config::{parse_entry_syntax, BenchConfig, DesignChoice, DesignEntry, 
 use crate::engine::EngineResult;
 use crate::experiments::{Check, Compare, Experiment, Phase, EXPERIMENTS, SELF_TEST_EXPERIMENTS};
 use crate::report::{self, compare, ComparisonRow, DesignRun, JsonReport};
-use crate::verdict::{judge, judge_increasing, median, paired_ratios, Spread, Verdict};
+use crate::verdict::{judge, judge_increasing, median, paired_ratios, Band, Spread, Verdict};
 use clap::Parser;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -245,8 +245,43 @@ pub struct CheckOutcome {
     pub steps: Vec<OrderStep>,
     /// Rounds run.
     pub rounds: usize,
-    /// The verdict.
+    /// The verdict: the size's for a check judged by the rule, the band's for a band set by
+    /// hand, the direction's for an ordering.
     pub verdict: Verdict,
+    /// Whether the effect has the paper's sign beyond the rounds' spread (the rule); for a
+    /// band set by hand, its verdict.
+    #[serde(default = "not_applicable")]
+    pub direction: Verdict,
+    /// Whether the effect reaches the geometric midpoint between none and the paper's (the
+    /// rule); for a band set by hand, its verdict; n/a for an ordering.
+    #[serde(default = "not_applicable")]
+    pub size: Verdict,
+    /// How the band was set: "the rule" or "by hand".
+    #[serde(default)]
+    pub rule: String,
+}
+
+fn not_applicable() -> Verdict {
+    Verdict::NotApplicable
+}
+
+/// Sets `outcome`'s verdicts on its measured spread against `band`: by the rule for a paper
+/// effect, else the hand-set band's verdict for both.
+fn judge_band(outcome: &mut CheckOutcome, band: Band) {
+    let measured = outcome.measured.as_ref();
+    outcome.band = band.to_string();
+    outcome.size = judge(measured, band.size());
+    match band.direction() {
+        Some(direction) => {
+            outcome.direction = judge(measured, direction);
+            outcome.rule = "the rule".into();
+        }
+        None => {
+            outcome.direction = outcome.size;
+            outcome.rule = "by hand".into();
+        }
+    }
+    outcome.verdict = outcome.size;
 }
 
 /// Judges `check` on `rounds` (each round: the runs of the check's phase).
@@ -287,19 +322,20 @@ pub fn evaluate(check: &Check, rounds: &[Vec<DesignRun>]) -> CheckOutcome {
         steps: Vec::new(),
         rounds: rounds.len(),
         verdict: Verdict::NotMeasured,
+        direction: Verdict::NotMeasured,
+        size: Verdict::NotApplicable,
+        rule: String::new(),
     };
     match check.compare {
         Compare::Value { design, band } => {
             outcome.compared = format!("{short}({design})");
-            outcome.band = band.to_string();
             outcome.measured = designs[0].spread.clone();
-            outcome.verdict = judge(outcome.measured.as_ref(), band);
+            judge_band(&mut outcome, band);
         }
         Compare::Ratio { a, b, band } => {
             outcome.compared = format!("{short}({a}) / {short}({b})");
-            outcome.band = band.to_string();
             outcome.measured = Spread::of(&paired_ratios(&designs[0].rounds, &designs[1].rounds));
-            outcome.verdict = judge(outcome.measured.as_ref(), band);
+            judge_band(&mut outcome, band);
         }
         Compare::Increasing(order) => {
             outcome.compared = format!("{short}: {}", order.join(" < "));
@@ -317,6 +353,8 @@ pub fn evaluate(check: &Check, rounds: &[Vec<DesignRun>]) -> CheckOutcome {
                 })
                 .collect();
             outcome.verdict = verdict;
+            outcome.direction = verdict;
+            outcome.rule = "an ordering: direction only".into();
         }
     }
     outcome.designs = designs;
@@ -472,6 +510,26 @@ fn measured_text(c: &CheckOutcome) -> String {
     s
 }
 
+/// How the checks' bands are set and judged, as the reports say it.
+pub const RULE_TEXT: &str = "Bands follow one rule from the paper's number (its effect, as the \
+    ratio measured; for a range, the end nearest 1): **direction** holds when every round has \
+    the paper's sign (above 1 for an effect above 1, below 1 for one below); **size** holds \
+    when every round reaches the geometric midpoint between no effect and the paper's \
+    (sqrt(effect): 4.9x -> 2.21x, 0.33 -> 0.57). A spread that straddles a bar is \
+    inconclusive; one round gives no verdict. A band set by hand (a claim with no effect to \
+    scale) says why in the paper column, and its one verdict is shown in both columns; an \
+    ordering has a direction only.";
+
+/// "direction holds, size does not hold", or the one verdict of a band set by hand or an
+/// ordering.
+pub fn verdicts_text(c: &CheckOutcome) -> String {
+    if c.size == Verdict::NotApplicable || c.rule == "by hand" {
+        c.verdict.to_string()
+    } else {
+        format!("direction {}, size {}", c.direction, c.size)
+    }
+}
+
 /// The markdown report of a finished experiment from its summary; `charts` holds each phase's
 /// chart files (relative to the output directory).
 pub fn markdown(exp: &Experiment, summary: &ReproduceSummary, charts: &[Vec<String>]) -> String {
@@ -497,7 +555,7 @@ pub fn markdown(exp: &Experiment, summary: &ReproduceSummary, charts: &[Vec<Stri
     let count = |v: Verdict| summary.checks.iter().filter(|c| c.verdict == v).count();
     let _ = writeln!(
         m,
-        "**Result:** {} of {} checks hold, {} do not hold, {} inconclusive{}.\n",
+        "**Result:** {} of {} checks hold, {} do not hold, {} inconclusive{}{}.\n",
         count(Verdict::Holds),
         summary.checks.len(),
         count(Verdict::DoesNotHold),
@@ -505,18 +563,24 @@ pub fn markdown(exp: &Experiment, summary: &ReproduceSummary, charts: &[Vec<Stri
         match count(Verdict::NotMeasured) {
             0 => String::new(),
             n => format!(", {n} not measured"),
+        },
+        match count(Verdict::OneRound) {
+            0 => String::new(),
+            n => format!(", {n} with one round: no verdict"),
         }
     );
+    let _ = writeln!(m, "{}\n", RULE_TEXT);
     let _ = writeln!(
         m,
-        "| # | claim | compared (phase) | paper | measured: median (min..max) | band | verdict |"
+        "| # | claim | compared (phase) | paper | measured: median (min..max) | band | \
+         direction | size |"
     );
-    let _ = writeln!(m, "|---|---|---|---|---|---|---|");
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|");
     let cell = |s: &str| s.replace('|', "\\|");
     for (i, c) in summary.checks.iter().enumerate() {
         let _ = writeln!(
             m,
-            "| {} | {} | {} ({}) | {} | {} | {} | **{}** |",
+            "| {} | {} | {} ({}) | {} | {} | {} ({}) | {} | **{}** |",
             i + 1,
             cell(&c.claim),
             cell(&c.compared),
@@ -524,7 +588,9 @@ pub fn markdown(exp: &Experiment, summary: &ReproduceSummary, charts: &[Vec<Stri
             cell(&c.paper),
             cell(&measured_text(c)),
             cell(&c.band),
-            c.verdict
+            c.rule,
+            c.direction,
+            c.size
         );
     }
     let _ = writeln!(m);
@@ -977,14 +1043,15 @@ fn finish(
     for (i, c) in summary.checks.iter().enumerate() {
         writeln!(
             out,
-            "{}. {}: {} = {} (band {}, paper {}): {}",
+            "{}. {}: {} = {} (band {}, {}; paper {}): {}",
             i + 1,
             c.claim,
             c.compared,
             measured_text(c),
             c.band,
+            c.rule,
             c.paper,
-            c.verdict
+            verdicts_text(c)
         )?;
     }
     writeln!(out, "Report written to {}", path.display())?;
@@ -1219,6 +1286,32 @@ mod tests {
     }
 
     #[test]
+    fn every_band_follows_the_rule_or_says_why_not() {
+        for exp in EXPERIMENTS {
+            for c in exp.checks {
+                let band = match c.compare {
+                    Compare::Value { band, .. } | Compare::Ratio { band, .. } => band,
+                    Compare::Increasing(_) => continue,
+                };
+                match band {
+                    Band::Paper(effect) => assert!(
+                        effect > 0.0 && effect != 1.0,
+                        "{}: {}: the paper's effect {effect} is no effect",
+                        exp.name,
+                        c.claim
+                    ),
+                    _ => assert!(
+                        c.paper.contains("band by hand: "),
+                        "{}: {}: a band set by hand ({band}) without its reason",
+                        exp.name,
+                        c.claim
+                    ),
+                }
+            }
+        }
+    }
+
+    #[test]
     fn missing_designs_are_named() {
         let exp = find("leveled-vs-leveled-pm", false).unwrap();
         match resolve_designs(exp, &exp.phases[0]) {
@@ -1358,6 +1451,35 @@ mod tests {
         assert_eq!(o.designs[1].rounds, vec![Some(3.0), Some(3.0), Some(2.0)]);
         assert_eq!(wa(Band::AtMost(0.5)).verdict, Verdict::Inconclusive);
         assert_eq!(wa(Band::AtMost(0.3)).verdict, Verdict::DoesNotHold);
+        // By the rule: the paper's 0.2 -> direction < 1 holds; size <= 0.447 straddled.
+        let o = wa(Band::Paper(0.2));
+        assert_eq!(
+            (o.direction, o.size),
+            (Verdict::Holds, Verdict::Inconclusive)
+        );
+        assert_eq!(
+            (o.verdict, o.rule.as_str()),
+            (Verdict::Inconclusive, "the rule")
+        );
+        assert_eq!(verdicts_text(&o), "direction holds, size inconclusive");
+        // The paper's 0.1 -> size <= 0.316: no round reaches it.
+        assert_eq!(wa(Band::Paper(0.1)).size, Verdict::DoesNotHold);
+        // One round: no verdict either way.
+        let one = evaluate(
+            &check(
+                Metric::WriteAmpExcludingLog,
+                Compare::Ratio {
+                    a: "A",
+                    b: "B",
+                    band: Band::Paper(0.33),
+                },
+            ),
+            &rounds[..1],
+        );
+        assert_eq!(
+            (one.direction, one.size),
+            (Verdict::OneRound, Verdict::OneRound)
+        );
         // One design against a band.
         let v = evaluate(
             &check(
@@ -1504,8 +1626,10 @@ mod tests {
             "| fillrandom ops/s |",
             "| write amplification |",
             "l0-8 (ratio to leveled)",
-            "ops/s fillrandom(leveled) / ops/s fillrandom(leveled) (main) | 1 | 1.000 | > 1 | **does not hold** |",
-            "**Result:** 0 of 1 checks hold, 1 do not hold, 0 inconclusive.",
+            "ops/s fillrandom(leveled) / ops/s fillrandom(leveled) (main) | 1 | 1.000 | > 1 \
+             (by hand) | one round: no verdict | **one round: no verdict** |",
+            "**Result:** 0 of 1 checks hold, 0 do not hold, 0 inconclusive, 1 with one round: \
+             no verdict.",
             "![amplification.svg](amplification.svg)",
             "`round-1.json`",
         ] {
@@ -1519,7 +1643,8 @@ mod tests {
         assert_eq!(report.runs[1].design, "l0-8");
         assert_eq!(report.runs[1].base_design.as_deref(), Some("leveled"));
         let summary = report.reproduce.unwrap();
-        assert_eq!(summary.checks[0].verdict, Verdict::DoesNotHold);
+        // One round: no spread, so no verdict.
+        assert_eq!(summary.checks[0].verdict, Verdict::OneRound);
         assert_eq!(summary.phases[0].reports, vec!["round-1.json"]);
         assert!(out.join("round-1.json").exists());
         // Re-judged from the files: the same verdicts.

@@ -25,8 +25,8 @@ use crate::report::{self, BenchResult, LatencySummary, OpLatency, Sample, StatsS
 use crate::verify;
 use crate::workload::{encode_key, thread_seed, KeyGen, ValueGen};
 use crate::ycsb::{
-    next_below, zeta, AckCounter, KeyChooser, LoadOrder, OpChooser, RequestDistribution, YcsbOp,
-    ZIPFIAN_CONSTANT,
+    merge_update, next_below, zeta, AckCounter, KeyChooser, LoadOrder, OpChooser,
+    RequestDistribution, UpdateMode, YcsbOp, ZIPFIAN_CONSTANT,
 };
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -175,6 +175,10 @@ struct Plan {
     mix: Option<crate::ycsb::YcsbMix>,
     /// `ycsb-load` inserts in key order (`insertorder=ordered`).
     ordered_inserts: bool,
+    /// How YCSB updates write (`--ycsb_update`).
+    update: UpdateMode,
+    /// A YCSB record's fields, and whether an update writes them all.
+    fields: (u64, bool),
 }
 
 impl Plan {
@@ -201,6 +205,8 @@ struct ThreadOut {
     bytes: u64,
     found: u64,
     lookups: u64,
+    /// YCSB updates of a record that does not exist (written nothing).
+    failed: u64,
     start: Instant,
     finish: Instant,
 }
@@ -277,6 +283,7 @@ impl<'a> OpTimer<'a> {
             bytes,
             found,
             lookups,
+            failed: 0,
             start: self.start,
             finish: self.last,
         }
@@ -613,7 +620,7 @@ fn ycsb_worker(
     let mut value_buf = Vec::new();
     let mut rng = SmallRng::seed_from_u64(seed);
     let write_bytes = (plan.key_size + plan.value_size) as u64;
-    let (mut bytes, mut found, mut lookups) = (0u64, 0u64, 0u64);
+    let (mut bytes, mut found, mut lookups, mut failed) = (0u64, 0u64, 0u64, 0u64);
     let Some(mix) = plan.mix else {
         // ycsb-load: this thread's share of a seeded permutation of the records (or of the
         // records in key order, for a workload with insertorder=ordered).
@@ -670,8 +677,12 @@ fn ycsb_worker(
             }
             YcsbOp::Update => {
                 encode_key(keys.next(&mut rng, inserts), &mut key);
-                engine.put(&key, values.next(&key))?;
-                bytes += write_bytes;
+                let new = values.next(&key);
+                if update(engine, &plan, &key, new, &mut rng, &mut value_buf)? {
+                    bytes += write_bytes;
+                } else {
+                    failed += 1;
+                }
                 t.done(OpKind::Update);
             }
             YcsbOp::Insert => {
@@ -692,14 +703,46 @@ fn ycsb_worker(
                 encode_key(keys.next(&mut rng, inserts), &mut key);
                 lookups += 1;
                 lookup(engine, &key, &mut value_buf, &mut found, &mut bytes)?;
-                engine.put(&key, values.next(&key))?;
-                bytes += write_bytes;
+                let new = values.next(&key);
+                if update(engine, &plan, &key, new, &mut rng, &mut value_buf)? {
+                    bytes += write_bytes;
+                } else {
+                    failed += 1;
+                }
                 t.done(OpKind::Rmw);
             }
         }
     }
     inserts.advance();
-    Ok(t.finish(bytes, found, lookups))
+    let mut out = t.finish(bytes, found, lookups);
+    out.failed = failed;
+    Ok(out)
+}
+
+/// One YCSB update of `key` as `plan.update` says (module `ycsb`): merged, it reads the record
+/// into `buf`, and a missing one is a failed operation (returns false, writes nothing); then
+/// `new`'s bytes replace one field chosen uniformly (every field under writeallfields) and the
+/// record is put back. Blind, it puts `new`. Returns true when it wrote.
+fn update(
+    engine: &dyn KvEngine,
+    plan: &Plan,
+    key: &[u8],
+    new: &[u8],
+    rng: &mut SmallRng,
+    buf: &mut Vec<u8>,
+) -> EngineResult<bool> {
+    if plan.update == UpdateMode::Blind {
+        engine.put(key, new)?;
+        return Ok(true);
+    }
+    if !engine.get(key, buf)? {
+        return Ok(false);
+    }
+    let (fields, all) = plan.fields;
+    let field = next_below(rng, fields.max(1));
+    merge_update(buf, new, fields, field, all);
+    engine.put(key, buf)?;
+    Ok(true)
 }
 
 /// The background writer of `readwhilewriting`: random puts until `stop` is set; returns its
@@ -822,6 +865,8 @@ pub fn run_benchmark(
         multiread_batch: config.multiread_batch_size.max(1),
         mix: config.mix_for(bench),
         ordered_inserts: config.ordered_inserts(),
+        update: config.ycsb_update,
+        fields: config.ycsb_fields(),
         num: config.num,
         reads: config.reads_per_thread(),
         key_size: config.key_size,
@@ -1077,8 +1122,8 @@ fn merge(
     mix: Option<crate::ycsb::YcsbMix>,
 ) -> EngineResult<BenchResult> {
     let mut by_kind: [Option<Histogram<u64>>; OpKind::COUNT] = Default::default();
-    let (mut ops, mut bytes, mut found, mut lookups, mut thread_seconds) =
-        (0u64, 0u64, 0u64, 0u64, 0f64);
+    let (mut ops, mut bytes, mut found, mut lookups, mut failed, mut thread_seconds) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0f64);
     let mut start: Option<Instant> = None;
     let mut finish: Option<Instant> = None;
     let merge_err = |e| EngineError::from(format!("merging histograms: {e:?}"));
@@ -1094,6 +1139,7 @@ fn merge(
         bytes += o.bytes;
         found += o.found;
         lookups += o.lookups;
+        failed += o.failed;
         thread_seconds += o.finish.duration_since(o.start).as_secs_f64();
         start = Some(start.map_or(o.start, |s| s.min(o.start)));
         finish = Some(finish.map_or(o.finish, |f| f.max(o.finish)));
@@ -1138,6 +1184,9 @@ fn merge(
     }
     if mixed {
         result.lookups = Some(lookups);
+    }
+    if mix.is_some_and(|m| m.update + m.rmw > 0.0) {
+        result.failed = Some(failed);
     }
     Ok(result)
 }
@@ -1450,6 +1499,85 @@ mod tests {
             assert_eq!((r[0].found, r[0].lookups), (Some(0), Some(gets)));
             assert_eq!(r[0].latency.count, r[0].ops);
         }
+    }
+
+    /// YCSB's update as its bindings do it: read the record, a missing one a failed operation
+    /// with nothing written; otherwise one field of ten replaced and the record put back.
+    /// `--ycsb_update=blind` puts unread.
+    #[test]
+    fn ycsb_updates_read_merge_and_write_back_unless_blind() {
+        let args = |update: &str, benches: &str| {
+            config(&[
+                &format!("--benchmarks={benches}"),
+                "--num=200",
+                "--reads=1000",
+                "--value_size=100",
+                &format!("--ycsb_update={update}"),
+            ])
+        };
+        // Nothing loaded: every update (half of A, all of F's read-modify-writes') fails.
+        for bench in ["ycsb-a", "ycsb-f"] {
+            let e = NullEngine::default();
+            let r = run_benchmarks(&e, &args("merge", bench), &mut std::io::sink(), false).unwrap();
+            let writes = r[0].op("update").or(r[0].op("rmw")).map_or(0, |o| o.count);
+            assert!(writes > 300, "{bench}: {writes}");
+            assert_eq!(r[0].failed, Some(writes), "{bench}");
+            assert_eq!(e.puts.load(Relaxed), 0, "{bench}: nothing written");
+            // F reads twice per read-modify-write (its read, then the update's).
+            let reads = r[0].op("read").map_or(0, |o| o.count);
+            let rmw_reads = if bench == "ycsb-f" {
+                2 * writes
+            } else {
+                writes
+            };
+            assert_eq!(e.gets.load(Relaxed), reads + rmw_reads, "{bench}");
+            // Blind: every update writes, none fails, no read for it.
+            let e = NullEngine::default();
+            let r = run_benchmarks(&e, &args("blind", bench), &mut std::io::sink(), false).unwrap();
+            let writes = r[0].op("update").or(r[0].op("rmw")).map_or(0, |o| o.count);
+            assert_eq!(r[0].failed, Some(0));
+            assert_eq!(e.puts.load(Relaxed), writes, "{bench}");
+        }
+        // Loaded: each update changes one 10-byte field of the 100-byte record it read.
+        let e = MemEngine::default();
+        let c = args("merge", "ycsb-load");
+        run_benchmarks(&e, &c, &mut std::io::sink(), false).unwrap();
+        let contents = |e: &MemEngine| {
+            let mut c = e.cursor().unwrap();
+            let mut m = std::collections::BTreeMap::new();
+            c.seek_to_first();
+            while c.valid() {
+                m.insert(c.key().to_vec(), c.value().to_vec());
+                c.next();
+            }
+            m
+        };
+        let before = contents(&e);
+        assert_eq!(before.len(), 200);
+        let r = run_benchmarks(&e, &args("merge", "ycsb-a"), &mut std::io::sink(), false).unwrap();
+        assert_eq!(r[0].failed, Some(0));
+        let after = contents(&e);
+        let mut changed_fields = 0;
+        for (k, old) in &before {
+            let new = &after[k];
+            assert_eq!(new.len(), 100);
+            let fields: Vec<bool> = (0..10)
+                .map(|f| old[f * 10..f * 10 + 10] != new[f * 10..f * 10 + 10])
+                .collect();
+            changed_fields += fields.iter().filter(|&&c| c).count();
+        }
+        // About 500 updates over 200 records; fields changed at most once per update.
+        let updates = r[0].op("update").map_or(0, |o| o.count) as usize;
+        assert!(
+            changed_fields > 0 && changed_fields <= updates,
+            "{changed_fields} {updates}"
+        );
+        assert!(
+            before
+                .iter()
+                .any(|(k, old)| after[k] != *old && after[k][..10] == old[..10]),
+            "an update that left field 0 alone"
+        );
     }
 
     #[test]

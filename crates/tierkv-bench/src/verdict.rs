@@ -3,19 +3,30 @@
 //!
 //! A check's measured quantity (a design's figure, or the ratio of two designs' figures in the
 //! same round) is summarised by its [`Spread`] over the rounds: the median, the minimum and the
-//! maximum. The check is judged against its [`Band`] on the whole spread:
+//! maximum. The check is judged against a [`Band`] on the whole spread:
 //!
 //! * **holds**: every round is inside the band (so the median is too);
 //! * **does not hold**: no round is inside, and the band lies wholly on one side of the spread
 //!   (so the median is outside);
 //! * **inconclusive**: the spread crosses the bar: some rounds are inside and some outside, or
 //!   the spread straddles the whole band;
+//! * **one round: no verdict**: a single round has no spread, so noise cannot be told from an
+//!   effect;
 //! * **not measured**: no round has the figure.
 //!
-//! With one round the spread is one point, so a check holds or does not. An ordering of
-//! several designs ("L < NVLSM < F") is judged step by step, each step being the ratio of the
-//! next design's figure to the previous one's, which must be above 1: the ordering does not
-//! hold if a step does not, else is inconclusive if a step is, else holds.
+//! **The rule** ([`Band::Paper`]): a check holds the ratio the paper reports (its effect: 4.9
+//! for "4.9x faster", 0.59 for "-41%") and is judged twice. **Direction** holds when the
+//! effect has the paper's sign beyond the rounds' spread (every round above 1 for an effect
+//! above 1, below 1 for one below). **Size** holds when it reaches the geometric midpoint
+//! between no effect and the paper's (`sqrt(effect)`: 4.9 -> 2.21, 0.33 -> 0.57, 0.59 ->
+//! 0.77) in every round. Where the paper gives a range, the effect is the end nearest 1 (the
+//! smallest effect the paper reports). A check whose claim has no effect to scale ("about
+//! unchanged") keeps a band set by hand and says why in its paper text.
+//!
+//! An ordering of several designs ("L < NVLSM < F") is judged step by step, each step being the
+//! ratio of the next design's figure to the previous one's, which must be above 1: the ordering
+//! does not hold if a step does not, else is inconclusive if a step is, else holds. It has a
+//! direction and no size.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -34,12 +45,35 @@ pub enum Band {
     Above(f64),
     /// `lo <= x <= hi`.
     Within(f64, f64),
+    /// The paper's effect, judged by the rule (module docs): as a band, its size band.
+    Paper(f64),
 }
 
 impl Band {
+    /// The band the direction of an effect is judged on: beyond 1 on the effect's side. `None`
+    /// for a band set by hand.
+    pub fn direction(self) -> Option<Band> {
+        match self {
+            Band::Paper(e) if e >= 1.0 => Some(Band::Above(1.0)),
+            Band::Paper(_) => Some(Band::Below(1.0)),
+            _ => None,
+        }
+    }
+
+    /// The band the size of an effect is judged on: at least the geometric midpoint between 1
+    /// and the paper's effect. A band set by hand is its own.
+    pub fn size(self) -> Band {
+        match self {
+            Band::Paper(e) if e >= 1.0 => Band::AtLeast(round3(e.sqrt())),
+            Band::Paper(e) => Band::AtMost(round3(e.sqrt())),
+            other => other,
+        }
+    }
+
     /// True when `x` is in the band.
     pub fn contains(self, x: f64) -> bool {
         match self {
+            Band::Paper(_) => self.size().contains(x),
             Band::AtMost(v) => x <= v,
             Band::AtLeast(v) => x >= v,
             Band::Below(v) => x < v,
@@ -51,6 +85,7 @@ impl Band {
     /// True when some point of `[min, max]` is in the band.
     pub fn reaches(self, min: f64, max: f64) -> bool {
         match self {
+            Band::Paper(_) => self.size().reaches(min, max),
             Band::AtMost(v) => min <= v,
             Band::AtLeast(v) => max >= v,
             Band::Below(v) => min < v,
@@ -68,8 +103,19 @@ impl fmt::Display for Band {
             Band::Below(v) => write!(f, "< {v}"),
             Band::Above(v) => write!(f, "> {v}"),
             Band::Within(lo, hi) => write!(f, "in [{lo}, {hi}]"),
+            Band::Paper(e) => write!(
+                f,
+                "paper {e}: direction {}, size {}",
+                self.direction().expect("a paper band has a direction"),
+                self.size()
+            ),
         }
     }
+}
+
+/// `x` to three decimals (the bars the reports print).
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
 }
 
 /// What the rounds say about a check.
@@ -82,8 +128,12 @@ pub enum Verdict {
     DoesNotHold,
     /// The spread over the rounds crosses the bar.
     Inconclusive,
+    /// One round measured it: no spread, no verdict.
+    OneRound,
     /// No round measured the figure.
     NotMeasured,
+    /// The check has no such verdict (an ordering's size).
+    NotApplicable,
 }
 
 impl Verdict {
@@ -93,7 +143,9 @@ impl Verdict {
             Verdict::Holds => "holds",
             Verdict::DoesNotHold => "does not hold",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::OneRound => "one round: no verdict",
             Verdict::NotMeasured => "not measured",
+            Verdict::NotApplicable => "n/a",
         }
     }
 }
@@ -160,6 +212,9 @@ pub fn judge(spread: Option<&Spread>, band: Band) -> Verdict {
     let Some(s) = spread else {
         return Verdict::NotMeasured;
     };
+    if s.values.len() < 2 {
+        return Verdict::OneRound;
+    }
     if band.contains(s.min) && band.contains(s.max) {
         Verdict::Holds
     } else if band.reaches(s.min, s.max) {
@@ -182,11 +237,13 @@ pub fn paired_ratios(a: &[Option<f64>], b: &[Option<f64>]) -> Vec<f64> {
 }
 
 /// The verdict on an ordering from its steps' verdicts: does not hold if one step does not,
-/// else not measured if one step was not, else inconclusive if one step is, else holds.
+/// else not measured if one step was not, else "one round" if one step had one, else
+/// inconclusive if one step is, else holds.
 pub fn combine(steps: &[Verdict]) -> Verdict {
     for v in [
         Verdict::DoesNotHold,
         Verdict::NotMeasured,
+        Verdict::OneRound,
         Verdict::Inconclusive,
     ] {
         if steps.contains(&v) {
@@ -255,8 +312,12 @@ mod tests {
         assert_eq!(j(&[0.31, 0.29, 0.35], Band::AtMost(0.5)), Holds);
         assert_eq!(j(&[0.61, 0.72, 0.55], Band::AtMost(0.5)), DoesNotHold);
         assert_eq!(j(&[0.45, 0.48, 0.52], Band::AtMost(0.5)), Inconclusive);
-        assert_eq!(j(&[0.5], Band::AtMost(0.5)), Holds, "the bar is inclusive");
-        assert_eq!(j(&[0.5], Band::Below(0.5)), DoesNotHold);
+        assert_eq!(
+            j(&[0.5, 0.5], Band::AtMost(0.5)),
+            Holds,
+            "the bar is inclusive"
+        );
+        assert_eq!(j(&[0.5, 0.5], Band::Below(0.5)), DoesNotHold);
         // >= and >.
         assert_eq!(j(&[1.2, 1.1], Band::AtLeast(1.0)), Holds);
         assert_eq!(j(&[0.9, 1.1], Band::AtLeast(1.0)), Inconclusive);
@@ -271,12 +332,41 @@ mod tests {
         assert_eq!(j(&[0.7, 0.9], b), Inconclusive);
         assert_eq!(j(&[1.2, 1.3], b), Inconclusive);
         assert_eq!(j(&[0.5, 2.0], b), Inconclusive);
-        // One round: never inconclusive.
-        assert_eq!(j(&[0.79], b), DoesNotHold);
+        // One round: no verdict, whatever the value.
+        assert_eq!(j(&[0.79], b), OneRound);
+        assert_eq!(j(&[1.0], b), OneRound);
+        assert_eq!(OneRound.to_string(), "one round: no verdict");
         assert_eq!(judge(None, b), NotMeasured);
         assert_eq!(b.to_string(), "in [0.8, 1.25]");
         assert_eq!(Band::AtMost(0.5).to_string(), "<= 0.5");
         assert_eq!(Band::AtLeast(1.0).to_string(), ">= 1");
+    }
+
+    #[test]
+    fn paper_effects_give_direction_and_size_by_the_rule() {
+        use Verdict::*;
+        let j = |v: &[f64], b: Band| judge(Some(&spread(v)), b);
+        // The rule's examples: 4.9x -> 2.214, 0.33 -> 0.574, -41% (0.59) -> 0.768.
+        assert_eq!(Band::Paper(4.9).size(), Band::AtLeast(2.214));
+        assert_eq!(Band::Paper(0.33).size(), Band::AtMost(0.574));
+        assert_eq!(Band::Paper(0.59).size(), Band::AtMost(0.768));
+        assert_eq!(Band::Paper(4.9).direction(), Some(Band::Above(1.0)));
+        assert_eq!(Band::Paper(0.59).direction(), Some(Band::Below(1.0)));
+        assert_eq!(Band::AtMost(0.5).direction(), None);
+        assert_eq!(Band::AtMost(0.5).size(), Band::AtMost(0.5));
+        // 1.4x faster in every round: the direction holds, the size (>= 2.214) does not.
+        let p = Band::Paper(4.9);
+        let rounds = [1.3, 1.4, 1.5];
+        assert_eq!(j(&rounds, p.direction().unwrap()), Holds);
+        assert_eq!(j(&rounds, p.size()), DoesNotHold);
+        assert_eq!(
+            j(&rounds, p),
+            DoesNotHold,
+            "as a band, a paper effect is its size"
+        );
+        // A spread across 1 is an inconclusive direction.
+        assert_eq!(j(&[0.95, 1.2, 1.1], p.direction().unwrap()), Inconclusive);
+        assert_eq!(p.to_string(), "paper 4.9: direction > 1, size >= 2.214");
     }
 
     #[test]
@@ -316,7 +406,12 @@ mod tests {
         let (_, v) = judge_increasing(&[r(&[10.0, 11.0]), r(&[9.0, 10.0]), r(&[20.0, 10.5])]);
         assert_eq!(v, DoesNotHold);
         // Ties do not order.
-        assert_eq!(judge_increasing(&[r(&[1.0]), r(&[1.0])]).1, DoesNotHold);
+        assert_eq!(
+            judge_increasing(&[r(&[1.0, 1.0]), r(&[1.0, 1.0])]).1,
+            DoesNotHold
+        );
+        // One round has no verdict.
+        assert_eq!(judge_increasing(&[r(&[1.0]), r(&[2.0])]).1, OneRound);
         // A design never measured.
         let (steps, v) = judge_increasing(&[r(&[1.0]), vec![None]]);
         assert_eq!((steps[0].1, v), (NotMeasured, NotMeasured));

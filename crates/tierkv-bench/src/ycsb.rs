@@ -25,11 +25,16 @@
 //!   `--key_size`) instead of `"user" + hash`, so every benchmark of a run shares one key space.
 //!   To keep YCSB's random insertion order (its default `insertorder=hashed`), `ycsb-load` writes
 //!   the record numbers `0..num` in a seeded pseudo-random permutation ([`LoadOrder`]).
-//! * An update is a put of a whole new value (`--value_size` bytes) to a key chosen from the
-//!   request distribution. YCSB's update ("update if exists") also writes without checking that
-//!   the record exists, so it is a blind put in practice; a read-modify-write reads the key and
-//!   then puts a new value, and its latency covers both.
-//! * Records are one value of `--value_size` bytes, not ten fields.
+//! * A record is one value of `--value_size` bytes (a `-P` workload's `fieldcount` x
+//!   `fieldlength`) that stands for `fieldcount` fields (10 unless the workload says) laid end
+//!   to end, each `value_size / fieldcount` bytes (the last takes the remainder).
+//! * An update is done as YCSB's bindings do it ([`UpdateMode::Merge`], the default): read the
+//!   record, a missing one being a failed operation (the RocksDB binding's `NOT_FOUND`,
+//!   counted, nothing written), then overwrite one field chosen uniformly with new bytes (all
+//!   fields under `writeallfields=true`) and put the whole record back. A read-modify-write
+//!   (workload F) reads the record and then updates it the same way, and its latency covers
+//!   both. `--ycsb_update=blind` puts a whole new value without reading (this harness's
+//!   earlier behaviour, kept for comparison).
 
 use rand::rngs::SmallRng;
 use rand::RngCore;
@@ -38,6 +43,51 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+
+/// How a YCSB update writes (`--ycsb_update`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdateMode {
+    /// Read the record (missing: a failed operation), overwrite the written fields, put it
+    /// back: what YCSB's bindings do.
+    #[default]
+    Merge,
+    /// Put a whole new value without reading.
+    Blind,
+}
+
+/// YCSB's default `fieldcount`.
+pub const FIELD_COUNT: u64 = 10;
+
+/// The byte range of field `field` of `fields` in a record of `len` bytes (fields of
+/// `len / fields` bytes, the last taking the remainder).
+pub fn field_range(len: usize, fields: u64, field: u64) -> std::ops::Range<usize> {
+    let fields = fields.clamp(1, len.max(1) as u64) as usize;
+    let field = (field as usize).min(fields - 1);
+    let width = len / fields;
+    let start = field * width;
+    let end = if field + 1 == fields {
+        len
+    } else {
+        start + width
+    };
+    start..end
+}
+
+/// Merges an update into `record` (the value read): copies field `field` of `new` over the
+/// same field of `record`, or, with `all_fields`, every byte of `new`. A record of another
+/// length than `new` (written by another benchmark) keeps its length: the field is taken
+/// from its own layout.
+pub fn merge_update(record: &mut [u8], new: &[u8], fields: u64, field: u64, all_fields: bool) {
+    let range = if all_fields {
+        0..record.len()
+    } else {
+        field_range(record.len(), fields, field)
+    };
+    for (i, b) in record[range].iter_mut().enumerate() {
+        *b = new[i % new.len().max(1)];
+    }
+}
 
 /// YCSB's default zipfian constant.
 pub const ZIPFIAN_CONSTANT: f64 = 0.99;
@@ -803,6 +853,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn updates_merge_one_field_or_all() {
+        // 10 fields of a 25-byte record: 2 bytes each, the last 7.
+        assert_eq!(field_range(25, 10, 0), 0..2);
+        assert_eq!(field_range(25, 10, 8), 16..18);
+        assert_eq!(field_range(25, 10, 9), 18..25);
+        // More fields than bytes: one byte each.
+        assert_eq!(field_range(3, 10, 2), 2..3);
+        assert_eq!(field_range(0, 10, 0), 0..0);
+        let mut record = vec![0u8; 20];
+        merge_update(&mut record, &[7u8; 20], 10, 3, false);
+        let want: Vec<u8> = (0..20)
+            .map(|i| if (6..8).contains(&i) { 7 } else { 0 })
+            .collect();
+        assert_eq!(record, want);
+        merge_update(&mut record, &[9u8; 20], 10, 0, true);
+        assert_eq!(record, vec![9u8; 20]);
+        // A shorter record than the new value keeps its length.
+        let mut short = vec![1u8; 4];
+        merge_update(&mut short, &[5u8; 20], 2, 1, false);
+        assert_eq!(short, vec![1, 1, 5, 5]);
     }
 
     #[test]

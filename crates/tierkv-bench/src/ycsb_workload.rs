@@ -11,7 +11,8 @@
 //! | `readproportion`, `updateproportion`, `insertproportion`, `scanproportion`, `readmodifywriteproportion` | the operation mix | 0.95, 0.05, 0, 0, 0 |
 //! | `requestdistribution` | `uniform`, `zipfian` (scrambled) or `latest` | `uniform` |
 //! | `zipfianconstant` | the zipfian's constant | 0.99 |
-//! | `fieldcount` x `fieldlength` | the value size (one value per record) | 10 x 100 |
+//! | `fieldcount` x `fieldlength` | the value size (one value per record, standing for `fieldcount` fields) | 10 x 100 |
+//! | `writeallfields` | an update overwrites every field, not one chosen uniformly | `false` |
 //! | `maxscanlength` | scans are uniform in `1..=maxscanlength` | 1000 |
 //! | `insertorder` | `hashed` (a seeded permutation) or `ordered` | `hashed` |
 //! | `threadcount`, `target` | `--threads`, `--ops_per_sec` | (flags' values) |
@@ -56,10 +57,20 @@ pub struct YcsbWorkload {
     pub mix: YcsbMix,
     /// `fieldcount` x `fieldlength`: the bytes of one record's value.
     pub value_size: usize,
+    /// `fieldcount`: the fields an update chooses one of.
+    #[serde(default = "default_field_count")]
+    pub field_count: u64,
+    /// `writeallfields`: an update writes every field.
+    #[serde(default)]
+    pub write_all_fields: bool,
     /// `insertorder`.
     pub insert_order: InsertOrder,
     /// Properties accepted without effect (client and measurement settings, unknown names).
     pub ignored: Vec<String>,
+}
+
+fn default_field_count() -> u64 {
+    crate::ycsb::FIELD_COUNT
 }
 
 /// The mix as JSON (YcsbMix itself has no serde: it is a plain constant-friendly struct).
@@ -120,7 +131,6 @@ const CLIENT_PROPERTIES: &[&str] = &[
     "exportfile",
     "status.interval",
     "readallfields",
-    "writeallfields",
     "dataintegrity",
     "fieldnameprefix",
     "maxexecutiontime",
@@ -218,6 +228,8 @@ impl YcsbWorkload {
             target: None,
             mix: YcsbMix::C,
             value_size: 0,
+            field_count,
+            write_all_fields: false,
             insert_order,
             ignored: Vec::new(),
         };
@@ -256,6 +268,17 @@ impl YcsbWorkload {
                 }
                 "fieldcount" => field_count = number(name, value)?,
                 "fieldlength" => field_length = number(name, value)?,
+                "writeallfields" => {
+                    w.write_all_fields = match value {
+                        "true" => true,
+                        "false" => false,
+                        other => {
+                            return Err(format!(
+                                "YCSB property writeallfields={other}: expected true or false"
+                            ))
+                        }
+                    }
+                }
                 "maxscanlength" => {
                     max_scan_length = number(name, value)?;
                     if max_scan_length == 0 {
@@ -315,7 +338,11 @@ impl YcsbWorkload {
         mix.zipfian_constant = zipfian_constant;
         mix.max_scan_length = max_scan_length;
         w.mix = mix;
+        if field_count == 0 {
+            return Err(format!("YCSB workload {source}: fieldcount=0"));
+        }
         w.value_size = value_size as usize;
+        w.field_count = field_count;
         w.insert_order = insert_order;
         Ok(w)
     }
@@ -362,6 +389,16 @@ mod tests {
         assert_eq!(w.mix.max_scan_length, 1000);
         assert_eq!(w.insert_order, InsertOrder::Hashed);
         assert_eq!(w.ignored, vec!["workload", "readallfields"]);
+        assert_eq!((w.field_count, w.write_all_fields), (10, false));
+        let all = props("fieldcount=4\nwriteallfields=true\n");
+        let w = YcsbWorkload::from_properties("w", &all).unwrap();
+        assert_eq!((w.field_count, w.write_all_fields), (4, true));
+        for bad in ["writeallfields=yes\n", "fieldcount=0\n"] {
+            assert!(
+                YcsbWorkload::from_properties("w", &props(bad)).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

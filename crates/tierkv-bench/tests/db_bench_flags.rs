@@ -199,8 +199,9 @@ fn write_rate_limit_caps_the_writes() {
     assert!(fill["ops_per_sec"].as_f64().unwrap() <= 510.0, "{fill}");
 }
 
-/// A YCSB workload file sets the records, operations and record size; -p overrides it; the
-/// transaction phase runs as ycsb-run.
+/// A YCSB workload file sets the records, operations and record size; -p overrides it; without
+/// `--benchmarks` its load and transaction phases run (ycsb-load, ycsb-run), as YCSB's `load`
+/// and `run`; its read-modify-writes read the loaded records and merge into them.
 #[test]
 fn ycsb_workload_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -214,7 +215,6 @@ fn ycsb_workload_files() {
         "recordcount=2000",
         "-p",
         "fieldlength=20",
-        "--benchmarks=ycsb-load,ycsb-run",
         "-target",
         "0",
         &format!("--json={}", report.display()),
@@ -235,6 +235,10 @@ fn ycsb_workload_files() {
         .collect();
     assert_eq!(ops, vec!["read", "rmw"]);
     assert_eq!(run["found"], run["lookups"]);
+    // Every read-modify-write found the record it merged into.
+    assert_eq!(run["failed"], 0);
+    assert_eq!(v["flags"]["ycsb_update"], "merge");
+    assert_eq!(v["runs"][0]["benchmarks"].as_array().unwrap().len(), 2);
     assert_eq!(v["flags"]["ycsb"]["mix"]["read_modify_write"], 0.5);
 
     let err = fails(&["bench", "--benchmarks=ycsb-run", "--num=10"]);

@@ -572,3 +572,50 @@ fn report_paths_are_checked_before_the_run() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `tierkv designs` and `bench --help` list every design of the registry with its summary.
+#[test]
+fn every_design_is_listed_with_its_summary() {
+    let listed = ok(&["designs"]);
+    let help = ok(&["bench", "--help"]);
+    for d in tierkv::Design::ALL {
+        let line = format!("{:<17} {}", d.name(), d.summary());
+        assert!(listed.contains(&line), "{line:?} missing from\n{listed}");
+        assert!(help.contains(&line), "{line:?} missing from bench --help");
+    }
+    assert!(listed.contains("rocksdb"), "{listed}");
+}
+
+/// A pool the bench creates for a temporary database (`--pm_path` without `--db`) is removed
+/// with it, lock file included; with `--db` it is kept; a design that keeps nothing in PM is
+/// not shown the flag and creates no pool.
+#[test]
+fn pools_of_temporary_databases_are_removed_with_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = dir.path().join("pool");
+    let lock = dir.path().join("pool.lock");
+    let pm_path = format!("--pm_path={}", pool.display());
+    let run = |design: &str, db: Option<&Path>| {
+        let mut args = vec![
+            "bench".to_string(),
+            format!("--design={design}"),
+            "--num=500".into(),
+            "--benchmarks=fillrandom".into(),
+            pm_path.clone(),
+            "--pm_size=67108864".into(),
+        ];
+        if let Some(db) = db {
+            args.push(format!("--db={}", db.display()));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ok(&args)
+    };
+    run("leveled-pm", None);
+    assert!(!pool.exists() && !lock.exists(), "the run's pool is left");
+    let stdout = run("leveled", None);
+    assert!(!stdout.contains("--pm_path"), "{stdout}");
+    assert!(!pool.exists());
+    let db = dir.path().join("db");
+    run("leveled-pm", Some(&db));
+    assert!(pool.exists(), "a kept database keeps its pool");
+}

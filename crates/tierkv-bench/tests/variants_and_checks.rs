@@ -398,9 +398,10 @@ fn run_of<'a>(round: &'a mut Value, label: &str) -> &'a mut Value {
 }
 
 /// `tierkv reproduce` runs an experiment of three phases (each with its designs, variants
-/// among them; the third on copies of the first's databases) over two rounds and judges its five checks (a design against a band, ratios of
-/// two designs, an ordering of three) on the medians with their spread; `--rejudge` judges
-/// rounds whose figures disagree as inconclusive.
+/// among them; the third on copies of the first's databases) over two rounds and judges its
+/// six checks (a design against a band set by hand and against a paper's effect by the rule,
+/// ratios of two designs, an ordering of three) on the medians with their spread; `--rejudge`
+/// judges rounds whose figures disagree as inconclusive.
 #[test]
 fn reproduce_judges_several_checks_over_rounds() {
     let dir = tempfile::tempdir().unwrap();
@@ -481,13 +482,26 @@ fn reproduce_judges_several_checks_over_rounds() {
     assert!(wa["min"].as_f64().unwrap() <= wa["median"].as_f64().unwrap());
     assert_eq!(r["checks"][0]["band"], ">= 1");
     assert_eq!(r["checks"][0]["paper"], ">= 1");
-    assert_eq!(r["checks"][4]["steps"].as_array().unwrap().len(), 2);
+    // The paper's effect (2) by the rule: direction > 1 and size >= sqrt(2), both holding.
+    let rule = &r["checks"][4];
+    assert_eq!(rule["band"], "paper 2: direction > 1, size >= 1.414");
+    assert_eq!(rule["rule"], "the rule");
+    assert_eq!(
+        (&rule["direction"], &rule["size"]),
+        (&"holds".into(), &"holds".into())
+    );
+    assert_eq!(r["checks"][0]["rule"], "by hand");
+    assert_eq!(r["checks"][5]["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(r["checks"][5]["size"], "not_applicable");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     for part in [
-        "| # | claim | compared (phase) | paper | measured: median (min..max) | band | verdict |",
+        "| # | claim | compared (phase) | paper | measured: median (min..max) | band | \
+         direction | size |",
         "| 1 | every user byte goes through the WAL at least once | WA(leveled) (fill) | >= 1 |",
-        "| >= 1 | **holds** |",
-        "| <= 0.5 | **does not hold** |",
+        "| >= 1 (by hand) | holds | **holds** |",
+        "| <= 0.5 (by hand) | does not hold | **does not hold** |",
+        "| paper 2: direction > 1, size >= 1.414 (the rule) | holds | **holds** |",
+        "**size** holds when every round reaches the geometric midpoint",
         "bytes read: leveled < twin < l0-2 (fill)",
         "## Phase fill",
         "## Phase mixed",
@@ -524,8 +538,21 @@ fn reproduce_judges_several_checks_over_rounds() {
     );
     let wa = &v["reproduce"]["checks"][0]["measured"];
     assert_eq!(wa["min"], 0.45);
+    // By the rule, a round of 0.45 against one above 2 leaves both verdicts open.
+    let rule = &v["reproduce"]["checks"][4];
+    assert_eq!(
+        (&rule["direction"], &rule["size"]),
+        (&"inconclusive".into(), &"inconclusive".into())
+    );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("| >= 1 | **inconclusive** |"), "{md}");
+    assert!(
+        md.contains("| >= 1 (by hand) | inconclusive | **inconclusive** |"),
+        "{md}"
+    );
+    assert!(
+        stdout.contains("direction inconclusive, size inconclusive"),
+        "{stdout}"
+    );
     assert!(md.contains("inconclusive"), "{md}");
     assert!(stdout.contains(": inconclusive"), "{stdout}");
     // Nothing measured, nothing to judge.

@@ -57,7 +57,7 @@ pub use compaction::max_bytes_for_level;
 pub use compaction::simulate::{
     simulate as simulate_compaction, GroupReport, SimulationReport, StageReport,
 };
-pub use db::{CheckReport, Db, DbIterator, RepairReport, Snapshot};
+pub use db::{pool_lock_path, CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
     CompactionOptions, Design, FilterScope, LabOptions, NvlsmOptions, Options, PmOptions,

@@ -59,6 +59,15 @@ use std::thread::JoinHandle;
 
 /// Whether `e` says a tier is full: the pool (`NoSpace`) or the file system (`ENOSPC`,
 /// `EDQUOT`).
+/// The lock file beside a PM pool file (`POOL.lock`): a writer holds it exclusively, a
+/// read-only open shared. An application or tool that removes a pool it created removes this
+/// file with it.
+pub fn pool_lock_path(pool: &Path) -> std::path::PathBuf {
+    let mut name = pool.as_os_str().to_os_string();
+    name.push(".lock");
+    std::path::PathBuf::from(name)
+}
+
 fn is_out_of_space(e: &Error) -> bool {
     match e {
         Error::NoSpace(_) => true,
@@ -443,7 +452,7 @@ impl Db {
                 options.design
             ))
         })?;
-        let lock_path = std::path::PathBuf::from(format!("{}.lock", pool.display()));
+        let lock_path = pool_lock_path(&pool);
         let _pool_lock = crate::fs::PosixFs.lock(&lock_path)?;
         Ok(tierkv_pm::PmPool::grow(&pool, new_size)?)
     }

@@ -39,7 +39,6 @@ use crate::version::{
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -685,7 +684,7 @@ pub(crate) fn open_pm(
                 (None, Some(recorded)) => recorded.to_path_buf(),
                 (None, None) => dir.join("pm.pool"),
             };
-            let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+            let lock_path = super::pool_lock_path(&path);
             let pool_lock = match access {
                 PoolAccess::Write => Some(PosixFs.lock(&lock_path)?),
                 PoolAccess::ReadOnly { .. } => PosixFs.lock_shared(&lock_path)?,
