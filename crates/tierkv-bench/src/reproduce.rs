@@ -65,6 +65,12 @@ pub struct ReproduceArgs {
     /// checks. Repeatable. E.g. `--with-design=rocksdb` with a `rocksdb` feature build.
     #[arg(long = "with-design", value_name = "ENTRY")]
     pub with_design: Vec<String>,
+    /// Directory for the PM pools (e.g. /dev/shm, a RAM file system, as a benchmark of PM
+    /// should use): each phase's pools are `DIR/<experiment>-<phase>[-<design>]`, removed
+    /// when the phase (or, for a phase others start from, the experiment) is done. Default:
+    /// each pool in its database directory under --out.
+    #[arg(long = "pm_path", value_name = "DIR")]
+    pub pm_path: Option<PathBuf>,
     /// Also find the harness's self-test experiments (for its tests).
     #[arg(long = "self-test", hide = true)]
     pub self_test: bool,
@@ -159,6 +165,12 @@ pub fn config_for(
     config
         .resolve()
         .map_err(|e| format!("experiment {}, phase {}: {e}", exp.name, phase.name))?;
+    if let Some(dir) = &args.pm_path {
+        if !dir.is_dir() {
+            return Err(format!("--pm_path {}: not a directory", dir.display()));
+        }
+        config.pm_path = Some(dir.join(format!("{}-{}", exp.name, phase.name)));
+    }
     if let Some(n) = args.num {
         config.num = n;
     }
@@ -774,6 +786,7 @@ fn run_rounds(
                 save(&config, &saved_db_root(exp, phase, dir), phase)?;
             } else if let Some(root) = &config.db {
                 remove_dir_if_present(root)?;
+                remove_pools(&config);
             }
         }
     }
@@ -902,6 +915,17 @@ fn restore(
 
 /// Removes what the phases others start from saved (best effort: the run's result matters
 /// more than a leftover file, which the next run replaces).
+/// Removes the pools `config`'s designs had outside their database directories (`--pm_path`),
+/// with their lock files.
+fn remove_pools(config: &BenchConfig) {
+    for entry in config.design.iter() {
+        if let Some(pool) = config.pm_path_for(&entry.label) {
+            let _ = std::fs::remove_file(&pool);
+            let _ = std::fs::remove_file(tierkv::pool_lock_path(&pool));
+        }
+    }
+}
+
 fn remove_saved_databases(exp: &Experiment, configs: &[BenchConfig], dir: &Path) {
     for (i, phase) in exp.phases.iter().enumerate() {
         if !is_source(exp, phase) {
@@ -911,6 +935,7 @@ fn remove_saved_databases(exp: &Experiment, configs: &[BenchConfig], dir: &Path)
         for entry in configs[i].design.iter() {
             if let Some(pool) = configs[i].pm_path_for(&entry.label) {
                 let _ = std::fs::remove_file(saved_pool(&pool, phase));
+                let _ = std::fs::remove_file(tierkv::pool_lock_path(&pool));
             }
         }
     }
@@ -1565,6 +1590,82 @@ mod tests {
             "{:?}",
             ops.ratios
         );
+    }
+
+    /// `--pm_path DIR`: the pools of every phase live in DIR while they run (a phase that starts
+    /// from another opens copies of its pools) and none is left when the experiment is done.
+    #[test]
+    fn pools_go_to_the_pm_path_and_are_removed() {
+        const EXP: Experiment = Experiment {
+            name: "test-pools",
+            paper: "test paper",
+            figure: "Figure 0",
+            designs: &["leveled-pm", "nvlsm"],
+            phases: &[
+                Phase {
+                    name: "fill",
+                    bench_args: &[
+                        "--benchmarks=fillrandom,readrandom",
+                        "--num=1500",
+                        "--write_buffer_size=65536",
+                        "--pm_size=67108864",
+                    ],
+                    designs: &[],
+                    from: None,
+                },
+                Phase {
+                    name: "reread",
+                    bench_args: &[
+                        "--benchmarks=fillrandom,readrandom",
+                        "--num=1500",
+                        "--write_buffer_size=65536",
+                        "--pm_size=67108864",
+                    ],
+                    designs: &[],
+                    from: Some("fill"),
+                },
+                Phase {
+                    name: "alone",
+                    bench_args: &[
+                        "--benchmarks=fillrandom",
+                        "--num=1500",
+                        "--pm_size=67108864",
+                    ],
+                    designs: &[],
+                    from: None,
+                },
+            ],
+            scaling: "tiny",
+            claim: "nothing",
+            checks: &[],
+            rounds: 1,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let pm = dir.path().join("pm");
+        let args = ReproduceArgs {
+            out: Some(dir.path().join("out")),
+            pm_path: Some(pm.clone()),
+            ..ReproduceArgs::default()
+        };
+        let err = run(&EXP, &args, &mut Vec::new()).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
+        std::fs::create_dir(&pm).unwrap();
+        let mut out = Vec::new();
+        run(&EXP, &args, &mut out).unwrap();
+        let text = String::from_utf8_lossy(&out);
+        // The reread phase found the keys the fill's reads found, in the copies of its pools.
+        let report = |phase: &str| -> JsonReport {
+            let path = dir.path().join(format!("out/{phase}/round-1.json"));
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+        };
+        let (fill, reread) = (report("fill"), report("reread"));
+        for (f, r) in fill.runs.iter().zip(&reread.runs) {
+            let found = f.benchmarks[1].found.unwrap();
+            assert!(found > 500, "{}: {text}", f.design);
+            assert_eq!(r.benchmarks[0].found, Some(found), "{}: {text}", r.design);
+        }
+        let left: Vec<_> = std::fs::read_dir(&pm).unwrap().collect();
+        assert!(left.is_empty(), "pools left in --pm_path: {left:?}");
     }
 
     #[test]
