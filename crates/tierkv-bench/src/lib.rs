@@ -35,6 +35,7 @@ pub mod overrides;
 pub mod plot;
 pub mod report;
 pub mod reproduce;
+pub mod results;
 pub mod rocks;
 pub mod runner;
 pub mod scaling;

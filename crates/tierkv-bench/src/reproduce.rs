@@ -71,6 +71,15 @@ pub struct ReproduceArgs {
     /// each pool in its database directory under --out.
     #[arg(long = "pm_path", value_name = "DIR")]
     pub pm_path: Option<PathBuf>,
+    /// Write the results page from these finished experiment directories (each a `tierkv
+    /// reproduce` --out, with its report.json) into --out (default docs/RESULTS.md), and run
+    /// nothing. Repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub summary: Vec<PathBuf>,
+    /// With --summary: `tierkv bench --json` reports of the common workload (one per thread
+    /// count) for the page's opening table of every design. Repeatable.
+    #[arg(long, value_name = "REPORT", requires = "summary")]
+    pub survey: Vec<PathBuf>,
     /// Also find the harness's self-test experiments (for its tests).
     #[arg(long = "self-test", hide = true)]
     pub self_test: bool,
@@ -408,6 +417,9 @@ pub struct ReproduceSummary {
     pub phases: Vec<PhaseSummary>,
     /// Every check, with its verdict.
     pub checks: Vec<CheckOutcome>,
+    /// The `tierkv reproduce` command line that measured the rounds.
+    #[serde(default)]
+    pub command: String,
 }
 
 /// The directory of `phase`'s round reports and charts: the output directory, or a
@@ -703,6 +715,20 @@ pub fn reproduce(args: &ReproduceArgs, out: &mut dyn Write) -> EngineResult<Opti
         list(out)?;
         return Ok(None);
     }
+    if !args.summary.is_empty() {
+        let page = args
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("docs/RESULTS.md"));
+        crate::results::write_page(&args.summary, &args.survey, &page)?;
+        writeln!(
+            out,
+            "Results page of {} experiment(s) written to {}",
+            args.summary.len(),
+            page.display()
+        )?;
+        return Ok(Some(page));
+    }
     let Some(name) = &args.experiment else {
         return Err("name an experiment (tierkv reproduce --list shows them)".into());
     };
@@ -742,7 +768,8 @@ pub fn run(exp: &Experiment, args: &ReproduceArgs, out: &mut dyn Write) -> Engin
     writeln!(out, "Reproducing {}: {}", exp.name, exp.claim)?;
     let measured = run_rounds(exp, &configs, rounds, &dir, out);
     remove_saved_databases(exp, &configs, &dir);
-    finish(exp, &configs, &measured?, &dir, out)
+    let command = reproduce_command(exp, args, rounds);
+    finish(exp, &configs, &measured?, &dir, &command, out)
 }
 
 /// Runs every phase of `exp` `rounds` times; returns per phase, per round, the runs.
@@ -992,7 +1019,36 @@ pub fn rejudge(
         measured.first().map_or(0, |m| m.len()),
         dir.display()
     )?;
-    finish(exp, &configs, &measured, &dir, out)
+    // The command that measured these rounds, as the report before this one recorded it.
+    let command = std::fs::read_to_string(dir.join("report.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<JsonReport>(&t).ok())
+        .and_then(|r| r.reproduce)
+        .map(|r| r.command)
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| reproduce_command(exp, args, measured.first().map_or(0, |m| m.len())));
+    finish(exp, &configs, &measured, &dir, &command, out)
+}
+
+/// The `tierkv reproduce` command line that runs `exp` as `args` say, `rounds` times.
+fn reproduce_command(exp: &Experiment, args: &ReproduceArgs, rounds: usize) -> String {
+    let mut c = format!("tierkv reproduce {} --rounds {rounds}", exp.name);
+    if let Some(n) = args.num {
+        let _ = write!(c, " --num {n}");
+    }
+    if let Some(r) = args.reads {
+        let _ = write!(c, " --reads {r}");
+    }
+    for d in &args.with_design {
+        let _ = write!(c, " --with-design {d}");
+    }
+    if let Some(p) = &args.pm_path {
+        let _ = write!(c, " --pm_path {}", p.display());
+    }
+    if args.self_test {
+        c.push_str(" --self-test");
+    }
+    c
 }
 
 /// Judges the checks on `measured` (per phase, per round, the runs), writes `report.md` and
@@ -1002,6 +1058,7 @@ fn finish(
     configs: &[BenchConfig],
     measured: &[Vec<Vec<DesignRun>>],
     dir: &Path,
+    command: &str,
     out: &mut dyn Write,
 ) -> EngineResult<PathBuf> {
     let rounds = measured.first().map_or(0, |m| m.len());
@@ -1052,6 +1109,7 @@ fn finish(
         rounds,
         phases,
         checks,
+        command: command.to_string(),
     };
     let first_runs = measured
         .first()

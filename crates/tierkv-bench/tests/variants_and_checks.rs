@@ -555,6 +555,60 @@ fn reproduce_judges_several_checks_over_rounds() {
     );
     assert!(md.contains("inconclusive"), "{md}");
     assert!(stdout.contains(": inconclusive"), "{stdout}");
+    // The results page: a row per check, with the rounds, both verdicts, the date, the
+    // commit and the command that measured them; the survey's table of designs opens it.
+    let survey = dir.path().join("survey.json");
+    ok(&[
+        "bench",
+        "--design=leveled,leveled-pm",
+        "--benchmarks=fillrandom,readrandom",
+        "--num=500",
+        &format!("--json={}", survey.display()),
+    ]);
+    let page = dir.path().join("RESULTS.md");
+    let stdout = ok(&[
+        "reproduce",
+        &format!("--summary={}", out.display()),
+        &format!("--survey={}", survey.display()),
+        &format!("--out={}", page.display()),
+    ]);
+    assert!(
+        stdout.contains("Results page of 1 experiment(s)"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(&page).unwrap();
+    let commit: String = v["git_revision"]
+        .as_str()
+        .unwrap()
+        .chars()
+        .take(10)
+        .collect();
+    for part in [
+        "## Which design for my hardware?",
+        "| design | fillrandom, 1 thread(s) | readrandom, 1 thread(s) |",
+        "| leveled-pm |",
+        "`tierkv bench --design=leveled,leveled-pm --benchmarks=fillrandom,readrandom --num=500",
+        "## Claims",
+        "6 checks in 1 experiments:",
+        "| none (the harness checking itself) | none | every user byte goes through the WAL at \
+         least once | >= 1 |",
+        "| 2 | inconclusive | inconclusive |",
+        "`tierkv reproduce self-test --rounds 2 --self-test`",
+        &format!(" | {commit} | "),
+    ] {
+        assert!(md.contains(part), "{part:?} missing from\n{md}");
+    }
+    // Not a reproduce directory: a clear error.
+    let e = fails(
+        &[
+            "reproduce",
+            &format!("--summary={}", dir.path().display()),
+            &format!("--out={}", page.display()),
+        ],
+        1,
+    );
+    assert!(e.contains("report.json"), "{e}");
+
     // Nothing measured, nothing to judge.
     let e = fails(
         &[
