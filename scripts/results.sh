@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Measures what the results page (docs/RESULTS.md) shows and generates it:
+#
+#   scripts/results.sh BIN [EXPERIMENT...]
+#
+# 1. The survey: every design on one common workload (16-byte keys, 128-byte values, 1M
+#    keys; fillrandom, readrandom, YCSB load, A and C), at one and at two client threads, each
+#    design on a fresh database with its PM pool on /dev/shm (SURVEY=0 skips it and keeps the
+#    survey reports already in OUT_DIR).
+# 2. Each EXPERIMENT (default: the headline experiment of each paper) at three rounds, with
+#    its pools on /dev/shm.
+# 3. `tierkv reproduce --summary` over every experiment directory in OUT_DIR (those measured
+#    before included) and the survey reports, into docs/RESULTS.md.
+#
+# BIN: the tierkv binary (`cargo build --release -p tierkv-bench`). Environment: OUT_DIR
+# (default results-out), ROUNDS (default 3), DESIGNS (the survey's, default every design).
+set -euo pipefail
+
+BIN=${1:?usage: scripts/results.sh BIN [EXPERIMENT...]}
+shift
+OUT_DIR=${OUT_DIR:-results-out}
+ROUNDS=${ROUNDS:-3}
+DESIGNS=${DESIGNS:-$("$BIN" designs | awk '$1 != "rocksdb" {print $1}' | paste -sd,)}
+EXPERIMENTS=("$@")
+if [ ${#EXPERIMENTS[@]} -eq 0 ]; then
+    EXPERIMENTS=(leveled-vs-leveled-pm nvlsm-ycsb trianglekv-write slmdb-ycsb fluidkv-write
+        labdb-ycsb)
+fi
+mkdir -p "$OUT_DIR/experiments" "$OUT_DIR/survey"
+PM=$(mktemp -d /dev/shm/tierkv-results-XXXXXX)
+trap 'rm -rf "$PM"' EXIT
+
+if [ "${SURVEY:-1}" != 0 ]; then
+    for threads in 1 2; do
+        echo "== survey, $threads thread(s)"
+        start=$(date +%s)
+        "$BIN" bench --design="$DESIGNS" \
+            --benchmarks=fillrandom,readrandom,ycsb-load,ycsb-a,ycsb-c \
+            --num=1000000 --reads=200000 --key_size=16 --value_size=128 --threads="$threads" \
+            --pm_path="$PM/survey.pool" --json="$OUT_DIR/survey/threads-$threads.json" \
+            >"$OUT_DIR/survey/threads-$threads.log" 2>&1
+        echo "survey, $threads thread(s): $(($(date +%s) - start)) s"
+    done
+fi
+
+for e in "${EXPERIMENTS[@]}"; do
+    echo "== $e"
+    start=$(date +%s)
+    "$BIN" reproduce "$e" --rounds "$ROUNDS" --pm_path "$PM" --out "$OUT_DIR/experiments/$e" \
+        >"$OUT_DIR/experiments/$e.log" 2>&1 || {
+        echo "$e failed; its output: $OUT_DIR/experiments/$e.log" >&2
+        tail -20 "$OUT_DIR/experiments/$e.log" >&2
+        continue
+    }
+    echo "$e: $(($(date +%s) - start)) s"
+done
+
+dirs=()
+for d in "$OUT_DIR"/experiments/*/; do
+    [ -f "$d/report.json" ] && dirs+=(--summary "$d")
+done
+surveys=()
+for s in "$OUT_DIR"/survey/threads-*.json; do
+    [ -f "$s" ] && surveys+=(--survey "$s")
+done
+"$BIN" reproduce "${dirs[@]}" ${surveys[@]+"${surveys[@]}"} --out docs/RESULTS.md
