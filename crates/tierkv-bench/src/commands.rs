@@ -22,7 +22,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Mutex, OnceLock, PoisonError};
-use tierkv::stats::{DbStats, GlobalIndexStats, LevelStats};
+use tierkv::stats::{DbStats, GlobalIndexStats, LabStats, LevelStats};
 use tierkv::{CheckReport, CreationFields, Db, Design, Options, ReadOptions};
 
 /// The database flags shared by the tool subcommands.
@@ -268,6 +268,10 @@ pub struct DbSummary {
     pub pool: Option<PoolSummary>,
     /// The global index (`slmdb`).
     pub global_index: Option<GlobalIndexStats>,
+    /// LAB-DB's L0 trees (keys and value addresses in PM leaves) and the value arrays on the
+    /// SSD they point into (`labdb`).
+    #[serde(default)]
+    pub labdb: Option<LabStats>,
     /// Whether a flush or compaction was due or running when the figures were taken (one that
     /// started finishes before the tool closes the database, which then differs from this
     /// summary).
@@ -405,6 +409,7 @@ impl DbSummary {
                 allocated_bytes: pm.bytes_allocated,
             }),
             global_index: stats.global_index.clone(),
+            labdb: stats.labdb.clone(),
             background_pending: stats.background_pending,
         }
     }
@@ -550,6 +555,26 @@ pub fn format_db_summary(s: &DbSummary) -> String {
             b(ix.dram_bytes)
         );
     }
+    if let Some(lab) = &s.labdb {
+        let _ = writeln!(
+            o,
+            "L0 trees:        {} keys ({} in the mutable tree, {} in the immutable one), {} of \
+             leaves on PM, {} of inner nodes in DRAM",
+            lab.mutable_keys + lab.immutable_keys,
+            lab.mutable_keys,
+            lab.immutable_keys,
+            b(lab.pm_bytes),
+            b(lab.dram_bytes)
+        );
+        let _ = writeln!(
+            o,
+            "Value arrays:    {} files, {} on SSD ({} of it live), the values of the L0 trees' \
+             keys",
+            lab.value_files,
+            b(lab.value_bytes),
+            b(lab.value_live_bytes)
+        );
+    }
     if s.background_pending {
         let _ = writeln!(
             o,
@@ -564,15 +589,25 @@ pub fn format_db_summary(s: &DbSummary) -> String {
             format!("{:.3}", a as f64 / s.live_bytes as f64)
         }
     };
-    let ssd = s.ssd_tables.bytes + s.wal_ssd_bytes;
-    let pm = s.pm_tables.bytes + s.wal_pm_bytes;
+    // LAB-DB's value arrays on the SSD and tree leaves on PM hold data as tables do.
+    let (lab_ssd, lab_pm) = s
+        .labdb
+        .as_ref()
+        .map_or((0, 0), |l| (l.value_bytes, l.pm_bytes));
+    let ssd = s.ssd_tables.bytes + s.wal_ssd_bytes + lab_ssd;
+    let pm = s.pm_tables.bytes + s.wal_pm_bytes + lab_pm;
     let _ = writeln!(
         o,
-        "Space:           SSD {} ({} of the live data), PM {} ({}) in tables and WAL",
+        "Space:           SSD {} ({} of the live data), PM {} ({}) in tables{} and WAL",
         b(ssd),
         ratio(ssd),
         b(pm),
-        ratio(pm)
+        ratio(pm),
+        if s.labdb.is_some() {
+            ", L0 trees, value arrays"
+        } else {
+            ""
+        }
     );
     o
 }

@@ -374,6 +374,22 @@ fn stats_prints_what_the_database_holds() {
         "{text}"
     );
     assert!(text.contains("PM pool:         none"), "{text}");
+
+    // LAB-DB keeps its keys in the L0 trees' PM leaves and its values in value arrays on the
+    // SSD: stats shows both, and counts them in the space (before: "0 files", "SSD 0 B").
+    let lab = dir.path().join("lab");
+    let lab = lab.to_str().unwrap();
+    ok(&["put", "--db", lab, "--design", "labdb", "k", "value"]);
+    ok(&["put", "--db", lab, "k2", "value2"]);
+    let text = ok(&["stats", "--db", lab]);
+    assert!(text.contains("L0 trees:        2 keys"), "{text}");
+    assert!(text.contains("Value arrays:    "), "{text}");
+    let space = text.lines().find(|l| l.starts_with("Space:")).unwrap();
+    assert!(!space.contains("SSD 0 B"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["stats", "--db", lab, "--json"])).unwrap();
+    assert!(json["labdb"]["value_bytes"].as_u64().unwrap() > 0, "{json}");
+
     let err = fails(&["stats", "--db", dir.path().join("none").to_str().unwrap()]);
     assert!(err.contains("reading database"), "{err}");
 }
