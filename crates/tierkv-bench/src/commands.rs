@@ -409,7 +409,7 @@ impl DbSummary {
                 allocated_bytes: pm.bytes_allocated,
             }),
             global_index: stats.global_index.clone(),
-            labdb: stats.labdb.clone(),
+            labdb: stats.labdb,
             background_pending: stats.background_pending,
         }
     }
