@@ -906,6 +906,7 @@ mod tests {
             ops,
             ops_per_sec: ops as f64 / dt,
             stall_micros,
+            dram_bytes: None,
         }
     }
 

@@ -132,6 +132,9 @@ pub struct Sample {
     /// Microseconds writers were stalled in the interval, from the engine's own figures
     /// (`DbStats::stall_micros` deltas; 0 for engines without them).
     pub stall_micros: u64,
+    /// The engine's DRAM footprint at the end of the interval (TierKV engines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_bytes: Option<u64>,
 }
 
 /// The figures of one benchmark.
@@ -776,21 +779,37 @@ pub fn format_stats(s: &StatsSummary) -> String {
         b(st.ssd_read_user),
         b(st.ssd_read_recovery)
     );
+    // Every tier together first (what the design costs in all), then the SSD's own.
+    let all = crate::figures::RunFigures::new(st, s.logical_bytes)
+        .database
+        .amplification;
+    let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.3}"));
     let _ = writeln!(
         o,
-        "Write amplification:    {:.3} (SSD bytes written / user bytes written; tables only {:.3})",
+        "Amplification:          write {}, read {}, space {} (every tier: SSD and PM bytes / \
+         user bytes; write without the log {})",
+        f(all.write),
+        f(all.read),
+        f(all.space),
+        f(all.write_excluding_log)
+    );
+    let _ = writeln!(
+        o,
+        "SSD write amplification: {:.3} (SSD bytes written / user bytes written; tables only \
+         {:.3})",
         s.write_amplification, s.write_amplification_tables
     );
     let _ = writeln!(
         o,
-        "Read amplification:     {:.3} (SSD bytes read for gets and scans / bytes they returned)",
+        "SSD read amplification: {:.3} (SSD bytes read for gets and scans / bytes they \
+         returned)",
         s.read_amplification
     );
     match (s.space_amplification, s.logical_bytes) {
         (Some(sa), Some(l)) => {
             let _ = writeln!(
                 o,
-                "Space amplification:    {sa:.3} (live SSD {} / logical {})",
+                "SSD space amplification: {sa:.3} (live SSD {} / logical {})",
                 b(st.ssd_live_bytes()),
                 b(l)
             );
@@ -798,7 +817,7 @@ pub fn format_stats(s: &StatsSummary) -> String {
         _ => {
             let _ = writeln!(
                 o,
-                "Space amplification:    n/a (live SSD {})",
+                "SSD space amplification: n/a (live SSD {})",
                 b(st.ssd_live_bytes())
             );
         }
@@ -1472,24 +1491,53 @@ pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
         total(r, &|a| a.space).or_else(|| stats(r).and_then(|s| s.space_amplification))
     });
     if runs.iter().any(|r| r.tiers.iter().any(|t| t.tier == "PM")) {
+        // Each tier's share of the rows above, by the same definitions (the engine's bytes to
+        // that tier), so that the tiers add up to the total; the PM device's own count (cache
+        // lines written back x 64) is its own row.
         for tier in ["SSD", "PM"] {
-            let t = |r: &DesignRun| r.tiers.iter().find(|t| t.tier == tier).cloned();
-            row(format!("  {tier} write amplification"), &|r| {
-                t(r).map(|t| t.write)
+            let part = |r: &DesignRun| {
+                let name = tier.to_lowercase();
+                figures(r).and_then(|f| f.tiers.into_iter().find(|t| t.part == name))
+            };
+            // An engine without per-tier figures (RocksDB) has its SSD figures only.
+            let fallback = |r: &DesignRun| {
+                (tier == "SSD")
+                    .then(|| r.tiers.iter().find(|t| t.tier == "SSD").cloned())
+                    .flatten()
+            };
+            row(
+                format!("  {tier} write amplification"),
+                &|r| match part(r) {
+                    Some(p) => p.amplification.write,
+                    None => fallback(r).map(|t| t.write),
+                },
+            );
+            row(format!("  {tier} read amplification"), &|r| match part(r) {
+                Some(p) => p.amplification.read,
+                None => fallback(r).map(|t| t.read),
             });
-            row(format!("  {tier} read amplification"), &|r| {
-                t(r).map(|t| t.read)
-            });
-            row(format!("  {tier} space amplification"), &|r| {
-                t(r).and_then(|t| t.space)
-            });
+            row(
+                format!("  {tier} space amplification"),
+                &|r| match part(r) {
+                    Some(p) => p.amplification.space,
+                    None => fallback(r).and_then(|t| t.space),
+                },
+            );
         }
+        row("PM device write amplification".into(), &|r| {
+            figures(r)
+                .and_then(|f| f.tiers.into_iter().find(|t| t.part == "pm"))
+                .and_then(|p| p.device_write_amplification)
+        });
     }
     row("stall time s".into(), &|r| {
         stats(r).map(|s| s.stall_micros as f64 / 1e6)
     });
-    row("DRAM MiB".into(), &|r| {
-        stats(r).map(|s| s.stats.dram.total() as f64 / 1_048_576.0)
+    row("DRAM MiB peak".into(), &|r| {
+        dram_over_run(r).map(|(peak, _)| peak / 1_048_576.0)
+    });
+    row("DRAM MiB mean".into(), &|r| {
+        dram_over_run(r).map(|(_, mean)| mean / 1_048_576.0)
     });
     // The pool's chunks in use (a file takes whole chunks), where space amplification counts
     // the files' bytes.
@@ -1504,6 +1552,27 @@ pub fn compare(runs: &[DesignRun]) -> Vec<ComparisonRow> {
         });
     }
     rows
+}
+
+/// The engine's DRAM over a run: the peak and the time-weighted mean of its benchmarks'
+/// samples and the end-of-run figure (the only one for a run too short to sample). `None` for
+/// an engine without TierKV's figures.
+pub fn dram_over_run(r: &DesignRun) -> Option<(f64, f64)> {
+    let end = r.final_stats.as_ref()?.stats.dram.total() as f64;
+    let samples: Vec<(f64, f64)> = r
+        .benchmarks
+        .iter()
+        .flat_map(|b| &b.samples)
+        .filter_map(|s| s.dram_bytes.map(|d| (d as f64, s.interval_sec)))
+        .collect();
+    let peak = samples.iter().map(|s| s.0).fold(end, f64::max);
+    let secs: f64 = samples.iter().map(|s| s.1).sum();
+    let mean = if secs > 0.0 {
+        samples.iter().map(|(d, t)| d * t).sum::<f64>() / secs
+    } else {
+        end
+    };
+    Some((peak, mean))
 }
 
 /// Decimals a figure is shown with, the same for every design (and for zero) so that a column
@@ -1528,7 +1597,9 @@ pub const AMPLIFICATION_LEGEND: &str = "\
 write amplification: bytes written to SSD and PM (log, flushes, compactions, manifest) / key+value bytes of user writes
 read amplification:  bytes read from SSD and PM to answer gets and scans (blocks, indexes, filters; not the block cache) / key+value bytes returned
 space amplification: live bytes on SSD and PM (tables, logs) / key+value bytes of the live data (when measured)
-(indented rows: the same for one tier; \"n/a\": not measured or nothing to divide by)
+(indented rows: the same, counting only one tier's bytes, so the tiers add up to the row above; \"n/a\": not measured or nothing to divide by)
+PM device write amplification: cache lines the PM device wrote back x 64 / key+value bytes of user writes (a small store costs a whole line)
+DRAM MiB peak / mean: the engine's DRAM (memtables, filters, indexes, block cache, DRAM index nodes) over the run's samples, at most and on average
 ";
 
 /// Notes under the side-by-side table: designs whose figures cannot be compared yet because
@@ -1861,9 +1932,13 @@ mod tests {
             "  flush:                900 B",
             "  compaction:           2100 B (2.1 KiB)",
             "  manifest:             10 B",
-            "Write amplification:    4.110 (SSD bytes written / user bytes written; tables only 3.000)",
-            "Read amplification:     2.000 (SSD bytes read for gets and scans / bytes they returned)",
-            "Space amplification:    1.500 (live SSD 1200 B (1.2 KiB) / logical 800 B)",
+            "Amplification:          write ",
+            "(every tier: SSD and PM bytes / user bytes; write without the log ",
+            "SSD write amplification: 4.110 (SSD bytes written / user bytes written; tables only \
+             3.000)",
+            "SSD read amplification: 2.000 (SSD bytes read for gets and scans / bytes they \
+             returned)",
+            "SSD space amplification: 1.500 (live SSD 1200 B (1.2 KiB) / logical 800 B)",
             "Stalls:                 7 write groups, 2.000 s (slowdown 1.500 s, stop 0.500 s)",
             "Flushes / compactions:  3 / 2",
             "  L0:      2 files  400 B",
@@ -1878,7 +1953,7 @@ mod tests {
             assert!(text.contains(field), "{field:?} missing from\n{text}");
         }
         let unknown = format_stats(&StatsSummary::new("tierkv", sample_stats(), None));
-        assert!(unknown.contains("Space amplification:    n/a"));
+        assert!(unknown.contains("SSD space amplification: n/a"));
     }
 
     #[test]
@@ -1969,6 +2044,7 @@ mod tests {
             ops: 1000,
             ops_per_sec: 1000.0,
             stall_micros: 250,
+            dram_bytes: None,
         }];
         result.stall_micros = Some(250);
         let mut other = stats.clone();

@@ -1470,6 +1470,7 @@ mod tests {
             ops,
             ops_per_sec: ops as f64 * 2.0,
             stall_micros: 0,
+            dram_bytes: None,
         };
         let metric = Metric::OpsBeforeSlowdown(Bench::all("fillrandom"));
         let mut run = run_of("A", 100.0, None);

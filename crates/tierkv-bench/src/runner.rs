@@ -1046,7 +1046,9 @@ fn sample_until_done(
     let (mut last_t, mut last_ops, mut last_stall) = (start, 0u64, stall_before);
     let mut take = |now: Instant, samples: &mut Vec<Sample>| {
         let ops = total();
-        let stall = stall_micros(engine);
+        let stats = engine.stats();
+        let stall = stats.as_ref().map(|s| s.stall_micros());
+        let dram_bytes = stats.map(|s| s.dram.total());
         let secs = now.duration_since(last_t).as_secs_f64();
         samples.push(Sample {
             t_sec: now.duration_since(start).as_secs_f64(),
@@ -1061,6 +1063,7 @@ fn sample_until_done(
                 (Some(b), Some(a)) => a.saturating_sub(b),
                 _ => 0,
             },
+            dram_bytes,
         });
         (last_t, last_ops, last_stall) = (now, ops, stall);
         last_ops

@@ -56,8 +56,10 @@ fn bench_prints_engine_figures_and_json() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("Write amplification:"), "{stdout}");
-    assert!(stdout.contains("Space amplification:"), "{stdout}");
+    // Every tier first, then the SSD's own figures, named as such.
+    assert!(stdout.contains("Amplification:          write "), "{stdout}");
+    assert!(stdout.contains("SSD write amplification:"), "{stdout}");
+    assert!(stdout.contains("SSD space amplification:"), "{stdout}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let run = &v["runs"][0];
     assert_eq!(run["benchmarks"].as_array().unwrap().len(), 6);

@@ -292,6 +292,27 @@ fn side_by_side_counts_every_tier() {
         "{table}"
     );
     assert!(row("  PM write amplification").contains("n/a"), "{table}");
+    // leveled-pm's tiers add up to its total (before, the PM row was the device's figure and
+    // could exceed the total); the device's figure has its own row.
+    let second = |name: &str| -> f64 {
+        let line = row(name);
+        let cells: Vec<&str> = line[name.len()..].split_whitespace().collect();
+        cells[1]
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {line}"))
+    };
+    let (ssd, pm) = (
+        second("  SSD write amplification"),
+        second("  PM write amplification"),
+    );
+    let total_wa = second("write amplification");
+    assert!((ssd + pm - total_wa).abs() < 0.002, "{table}");
+    assert!(second("PM device write amplification") > 0.0, "{table}");
+    // DRAM over the run: its peak and its mean.
+    assert!(
+        second("DRAM MiB peak") >= second("DRAM MiB mean"),
+        "{table}"
+    );
     assert!(
         table.contains("leveled: all data still in the memtable"),
         "{table}"
