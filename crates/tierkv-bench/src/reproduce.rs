@@ -212,8 +212,37 @@ pub fn list(out: &mut dyn Write) -> EngineResult<()> {
             writeln!(out, "    check:   {} (paper: {})", c.claim, c.paper)?;
         }
         writeln!(out, "    rounds:  {}", e.rounds.max(1))?;
+        writeln!(out, "    size:    {}", run_size(e))?;
     }
     Ok(())
+}
+
+/// How much an experiment runs, for `--list`: per round, each phase's designs x its keys and
+/// operations; then the `tierkv bench` runs in all (a reader's measure of its run time, which
+/// depends on the machine: `docs/BENCHMARKS.md` records measured ones).
+fn run_size(e: &Experiment) -> String {
+    let flag = |p: &Phase, name: &str| {
+        p.bench_args
+            .iter()
+            .find_map(|a| a.strip_prefix(name))
+            .map(str::to_string)
+    };
+    let phases: Vec<String> = e
+        .phases
+        .iter()
+        .map(|p| {
+            let num = flag(p, "--num=").unwrap_or_else(|| "1000000".into());
+            let reads = flag(p, "--reads=").map_or(String::new(), |r| format!(", {r} ops"));
+            format!("{} x {num} keys{reads}", e.phase_designs(p).len())
+        })
+        .collect();
+    let runs: usize = e.phases.iter().map(|p| e.phase_designs(p).len()).sum();
+    format!(
+        "{} per round; {} bench runs over {} rounds",
+        phases.join(" + "),
+        runs * e.rounds.max(1),
+        e.rounds.max(1)
+    )
 }
 
 /// One design's figure over the rounds.

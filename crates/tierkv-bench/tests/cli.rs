@@ -57,7 +57,10 @@ fn bench_prints_engine_figures_and_json() {
         String::from_utf8_lossy(&out.stderr)
     );
     // Every tier first, then the SSD's own figures, named as such.
-    assert!(stdout.contains("Amplification:          write "), "{stdout}");
+    assert!(
+        stdout.contains("Amplification:          write "),
+        "{stdout}"
+    );
     assert!(stdout.contains("SSD write amplification:"), "{stdout}");
     assert!(stdout.contains("SSD space amplification:"), "{stdout}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();

@@ -409,6 +409,12 @@ fn reproduce_judges_several_checks_over_rounds() {
     let o = format!("--out={}", out.display());
     let list = ok(&["reproduce", "--list"]);
     assert!(!list.contains("self-test"), "hidden: {list}");
+    // Each experiment says how much it runs (three rounds by default).
+    assert!(
+        list.contains("size:    2 x 400000 keys, 200000 ops per round; 6 bench runs over 3 rounds"),
+        "{list}"
+    );
+    assert!(!list.contains("rounds:  1\n"), "{list}");
     let stdout = ok(&["reproduce", "self-test", "--self-test", "--rounds=2", &o]);
     assert!(
         stdout.contains("== Round 2 of 2, phase mixed =="),
