@@ -157,11 +157,22 @@ fn survey_table(surveys: &[Survey], m: &mut String) {
          database (the PM pool an emulated file on a RAM file system). Higher is better; \
          `-` means the design did not run that benchmark.\n"
     );
+    // Reports of one thread count (a second run adding a design, say RocksDB) are one column
+    // group; the first report's figure for a design wins.
+    let mut threads: Vec<usize> = surveys.iter().map(|s| s.threads).collect();
+    threads.dedup();
+    let runs_at = |t: usize| -> Vec<&DesignRun> {
+        surveys
+            .iter()
+            .filter(|s| s.threads == t)
+            .flat_map(|s| &s.runs)
+            .collect()
+    };
     let mut header = String::from("| design |");
     let mut rule = String::from("|---|");
-    for s in surveys {
+    for &t in &threads {
         for b in SURVEY_BENCHMARKS {
-            let _ = write!(header, " {b}, {} thread(s) |", s.threads);
+            let _ = write!(header, " {b}, {t} thread(s) |");
             rule.push_str("---|");
         }
     }
@@ -176,8 +187,8 @@ fn survey_table(surveys: &[Survey], m: &mut String) {
     }
     for d in &designs {
         let mut row = format!("| {d} |");
-        for s in surveys {
-            let run = s.runs.iter().find(|r| &r.design == d);
+        for &t in &threads {
+            let run = runs_at(t).into_iter().find(|r| &r.design == d);
             for b in SURVEY_BENCHMARKS {
                 let v = run
                     .and_then(|r| r.benchmarks.iter().find(|x| x.name == *b))

@@ -571,11 +571,21 @@ fn reproduce_judges_several_checks_over_rounds() {
         "--num=500",
         &format!("--json={}", survey.display()),
     ]);
+    // A second report of the same thread count adds its design to the same columns.
+    let more = dir.path().join("survey-more.json");
+    ok(&[
+        "bench",
+        "--design=nvlsm",
+        "--benchmarks=fillrandom,readrandom",
+        "--num=500",
+        &format!("--json={}", more.display()),
+    ]);
     let page = dir.path().join("RESULTS.md");
     let stdout = ok(&[
         "reproduce",
         &format!("--summary={}", out.display()),
         &format!("--survey={}", survey.display()),
+        &format!("--survey={}", more.display()),
         &format!("--out={}", page.display()),
     ]);
     assert!(
@@ -591,8 +601,11 @@ fn reproduce_judges_several_checks_over_rounds() {
         .collect();
     for part in [
         "## Which design for my hardware?",
-        "| design | fillrandom, 1 thread(s) | readrandom, 1 thread(s) |",
+        "| design | fillrandom, 1 thread(s) | readrandom, 1 thread(s) | ycsb-a, 1 thread(s) | \
+         ycsb-c, 1 thread(s) |\n|---|---|---|---|---|\n",
         "| leveled-pm |",
+        "| nvlsm |",
+        "`tierkv bench --design=nvlsm --benchmarks=fillrandom,readrandom --num=500",
         "`tierkv bench --design=leveled,leveled-pm --benchmarks=fillrandom,readrandom --num=500",
         "## Claims",
         "6 checks in 1 experiments:",
