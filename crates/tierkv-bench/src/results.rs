@@ -261,6 +261,40 @@ fn claims_table(experiments: &[Measured], m: &mut String) {
     let _ = writeln!(m);
 }
 
+/// The registry's experiments the page has no report of, with the command that measures each.
+fn missing(experiments: &[Measured], m: &mut String) {
+    let absent: Vec<_> = crate::experiments::EXPERIMENTS
+        .iter()
+        .filter(|e| !experiments.iter().any(|x| x.summary.experiment == e.name))
+        .collect();
+    if absent.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        m,
+        "## Not on this page yet
+"
+    );
+    let _ = writeln!(
+        m,
+        "These experiments of the registry have no report here; each runs with the command \
+         shown (`tierkv reproduce --list` says what each runs).\n"
+    );
+    let _ = writeln!(m, "| experiment | paper | checks | command |");
+    let _ = writeln!(m, "|---|---|---|---|");
+    for e in absent {
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | `tierkv reproduce {} --pm_path /dev/shm` |",
+            e.name,
+            cell(e.paper),
+            e.checks.len(),
+            e.name
+        );
+    }
+    let _ = writeln!(m);
+}
+
 /// The results page of the experiment directories `dirs` and the survey reports `surveys`.
 pub fn page(dirs: &[PathBuf], surveys: &[PathBuf]) -> EngineResult<String> {
     let mut experiments = dirs
@@ -283,6 +317,7 @@ pub fn page(dirs: &[PathBuf], surveys: &[PathBuf]) -> EngineResult<String> {
     );
     survey_table(&surveys, &mut m);
     claims_table(&experiments, &mut m);
+    missing(&experiments, &mut m);
     Ok(m)
 }
 

@@ -613,6 +613,8 @@ fn reproduce_judges_several_checks_over_rounds() {
          least once | >= 1 |",
         "| 2 | inconclusive | inconclusive |",
         "`tierkv reproduce self-test --rounds 2 --self-test`",
+        "## Not on this page yet",
+        "| leveled-vs-leveled-pm | ",
         &format!(" | {commit} | "),
     ] {
         assert!(md.contains(part), "{part:?} missing from\n{md}");
