@@ -13,7 +13,9 @@
 #    before included) and the survey reports, into docs/RESULTS.md.
 #
 # BIN: the tierkv binary (`cargo build --release -p tierkv-bench`). Environment: OUT_DIR
-# (default results-out), ROUNDS (default 3), DESIGNS (the survey's, default every design).
+# (default results-out), ROUNDS (default 3), DESIGNS (the survey's, default every design),
+# ROCKSDB_BIN (a `rocksdb` feature build: RocksDB joins the survey), SURVEY=0 (keep the survey
+# reports in OUT_DIR), and experiment names as arguments (none: the headline ones).
 set -euo pipefail
 
 BIN=${1:?usage: scripts/results.sh BIN [EXPERIMENT...]}
@@ -43,6 +45,21 @@ if [ "${SURVEY:-1}" != 0 ]; then
     done
 fi
 
+# RocksDB in the survey, from a build with the `rocksdb` feature (ROCKSDB_BIN, e.g.
+# `cargo build --release -p tierkv-bench --features rocksdb --target-dir /tmp/rocks-target`
+# then /tmp/rocks-target/release/tierkv): the same workload, its own report per thread count,
+# which the page puts in the same columns.
+if [ -n "${ROCKSDB_BIN:-}" ]; then
+    for threads in 1 2; do
+        echo "== survey, rocksdb, $threads thread(s)"
+        "$ROCKSDB_BIN" bench --design=rocksdb \
+            --benchmarks=fillrandom,readrandom,ycsb-load,ycsb-a,ycsb-c \
+            --num=1000000 --reads=200000 --key_size=16 --value_size=128 --threads="$threads" \
+            --json="$OUT_DIR/survey/rocksdb-threads-$threads.json" \
+            >"$OUT_DIR/survey/rocksdb-threads-$threads.log" 2>&1
+    done
+fi
+
 for e in "${EXPERIMENTS[@]}"; do
     echo "== $e"
     start=$(date +%s)
@@ -60,7 +77,7 @@ for d in "$OUT_DIR"/experiments/*/; do
     [ -f "$d/report.json" ] && dirs+=(--summary "$d")
 done
 surveys=()
-for s in "$OUT_DIR"/survey/threads-*.json; do
+for s in "$OUT_DIR"/survey/threads-*.json "$OUT_DIR"/survey/rocksdb-threads-*.json; do
     [ -f "$s" ] && surveys+=(--survey "$s")
 done
 "$BIN" reproduce "${dirs[@]}" ${surveys[@]+"${surveys[@]}"} --out docs/RESULTS.md
