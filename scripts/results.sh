@@ -29,7 +29,10 @@ if [ ${#EXPERIMENTS[@]} -eq 0 ]; then
         labdb-ycsb)
 fi
 mkdir -p "$OUT_DIR/experiments" "$OUT_DIR/survey"
-PM=$(mktemp -d /dev/shm/tierkv-results-XXXXXX)
+# The pools' directory, named the same in every run so the commands the page records read the
+# same; refused if it exists (this script removes only what it created).
+PM=/dev/shm/tierkv-results
+mkdir "$PM" || { echo "$PM exists: remove it or finish the run that made it" >&2; exit 1; }
 trap 'rm -rf "$PM"' EXIT
 
 if [ "${SURVEY:-1}" != 0 ]; then
