@@ -779,10 +779,10 @@ impl Options {
             // on PM (otherwise room for one table), and the manifest's when it is in the pool.
             let manifest_on_pm = self.manifest_tier() == Tier::Pm;
             let min_chunks = if self.design.wal_tier(self) == Tier::Pm {
-                crate::db::min_pool_chunks(self.max_write_buffer_number, manifest_on_pm)
+                crate::fs::min_pool_chunks(self.max_write_buffer_number, manifest_on_pm)
             } else {
                 3 + if manifest_on_pm {
-                    crate::db::MANIFEST_CHUNKS
+                    crate::fs::MANIFEST_CHUNKS
                 } else {
                     0
                 }
@@ -831,4 +831,18 @@ pub struct ReadOptions {
     /// Do not insert blocks read by this operation into the block cache (for scans that would
     /// otherwise evict the working set). Default false.
     pub skip_cache_fill: bool,
+}
+
+/// `options` with its file system wrapped in the SSD model when `options.ssd` turns any part of
+/// it on (unchanged otherwise). Called by `Db::open`. A file system that already is an
+/// [`crate::fs::SsdModelFs`] is used as it is: the options of an open database (`Db::options`) hold the
+/// model it was opened with, and a model built by hand (another clock) is respected.
+pub(crate) fn with_ssd_model(mut options: Options) -> Options {
+    if options.ssd.is_on() && options.fs.as_ssd_model().is_none() {
+        options.fs = Arc::new(crate::fs::SsdModelFs::new(
+            Arc::clone(&options.fs),
+            &options.ssd,
+        ));
+    }
+    options
 }

@@ -28,9 +28,9 @@
 //! tombstone whenever the output group itself may hold the key
 //! ([`OutputPlan::joins_older_runs`]).
 
+use super::RunTarget;
 use super::{CompactionPolicy, CompactionTask, OutputPlan, PolicyView, Reason, SetTarget};
 use crate::options::CompactionOptions;
-use crate::pipeline::RunTarget;
 use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind, RunSet, StageVersion, VersionEdit};
 use std::sync::Arc;

@@ -8,10 +8,10 @@
 //! The chunk is read from the trees' current state, not from the version: the policy holds the
 //! L0 (as SLM-DB's holds its global index).
 
+use super::RunTarget;
 use super::{CompactionPolicy, CompactionTask, LeveledPolicy, OutputPlan, PolicyView, Reason};
 use crate::labdb::l0::{roles_of, LabL0};
 use crate::options::CompactionOptions;
-use crate::pipeline::RunTarget;
 use crate::version::{FileMetaData, TreeRoles, VersionEdit};
 use std::sync::Arc;
 

@@ -12,10 +12,10 @@
 //!
 //! The golden cases of `testdata/leveled_picks.txt` pin the picker down.
 
+use super::RunTarget;
 use super::{CompactionPolicy, CompactionTask, OutputPlan, PolicyView, Reason};
 use crate::format::compare_internal;
 use crate::options::CompactionOptions;
-use crate::pipeline::RunTarget;
 use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind, StageVersion, VersionEdit};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};

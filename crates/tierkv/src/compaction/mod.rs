@@ -22,8 +22,24 @@ pub(crate) use leveled::LeveledPolicy;
 pub(crate) use rows::RowPolicy;
 pub(crate) use selective::SelectivePolicy;
 
-use crate::version::{FileMetaData, StageVersion, VersionEdit};
+use crate::tier::Tier;
+use crate::version::{FileMetaData, RunKind, StageVersion, VersionEdit};
 use std::sync::Arc;
+
+/// Where a flush (or a compaction's output) is written: the group of the stage, the tier, the
+/// run kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RunTarget {
+    /// The group the runs go to.
+    pub group: usize,
+    /// The tier they are written to.
+    pub tier: Tier,
+    /// What they are made of.
+    pub kind: RunKind,
+    /// A row of a row container: a sorted array with cross-row hints into the group's newest
+    /// row, a size sketch and no Bloom filter.
+    pub row: bool,
+}
 
 /// Why a compaction was planned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,7 +289,7 @@ pub trait CompactionPolicy: Send + Sync {
     ) -> Option<CompactionTask>;
 
     /// The tier and run kind of the task's outputs, and the size at which outputs are cut.
-    fn output(&self, task: &CompactionTask) -> crate::pipeline::RunTarget;
+    fn output(&self, task: &CompactionTask) -> RunTarget;
 
     /// The size at which a compaction output run is cut (only between user keys).
     fn target_run_bytes(&self) -> u64;

@@ -30,9 +30,9 @@
 //! compactor's newest row number (0: no compactor; the triangle's is always 0), then the
 //! cursor's user key.
 
+use super::RunTarget;
 use super::{CompactionPolicy, CompactionTask, LeveledPolicy, OutputPlan, PolicyView, Reason};
 use crate::options::{CompactionOptions, RowOptions};
-use crate::pipeline::RunTarget;
 use crate::stages::rows::{live_row_bytes, row_info, Container};
 use crate::tier::Tier;
 use crate::version::{add_range, FileMetaData, KeyRange, RowInfo, RunKind, VersionEdit};

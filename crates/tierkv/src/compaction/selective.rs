@@ -24,9 +24,9 @@
 //! live counts and the R2/R3 list from the stage's global index (DRAM state kept beside the
 //! version, so not a pure function of the version as the other policies are).
 
+use super::RunTarget;
 use super::{CompactionPolicy, CompactionTask, OutputPlan, PolicyView, Reason};
 use crate::gindex::GlobalIndex;
-use crate::pipeline::RunTarget;
 use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind, VersionEdit};
 use std::collections::BTreeSet;

@@ -12,10 +12,10 @@
 //!
 //! [`CompactionPolicy::apply`]: super::CompactionPolicy::apply
 
+use super::RunTarget;
 use super::{BreakCursor, CompactionTask, OutputPlan, PolicyView, SetRouter};
 use crate::format::{make_internal_key, ValueType};
 use crate::options::Options;
-use crate::pipeline::RunTarget;
 use crate::pipeline::Stage;
 use crate::version::{FileMetaData, Version, VersionEdit};
 use crate::Result;

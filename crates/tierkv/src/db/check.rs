@@ -1,6 +1,5 @@
 //! Offline verification (`tierkv check`): reads everything, writes nothing.
 
-use super::table_cache::TableCache;
 use crate::format::{compare_internal, user_key};
 use crate::front_ends::WalLink;
 use crate::fs::FileSystem;
@@ -8,6 +7,7 @@ use crate::log::LogReader;
 use crate::options::Options;
 use crate::parray::live::dead_entries;
 use crate::runs::OpenRun;
+use crate::runs::TableCache;
 use crate::sst::BlockCache;
 use crate::stages::rows::row_info;
 use crate::stats::{Counters, IoPurpose};

@@ -979,7 +979,7 @@ impl DbInner {
         // the merge copies stored values (pointers, not the values), except from the logs it
         // collects (`rewrite`).
         let rewrite = stored;
-        let mut input = super::MergingIterator::new(children);
+        let mut input = crate::iterator::MergingIterator::new(children);
         match range.0 {
             Some(lo) => input.seek(&crate::format::lookup_key(lo, crate::format::MAX_SEQUENCE)),
             None => input.seek_to_first(),

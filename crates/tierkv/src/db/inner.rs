@@ -1,11 +1,11 @@
 //! [`DbInner`]: what the engine's components share, and [`State`], its mutex-guarded part.
 
-use super::table_cache::TableCache;
 use super::SnapshotList;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::options::Options;
 use crate::pipeline::{FlushSource, FrontEnd, FrontView, Stage, WritePressure};
+use crate::runs::TableCache;
 use crate::stats::{
     Counters, DbStats, DramFootprint, LevelStats, PmDeviceStats, StageStats, StallReason,
     StallTracker,

@@ -34,18 +34,16 @@ mod read;
 mod recovery;
 mod repair;
 mod snapshot;
-mod table_cache;
 
 pub use check::CheckReport;
 pub(crate) use flush::ShadowFilter;
 pub(crate) use inner::{DbInner, State};
-pub use iter::{DbIterator, MergingIterator};
+pub use iter::DbIterator;
+pub(crate) use recovery::describes_empty_database;
 pub(crate) use recovery::Present;
-pub(crate) use recovery::{describes_empty_database, min_pool_chunks, MANIFEST_CHUNKS};
 pub use repair::RepairReport;
 pub use snapshot::Snapshot;
 use snapshot::SnapshotList;
-pub(crate) use table_cache::TableCache;
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;

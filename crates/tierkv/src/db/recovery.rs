@@ -23,11 +23,15 @@
 use super::clog::{self, CompactionLog};
 use super::inner::{DbInner, PmTier, State};
 use super::owner;
-use super::{SnapshotList, TableCache};
+use super::SnapshotList;
 use crate::error::{Error, Result};
-use crate::fs::{FileSystem, PmFs, PmFsOpen, PmSpacePolicy, PosixFs};
+use crate::fs::{
+    min_pool_chunks, FileSystem, PmFs, PmFsOpen, PmSpacePolicy, PosixFs, MANIFEST_CHUNKS,
+    POOL_OVERHEAD_CHUNKS, SPARE_CHUNKS,
+};
 use crate::log::LogReader;
 use crate::options::Options;
+use crate::runs::TableCache;
 use crate::sst::BlockCache;
 use crate::stats::Counters;
 use crate::tier::Tier;
@@ -61,7 +65,7 @@ pub(crate) fn open_with(dir: &Path, mut options: Options, headroom: bool) -> Res
         options.error_if_exists = false;
         options.fs = Arc::new(crate::fs::OverlayFs::new(Arc::clone(&options.fs)));
     }
-    let options = crate::fs::with_ssd_model(options);
+    let options = crate::options::with_ssd_model(options);
     let fs = Arc::clone(&options.fs);
     if options.create_if_missing {
         fs.create_dir_all(dir)?;
@@ -794,24 +798,6 @@ fn missing_pool(dir: &Path, path: &Path, given: bool, recorded: Option<&Path>) -
             path.display()
         )
     })
-}
-
-/// Chunks of a pool that hold no data: the header chunk and the `PmFs` directory chunk.
-const POOL_OVERHEAD_CHUNKS: u64 = 2;
-/// Chunks kept free in steady state for recovery's new WAL.
-const SPARE_CHUNKS: u64 = 1;
-/// Chunks kept free for the manifest when it is in the pool: the live one's growth and the
-/// next one an open or a rollover writes before the old one is deleted.
-pub(crate) const MANIFEST_CHUNKS: u64 = 2;
-
-/// The smallest pool, in chunks, that a design with its WAL on PM can run in: the header and
-/// directory chunks, one chunk for each WAL of `max_write_buffer_number` memtables, and the
-/// spare (and the manifest's chunks with `manifest_on_pm`).
-pub(crate) fn min_pool_chunks(max_write_buffer_number: usize, manifest_on_pm: bool) -> u64 {
-    POOL_OVERHEAD_CHUNKS
-        + SPARE_CHUNKS
-        + max_write_buffer_number as u64
-        + if manifest_on_pm { MANIFEST_CHUNKS } else { 0 }
 }
 
 /// How the pool's chunks are shared between WALs and tables, and the most chunks one WAL may

@@ -30,13 +30,14 @@ pub use direct::DIRECT_IO_ALIGN;
 #[cfg(any(test, feature = "test-util"))]
 pub use mem::{CrashMode, FaultSpec, FsOp, MemFs};
 pub use overlay::OverlayFs;
-pub(crate) use pm::PmWords;
+pub(crate) use pm::{
+    min_pool_chunks, PmWords, MANIFEST_CHUNKS, POOL_OVERHEAD_CHUNKS, SPARE_CHUNKS,
+};
 pub use pm::{PmFs, PmFsOwner, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_NAME};
 pub use pm_open::{
     open_pm_owners, open_pm_structures, PmFsOpen, PmKinds, PmOpenReport, PmOwner, PmStructures,
 };
 pub use posix::PosixFs;
-pub(crate) use ssd_model::with_ssd_model;
 pub use ssd_model::{
     Clock, SsdModelFs, SsdModelOptions, SsdModelStats, SystemClock, TokenBucket, BURST_DIVISOR,
     MIN_BURST_BYTES, MIN_SSD_BYTES_PER_SEC,

@@ -30,7 +30,6 @@
 //! `Options::fs`, the SSD tier's file system.
 
 use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
-use crate::options::Options;
 use crate::{Error, Result};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -99,17 +98,6 @@ impl SsdModelOptions {
         }
         Ok(())
     }
-}
-
-/// `options` with its file system wrapped in the SSD model when `options.ssd` turns any part of
-/// it on (unchanged otherwise). Called by `Db::open`. A file system that already is an
-/// [`SsdModelFs`] is used as it is: the options of an open database (`Db::options`) hold the
-/// model it was opened with, and a model built by hand (another clock) is respected.
-pub(crate) fn with_ssd_model(mut options: Options) -> Options {
-    if options.ssd.is_on() && options.fs.as_ssd_model().is_none() {
-        options.fs = Arc::new(SsdModelFs::new(Arc::clone(&options.fs), &options.ssd));
-    }
-    options
 }
 
 /// A token bucket over byte counts: `rate` bytes per second, holding at most `burst` bytes.

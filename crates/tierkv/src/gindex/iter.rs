@@ -10,9 +10,9 @@
 //! `range_sub_keys` keys returned, the tables they live in.
 
 use super::{BlockReader, GlobalIndex, Held, Location};
-use crate::db::TableCache;
 use crate::format::{compare_internal, make_internal_key, user_key, ValueType};
 use crate::iterator::InternalIterator;
+use crate::runs::TableCache;
 use crate::stats::{IoPurpose, Part};
 use crate::{Error, Result};
 use std::ops::Bound;

@@ -52,10 +52,10 @@
 //! names it any more. A reader that finds its table gone (or unreadable because deleted) looks
 //! its version up again, and reads the place it moved to.
 
-use crate::db::TableCache;
 use crate::format::{make_internal_key, parse_internal_key, user_key, ValueType};
 use crate::pbtree::{PbTree, Upsert};
 use crate::runs::OpenRun;
+use crate::runs::TableCache;
 use crate::sst::format::BlockHandle;
 use crate::stats::{GlobalIndexStats, IoPurpose, Part};
 use crate::util::coding::{put_varint64, Decoder};

@@ -18,6 +18,7 @@
 //!   searching it.
 //! * [`lower_bound_live`]: a lower bound that reads only live entries.
 
+pub(crate) use super::first_live;
 use super::reader::PmArray;
 use crate::format::{lookup_key, MAX_SEQUENCE};
 use crate::stats::IoPurpose;
@@ -56,17 +57,6 @@ pub(crate) fn window(ranges: &[KeyRange], entries: &[(u32, u32)], len: u32, key:
         hi,
         hi_dead: hi < len && first_live(entries, hi) != hi,
     }
-}
-
-/// The first entry at or after `i` outside every interval of `skip` (sorted, disjoint, possibly
-/// adjacent or empty).
-pub(crate) fn first_live(skip: &[(u32, u32)], mut i: u32) -> u32 {
-    let mut k = skip.partition_point(|e| e.1 <= i);
-    while k < skip.len() && skip[k].0 <= i {
-        i = skip[k].1;
-        k += 1;
-    }
-    i
 }
 
 /// The dead entry intervals of row `array` with row info `info`: as recorded, or found by

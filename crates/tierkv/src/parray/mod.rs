@@ -370,3 +370,14 @@ impl Footer {
         })
     }
 }
+
+/// The first entry at or after `i` outside every interval of `skip` (sorted, disjoint, possibly
+/// adjacent or empty).
+pub(crate) fn first_live(skip: &[(u32, u32)], mut i: u32) -> u32 {
+    let mut k = skip.partition_point(|e| e.1 <= i);
+    while k < skip.len() && skip[k].0 <= i {
+        i = skip[k].1;
+        k += 1;
+    }
+    i
+}

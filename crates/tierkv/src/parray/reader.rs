@@ -522,7 +522,7 @@ impl PmArray {
                 return bad("data offset is not where the previous entry ended");
             }
             expected_offset = e.data_end();
-            if super::live::first_live(skip, i) != i {
+            if super::first_live(skip, i) != i {
                 continue;
             }
             let (key, _value) = self.read_data(i, &e, purpose)?;

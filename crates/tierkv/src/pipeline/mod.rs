@@ -20,5 +20,6 @@
 mod front_end;
 mod stage;
 
+pub(crate) use crate::compaction::RunTarget;
 pub(crate) use front_end::{FlushSource, FrontEnd, FrontEndKind, FrontView};
-pub(crate) use stage::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+pub(crate) use stage::{Entry, ReadContext, Stage, WritePressure};

@@ -1,12 +1,11 @@
 //! The stage seam: one step of the pipeline, its state kept in the version.
 
-use crate::compaction::CompactionPolicy;
-use crate::db::TableCache;
+use crate::compaction::{CompactionPolicy, RunTarget};
 use crate::format::ValueType;
 use crate::iterator::InternalIterator;
+use crate::runs::TableCache;
 use crate::stats::{IoPurpose, Part};
-use crate::tier::Tier;
-use crate::version::{RunKind, StageLayout, StageVersion};
+use crate::version::{StageLayout, StageVersion};
 use crate::Result;
 use std::sync::Arc;
 
@@ -31,21 +30,6 @@ pub(crate) struct ReadContext<'a> {
 
 /// A version of a key found in a stage: its type and value.
 pub(crate) type Entry = (ValueType, Vec<u8>);
-
-/// Where a flush (or a compaction's output) is written: the group of the stage, the tier, the
-/// run kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RunTarget {
-    /// The group the runs go to.
-    pub group: usize,
-    /// The tier they are written to.
-    pub tier: Tier,
-    /// What they are made of.
-    pub kind: RunKind,
-    /// A row of a row container: a sorted array with cross-row hints into the group's newest
-    /// row, a size sketch and no Bloom filter.
-    pub row: bool,
-}
 
 /// How much a stage holds back writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

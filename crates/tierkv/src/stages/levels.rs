@@ -9,11 +9,11 @@
 
 use super::concat::{before, ConcatIterator, Segments};
 use crate::compaction::{CompactionPolicy, LeveledPolicy};
-use crate::db::TableCache;
 use crate::format::parse_internal_key;
 use crate::iterator::InternalIterator;
 use crate::options::CompactionOptions;
 use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+use crate::runs::TableCache;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{FileMetaData, GroupOrder, RunKind, StageLayout, StageVersion};

@@ -31,13 +31,14 @@
 
 use super::levels::level_iterator;
 use crate::compaction::{CompactionPolicy, RowPolicy};
-use crate::db::{MergingIterator, TableCache};
 use crate::format::user_key;
 use crate::iterator::InternalIterator;
+use crate::iterator::MergingIterator;
 use crate::options::{CompactionOptions, Options, RowOptions};
 use crate::parray::live::{dead_entries, first_live, merge_intervals, window, RowDead, Window};
 use crate::parray::{chain_get, chain_seek, ArrayIterator, KeyValue, PmArray};
 use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+use crate::runs::TableCache;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{FileMetaData, GroupOrder, RowInfo, RunKind, StageLayout, StageVersion};

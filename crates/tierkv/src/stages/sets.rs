@@ -19,12 +19,12 @@
 
 use super::concat::{before, ConcatIterator, Segments};
 use crate::compaction::{AccumulativePolicy, CompactionPolicy};
-use crate::db::TableCache;
 use crate::format::{compare_internal, make_internal_key, ValueType};
 use crate::iterator::InternalIterator;
 use crate::options::{CompactionOptions, FilterScope, NvlsmOptions};
 use crate::parray::{cascade_get, cascade_seek, ArrayIterator, PmArray};
 use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+use crate::runs::TableCache;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{GroupOrder, RunKind, RunSet, StageLayout, StageVersion};

@@ -104,3 +104,21 @@ pub(crate) fn table_reserve(space: &SpaceState) -> u64 {
     let manifests = space.manifest_chunks.load(Ordering::Acquire);
     log_reserve(&space.policy, manifests) + space.policy.log_quota_chunks.saturating_sub(logs)
 }
+
+/// Chunks of a pool that hold no data: the header chunk and the `PmFs` directory chunk.
+pub(crate) const POOL_OVERHEAD_CHUNKS: u64 = 2;
+/// Chunks kept free in steady state for recovery's new WAL.
+pub(crate) const SPARE_CHUNKS: u64 = 1;
+/// Chunks kept free for the manifest when it is in the pool: the live one's growth and the
+/// next one an open or a rollover writes before the old one is deleted.
+pub(crate) const MANIFEST_CHUNKS: u64 = 2;
+
+/// The smallest pool, in chunks, that a design with its WAL on PM can run in: the header and
+/// directory chunks, one chunk for each WAL of `max_write_buffer_number` memtables, and the
+/// spare (and the manifest's chunks with `manifest_on_pm`).
+pub(crate) fn min_pool_chunks(max_write_buffer_number: usize, manifest_on_pm: bool) -> u64 {
+    POOL_OVERHEAD_CHUNKS
+        + SPARE_CHUNKS
+        + max_write_buffer_number as u64
+        + if manifest_on_pm { MANIFEST_CHUNKS } else { 0 }
+}

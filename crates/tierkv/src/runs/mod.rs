@@ -26,6 +26,10 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod table_cache;
+
+pub(crate) use table_cache::TableCache;
+
 /// An open run.
 #[derive(Clone)]
 pub(crate) enum OpenRun {

@@ -7,6 +7,10 @@
 
 use crate::Result;
 
+mod merging;
+
+pub(crate) use merging::MergingIterator;
+
 /// A forward iterator over `(internal key, value)` pairs in internal-key order.
 ///
 /// Protocol: after `seek_to_first` or `seek`, `valid()` says whether the iterator is positioned on
