@@ -4,7 +4,7 @@
 //! takes a view of one stage's state and returns a task (which runs of which groups to merge,
 //! where the outputs go), and [`CompactionPolicy::apply`] turns a finished task and its output
 //! runs into the version edit that installs them. Neither does I/O or takes a lock. One
-//! executor (`db/compact.rs`) runs any task over any run kind, and the compaction simulator
+//! executor (`db/compact/`) runs any task over any run kind, and the compaction simulator
 //! ([`simulate`]) runs a policy over a key stream without I/O to report its write
 //! amplification in milliseconds.
 

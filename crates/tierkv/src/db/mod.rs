@@ -7,7 +7,7 @@
 //! * the design's front end (`crate::front_ends`) takes writes (its write queue, log and write
 //!   buffers live there);
 //! * the design's stages (`crate::stages`) answer reads and hold their runs;
-//! * `flush.rs` and `compact.rs`: the background scheduler's flush and compaction threads,
+//! * `flush.rs` and `compact/`: the background scheduler's flush and compaction threads,
 //!   the compaction executor, and the user-facing `flush` and `compact_range`;
 //! * `obsolete.rs`: deletion of files no live version or log needs;
 //! * `read.rs` and `iter.rs`: point lookups and iterators over the front end and the stages;
