@@ -17,15 +17,17 @@
 
 mod current;
 mod edit;
+mod names;
 mod set;
 
 pub(crate) use current::set_current;
 pub use current::{current_file_name, read_current, Current};
 pub use edit::VersionEdit;
+pub use names::{log_file_name, parse_file_name, run_file_name, value_array_file_name, FileKind};
 pub(crate) use set::pool_path_to_record;
 pub use set::{
-    log_file_name, new_identity, parse_file_name, read_manifest_creation_fields, run_file_name,
-    value_array_file_name, CreationFields, FileKind, VersionSet, DEFAULT_MANIFEST_ROLL_BYTES,
+    new_identity, read_manifest_creation_fields, CreationFields, VersionSet,
+    DEFAULT_MANIFEST_ROLL_BYTES,
 };
 
 use crate::format::{compare_internal, user_key};
