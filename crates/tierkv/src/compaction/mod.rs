@@ -19,7 +19,7 @@ pub(crate) use accumulative::AccumulativePolicy;
 pub(crate) use lab::LabPolicy;
 pub use leveled::max_bytes_for_level;
 pub(crate) use leveled::LeveledPolicy;
-pub(crate) use rows::RowPolicy;
+pub(crate) use rows::{live_row_bytes, row_info, Container, RowPolicy};
 pub(crate) use selective::SelectivePolicy;
 
 use crate::tier::Tier;

@@ -33,10 +33,39 @@
 use super::RunTarget;
 use super::{CompactionPolicy, CompactionTask, LeveledPolicy, OutputPlan, PolicyView, Reason};
 use crate::options::{CompactionOptions, RowOptions};
-use crate::stages::rows::{live_row_bytes, row_info, Container};
 use crate::tier::Tier;
 use crate::version::{add_range, FileMetaData, KeyRange, RowInfo, RunKind, VersionEdit};
 use std::sync::Arc;
+
+/// Which row container L0 is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Container {
+    /// TriangleKV: one sequence of rows; right-angle-side compaction takes a key range out of
+    /// every row at once.
+    Triangle,
+    /// MatrixKV: the receiver absorbs flushes; a full receiver becomes the compactor, which
+    /// column compaction drains key range by key range.
+    Matrix,
+}
+
+/// The row info of a run of a [`crate::version::GroupOrder::Rows`] group (the version checks every row has
+/// one).
+pub(crate) fn row_info(f: &FileMetaData) -> &RowInfo {
+    static NONE: RowInfo = RowInfo {
+        hints_into: 0,
+        dead: Vec::new(),
+        dead_entries: Vec::new(),
+        sketch: Vec::new(),
+    };
+    f.row.as_deref().unwrap_or(&NONE)
+}
+
+/// The estimated live bytes of every row.
+pub(crate) fn live_row_bytes(rows: &[Arc<FileMetaData>]) -> u64 {
+    rows.iter()
+        .map(|f| row_info(f).live_bytes(f.file_size))
+        .sum()
+}
 
 /// Where the next row compaction starts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

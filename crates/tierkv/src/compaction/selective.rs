@@ -4,13 +4,14 @@
 //! and which of the listed tables one compaction merges.
 //!
 //! * **R1, live-key ratio**: a table whose valid entries (those the global index still points
-//!   at) are below `threshold` of its entries is a candidate ([`live_key_candidates`]).
+//!   at) are below `threshold` of its entries is a candidate
+//!   ([`crate::gindex::live_key_candidates`]).
 //! * **R2, leaf scan**: a round-robin scan of the index's entries in key order; if the keys of
 //!   one scan window live in more than `max_files` tables, those tables are candidates
-//!   ([`leaf_scan_candidates`]).
+//!   ([`crate::gindex::leaf_scan_candidates`]).
 //! * **R3, range-query sequentiality**: a range query's result split into sub-ranges of
 //!   `sub_range` keys; if the sub-range touching the most tables touches more than
-//!   `max_files`, those tables are candidates ([`range_query_candidates`]).
+//!   `max_files`, those tables are candidates ([`crate::gindex::range_query_candidates`]).
 //! * **Picking inputs**: each listed table's overlap score is the sum, over the other listed
 //!   tables, of `(min(s_p, t_q) - max(s_1, t_1)) / (max(s_p, t_q) - min(s_1, t_1))` clamped at
 //!   zero, for key ranges `[s_1, s_p]` and `[t_1, t_q]`; the table with the highest score is
@@ -26,7 +27,7 @@
 
 use super::RunTarget;
 use super::{CompactionPolicy, CompactionTask, OutputPlan, PolicyView, Reason};
-use crate::gindex::GlobalIndex;
+use crate::gindex::{live_key_candidates, GlobalIndex};
 use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind, VersionEdit};
 use std::collections::BTreeSet;
@@ -118,44 +119,6 @@ pub(crate) fn pick_inputs(listed: &[TableSpan], max_inputs: usize) -> Vec<u64> {
         .chain(others.into_iter().map(|(_, n)| n))
         .take(max_inputs.max(1))
         .collect()
-}
-
-/// R1: the tables, given as `(number, entries, valid entries)`, whose live-key ratio is below
-/// `threshold`.
-pub(crate) fn live_key_candidates(tables: &[(u64, u64, u64)], threshold: f64) -> Vec<u64> {
-    tables
-        .iter()
-        .filter(|&&(_, total, live)| total > 0 && (live as f64) < threshold * total as f64)
-        .map(|&(n, _, _)| n)
-        .collect()
-}
-
-/// R2: the tables holding the keys of one leaf-scan window (`files`: each scanned key's table,
-/// in key order), if there are more than `max_files` of them; otherwise none.
-pub(crate) fn leaf_scan_candidates(files: &[u64], max_files: usize) -> Vec<u64> {
-    let distinct: BTreeSet<u64> = files.iter().copied().collect();
-    if distinct.len() > max_files {
-        distinct.into_iter().collect()
-    } else {
-        Vec::new()
-    }
-}
-
-/// R3: for a range query's result (`files`: each returned key's table, in key order), the
-/// tables of the sub-range of `sub_range` keys that touches the most tables, if more than
-/// `max_files`; otherwise none.
-pub(crate) fn range_query_candidates(
-    files: &[u64],
-    sub_range: usize,
-    max_files: usize,
-) -> Vec<u64> {
-    files
-        .chunks(sub_range.max(1))
-        .map(|c| c.iter().copied().collect::<BTreeSet<u64>>())
-        .max_by_key(BTreeSet::len)
-        .filter(|d| d.len() > max_files)
-        .map(|d| d.into_iter().collect())
-        .unwrap_or_default()
 }
 
 /// SLM-DB's selective compaction of its single level (module docs).
@@ -357,29 +320,5 @@ mod tests {
         // Nothing overlaps: a tie at 0, the lower-numbered table alone.
         assert_eq!(pick_inputs(&[span(9, 0, 1), span(8, 5, 6)], 4), vec![8]);
         assert!(pick_inputs(&[], 4).is_empty());
-    }
-
-    #[test]
-    fn the_three_candidate_rules_apply_their_thresholds() {
-        assert_eq!(
-            live_key_candidates(&[(1, 100, 69), (2, 100, 70), (3, 0, 0), (4, 10, 1)], 0.7),
-            vec![1, 4]
-        );
-        let window: Vec<u64> = (0..40).map(|i| i % 11).collect();
-        assert_eq!(
-            leaf_scan_candidates(&window, 10),
-            (0..11).collect::<Vec<_>>()
-        );
-        assert!(leaf_scan_candidates(&window, 11).is_empty());
-        // 60 keys: the first 30 from 3 tables, the next 30 from 9.
-        let result: Vec<u64> = (0..30)
-            .map(|i| i % 3)
-            .chain((0..30).map(|i| 10 + i % 9))
-            .collect();
-        assert_eq!(
-            range_query_candidates(&result, 30, 8),
-            (10..19).collect::<Vec<_>>()
-        );
-        assert!(range_query_candidates(&result, 30, 9).is_empty());
     }
 }

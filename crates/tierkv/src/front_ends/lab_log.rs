@@ -10,7 +10,7 @@
 //! value record to the value array (buffered, not synced), appends the group's record with its
 //! values inline to the active half of the WAL buffer and persists it (the durability point:
 //! a synced write needs nothing more), appends the key-only record to the key array (buffered),
-//! and records the value addresses for the memtable ([`LabAddrs`]).
+//! and records the value addresses for the memtable ([`crate::labdb::vaddr::LabAddrs`]).
 //!
 //! **Draining.** The buffer is two halves (`NNNNNN.wbuf` record logs in the pool's `PmFs`, each
 //! `labdb.wal_buffer_bytes / 2`). When the active half fills, the leader syncs the key and value
@@ -39,7 +39,8 @@ use super::wal_recovery::Replayer;
 use crate::db::{DbInner, State};
 use crate::format::ValueType;
 use crate::labdb::record::{decode_wbuf_header, encode_wbuf_header, LabOp, LabRecord, OpValue};
-use crate::labdb::vaddr::{decode_value_record, value_len_in_header, Vaddr, VALUE_RECORD_HEADER};
+use crate::labdb::vaddr::LabAddrs;
+use crate::labdb::vaddr::{decode_value_record, value_len_in_header, VALUE_RECORD_HEADER};
 use crate::labdb::vlog::ValueFiles;
 use crate::log::{LogReader, LogWriter};
 use crate::stats::{IoPurpose, Part};
@@ -57,55 +58,6 @@ use std::sync::Arc;
 /// The file name of WAL-buffer half `n`.
 pub(crate) fn wbuf_file_name(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:06}.wbuf"))
-}
-
-/// The value addresses of one memtable's versions: operation `seq` of the memtable has its
-/// value record at `offsets[seq - first_seq]` in value array `number` (the memtable's). The
-/// write leader appends; the flush reads once the memtable is immutable.
-pub(crate) struct LabAddrs {
-    number: u64,
-    inner: Mutex<(u64, Vec<u32>)>,
-}
-
-impl LabAddrs {
-    fn new(number: u64) -> Arc<LabAddrs> {
-        Arc::new(LabAddrs {
-            number,
-            inner: Mutex::new((0, Vec::new())),
-        })
-    }
-
-    /// The value array (and memtable) number.
-    pub(crate) fn number(&self) -> u64 {
-        self.number
-    }
-
-    /// Records the offsets of the operations numbered from `first_seq`: they continue the
-    /// memtable's (writes are numbered consecutively under the leader).
-    fn push(&self, first_seq: u64, offsets: &[u32]) -> Result<()> {
-        let mut g = self.inner.lock();
-        if g.1.is_empty() {
-            g.0 = first_seq;
-        } else if g.0 + g.1.len() as u64 != first_seq {
-            return Err(Error::InvalidArgument(format!(
-                "LAB log: group at sequence {first_seq} does not continue memtable {} (next {})",
-                self.number,
-                g.0 + g.1.len() as u64
-            )));
-        }
-        g.1.extend_from_slice(offsets);
-        Ok(())
-    }
-
-    /// The value address (encoded) of the memtable's version `seq`, if the memtable has it.
-    pub(crate) fn word(&self, seq: u64) -> Option<u64> {
-        let g = self.inner.lock();
-        let i = seq.checked_sub(g.0)?;
-        let off = *g.1.get(usize::try_from(i).ok()?)?;
-        Vaddr::value(self.number, u64::from(off))
-            .ok()
-            .map(Vaddr::encode)
-    }
 }
 
 /// One half of the WAL buffer.
@@ -571,20 +523,6 @@ fn read_value(data: &[u8], number: u64, at: u64, key: &[u8], location: &str) -> 
 mod tests {
     use super::*;
     use crate::labdb::vaddr::encode_value_record;
-
-    #[test]
-    fn addresses_continue_by_sequence() {
-        let a = LabAddrs::new(7);
-        a.push(10, &[32, 60]).unwrap();
-        a.push(12, &[90]).unwrap();
-        assert_eq!(a.word(9), None);
-        assert_eq!(a.word(10), Some(Vaddr::value(7, 32).unwrap().encode()));
-        assert_eq!(a.word(12), Some(Vaddr::value(7, 90).unwrap().encode()));
-        assert_eq!(a.word(13), None);
-        // A group that does not continue the memtable is refused.
-        assert!(matches!(a.push(20, &[120]), Err(Error::InvalidArgument(_))));
-        assert_eq!(a.word(20), None);
-    }
 
     #[test]
     fn a_value_record_is_read_only_when_whole_and_checked() {

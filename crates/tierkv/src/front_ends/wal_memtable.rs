@@ -27,11 +27,12 @@
 //! `buffers`.
 
 use super::buffer::Buffer;
-use super::lab_log::{LabAddrs, LabLog, LabLogState};
+use super::lab_log::{LabLog, LabLogState};
 use super::wal_recovery::{self, WalLink};
 use crate::db::{DbInner, Present, State};
 use crate::format::ValueType;
 use crate::iterator::InternalIterator;
+use crate::labdb::vaddr::LabAddrs;
 use crate::log::LogWriter;
 use crate::memtable::{LookupResult, MemTable, RegionCache};
 use crate::options::{Options, WriteOptions};

@@ -66,10 +66,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 
+mod candidates;
 pub(crate) mod iter;
 pub(crate) mod recovery;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use candidates::{leaf_scan_candidates, live_key_candidates, range_query_candidates};
 
 /// The name of the tree's root in the PM pool's root directory.
 pub(crate) const ROOT_NAME: &str = "slmdb-index";
@@ -562,10 +565,7 @@ impl GlobalIndex {
             }
             cursor = batch.last().expect("non-empty").0.clone();
         }
-        let listed = crate::compaction::selective::leaf_scan_candidates(
-            &files,
-            self.options.leaf_scan_files,
-        );
+        let listed = leaf_scan_candidates(&files, self.options.leaf_scan_files);
         let mut c = self.candidates.lock();
         c.cursor = cursor;
         c.listed.extend(listed);
@@ -577,11 +577,8 @@ impl GlobalIndex {
         if !self.options.range_rule {
             return;
         }
-        let listed = crate::compaction::selective::range_query_candidates(
-            files,
-            self.options.range_sub_keys,
-            self.options.range_files,
-        );
+        let listed =
+            range_query_candidates(files, self.options.range_sub_keys, self.options.range_files);
         if !listed.is_empty() {
             self.candidates.lock().listed.extend(listed);
         }

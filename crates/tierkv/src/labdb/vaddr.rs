@@ -18,6 +18,8 @@
 use crate::format::{pack_trailer, SequenceNumber, ValueType, MAX_SEQUENCE};
 use crate::util::crc::{mask, unmask};
 use crate::{Error, Result};
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 /// The largest value-array file number a vaddr can name (31 bits).
 pub(crate) const MAX_VALUE_FILE: u64 = (1 << 31) - 1;
@@ -258,9 +260,72 @@ pub(crate) fn decode_value_record(
     })
 }
 
+/// The value addresses of one memtable's versions: operation `seq` of the memtable has its
+/// value record at `offsets[seq - first_seq]` in value array `number` (the memtable's). The
+/// write leader appends; the flush reads once the memtable is immutable.
+pub(crate) struct LabAddrs {
+    number: u64,
+    inner: Mutex<(u64, Vec<u32>)>,
+}
+
+impl LabAddrs {
+    pub(crate) fn new(number: u64) -> Arc<LabAddrs> {
+        Arc::new(LabAddrs {
+            number,
+            inner: Mutex::new((0, Vec::new())),
+        })
+    }
+
+    /// The value array (and memtable) number.
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Records the offsets of the operations numbered from `first_seq`: they continue the
+    /// memtable's (writes are numbered consecutively under the leader).
+    pub(crate) fn push(&self, first_seq: u64, offsets: &[u32]) -> Result<()> {
+        let mut g = self.inner.lock();
+        if g.1.is_empty() {
+            g.0 = first_seq;
+        } else if g.0 + g.1.len() as u64 != first_seq {
+            return Err(Error::InvalidArgument(format!(
+                "LAB log: group at sequence {first_seq} does not continue memtable {} (next {})",
+                self.number,
+                g.0 + g.1.len() as u64
+            )));
+        }
+        g.1.extend_from_slice(offsets);
+        Ok(())
+    }
+
+    /// The value address (encoded) of the memtable's version `seq`, if the memtable has it.
+    pub(crate) fn word(&self, seq: u64) -> Option<u64> {
+        let g = self.inner.lock();
+        let i = seq.checked_sub(g.0)?;
+        let off = *g.1.get(usize::try_from(i).ok()?)?;
+        Vaddr::value(self.number, u64::from(off))
+            .ok()
+            .map(Vaddr::encode)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_continue_by_sequence() {
+        let a = LabAddrs::new(7);
+        a.push(10, &[32, 60]).unwrap();
+        a.push(12, &[90]).unwrap();
+        assert_eq!(a.word(9), None);
+        assert_eq!(a.word(10), Some(Vaddr::value(7, 32).unwrap().encode()));
+        assert_eq!(a.word(12), Some(Vaddr::value(7, 90).unwrap().encode()));
+        assert_eq!(a.word(13), None);
+        // A group that does not continue the memtable is refused.
+        assert!(matches!(a.push(20, &[120]), Err(Error::InvalidArgument(_))));
+        assert_eq!(a.word(20), None);
+    }
 
     #[test]
     fn vaddr_round_trips_and_refuses_what_does_not_fit() {

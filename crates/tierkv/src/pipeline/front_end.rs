@@ -58,7 +58,7 @@ pub(crate) trait FlushSource: Send + Sync {
     fn is_empty(&self) -> bool;
     /// The value addresses of its versions, when LAB-DB's log wrote them (the flush inserts
     /// them instead of writing the values again).
-    fn value_addresses(&self) -> Option<Arc<crate::front_ends::LabAddrs>> {
+    fn value_addresses(&self) -> Option<Arc<crate::labdb::vaddr::LabAddrs>> {
         None
     }
 

@@ -30,6 +30,7 @@
 //!   compaction for the matrix; leveled below L1).
 
 use super::levels::level_iterator;
+pub(crate) use crate::compaction::{live_row_bytes, row_info, Container};
 use crate::compaction::{CompactionPolicy, RowPolicy};
 use crate::format::user_key;
 use crate::iterator::InternalIterator;
@@ -41,20 +42,9 @@ use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
 use crate::runs::TableCache;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{FileMetaData, GroupOrder, RowInfo, RunKind, StageLayout, StageVersion};
+use crate::version::{FileMetaData, GroupOrder, RunKind, StageLayout, StageVersion};
 use crate::Result;
 use std::sync::Arc;
-
-/// Which row container L0 is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Container {
-    /// TriangleKV: one sequence of rows; right-angle-side compaction takes a key range out of
-    /// every row at once.
-    Triangle,
-    /// MatrixKV: the receiver absorbs flushes; a full receiver becomes the compactor, which
-    /// column compaction drains key range by key range.
-    Matrix,
-}
 
 /// The row-container stage of `trianglekv` and `matrixkv`.
 pub(crate) struct RowStage {
@@ -77,25 +67,6 @@ impl RowStage {
             rows,
         }
     }
-}
-
-/// The row info of a run of a [`GroupOrder::Rows`] group (the version checks every row has
-/// one).
-pub(crate) fn row_info(f: &FileMetaData) -> &RowInfo {
-    static NONE: RowInfo = RowInfo {
-        hints_into: 0,
-        dead: Vec::new(),
-        dead_entries: Vec::new(),
-        sketch: Vec::new(),
-    };
-    f.row.as_deref().unwrap_or(&NONE)
-}
-
-/// The estimated live bytes of every row.
-pub(crate) fn live_row_bytes(rows: &[Arc<FileMetaData>]) -> u64 {
-    rows.iter()
-        .map(|f| row_info(f).live_bytes(f.file_size))
-        .sum()
 }
 
 /// True if row `f` holds a live key in `[lo, hi]` by its metadata: its key range meets it and

@@ -535,7 +535,7 @@ impl LabL0 {
         &self,
         roles: TreeRoles,
         entries: &[(Vec<u8>, Vec<u8>)],
-        addrs: &crate::front_ends::LabAddrs,
+        addrs: &crate::labdb::vaddr::LabAddrs,
         readers: &Readers<'_>,
     ) -> Result<u64> {
         let mut words = Vec::with_capacity(entries.len());
