@@ -45,6 +45,7 @@ pub(crate) mod pipeline;
 pub(crate) mod plist;
 pub(crate) mod pmtable;
 pub(crate) mod runs;
+pub(crate) mod simulate;
 pub(crate) mod sst;
 pub(crate) mod stages;
 pub mod stats;
@@ -54,15 +55,13 @@ pub(crate) mod version;
 pub(crate) mod write_batch;
 
 pub use compaction::max_bytes_for_level;
-pub use compaction::simulate::{
-    simulate as simulate_compaction, GroupReport, SimulationReport, StageReport,
-};
 pub use db::{pool_lock_path, CheckReport, Db, DbIterator, RepairReport, Snapshot};
 pub use error::{Error, Result};
 pub use options::{
     CompactionOptions, Design, FilterScope, LabOptions, NvlsmOptions, Options, PmOptions,
     ReadOptions, RowOptions, SlmOptions, SsdModelOptions, TableOptions, WriteOptions,
 };
+pub use simulate::{simulate as simulate_compaction, GroupReport, SimulationReport, StageReport};
 pub use stats::{DbStats, LiveTable};
 pub use tier::Tier;
 pub use tierkv_pm as pm;

@@ -13,7 +13,6 @@ mod lab;
 mod leveled;
 mod rows;
 pub(crate) mod selective;
-pub mod simulate;
 
 pub(crate) use accumulative::AccumulativePolicy;
 pub(crate) use lab::LabPolicy;

@@ -10,10 +10,10 @@
 //! last percent with a real run. The papers argue with write amplification: this checks a
 //! policy's in milliseconds.
 //!
-//! [`CompactionPolicy::apply`]: super::CompactionPolicy::apply
+//! [`CompactionPolicy::apply`]: crate::compaction::CompactionPolicy::apply
 
-use super::RunTarget;
-use super::{BreakCursor, CompactionTask, OutputPlan, PolicyView, SetRouter};
+use crate::compaction::RunTarget;
+use crate::compaction::{BreakCursor, CompactionTask, OutputPlan, PolicyView, SetRouter};
 use crate::format::{make_internal_key, ValueType};
 use crate::options::Options;
 use crate::pipeline::Stage;
