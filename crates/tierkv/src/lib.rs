@@ -43,6 +43,7 @@ pub(crate) mod parray;
 pub(crate) mod pbtree;
 pub(crate) mod pipeline;
 pub(crate) mod plist;
+pub(crate) mod pm_structures;
 pub(crate) mod pmtable;
 pub(crate) mod runs;
 pub(crate) mod simulate;

@@ -478,14 +478,7 @@ fn open_pool(pool: &std::path::Path, current: &str) -> tierkv::fs::PmFs {
         ..tierkv_pm::PoolOptions::default()
     };
     let pool = tierkv_pm::PmPool::open(pool, &options).unwrap();
-    tierkv::fs::open_pm_structures(
-        &pool,
-        "test pool",
-        tierkv::fs::PmFsOpen::Existing(identity),
-        tierkv::fs::PmKinds::default(),
-    )
-    .unwrap()
-    .pmfs
+    tierkv::fs::PmFs::open(pool, "test pool", tierkv::fs::PmFsOpen::Existing(identity)).unwrap()
 }
 
 /// FluidKV keeps its manifest in the pool (the paper's Manifest on PM): `CURRENT` in the

@@ -726,13 +726,13 @@ pub(crate) fn open_pm(
     let has_index = stages.iter().any(|s| s.index().is_some());
     let has_lab = stages.iter().any(|s| s.lab().is_some());
     let has_lists = options.design.spec().front_end == crate::pipeline::FrontEndKind::Lists;
-    let kinds = crate::fs::PmKinds {
+    let kinds = crate::pm_structures::PmKinds {
         index: has_index.then_some(access != PoolAccess::Inspect),
         index_inner_in_pm: options.slmdb.inner_nodes_in_pm,
         lab: has_lab.then_some(access != PoolAccess::Inspect),
         lists: has_lists.then_some(access != PoolAccess::Inspect),
     };
-    let structures = crate::fs::open_pm_structures(&pool, &location, how, kinds)?;
+    let structures = crate::pm_structures::open_pm_structures(&pool, &location, how, kinds)?;
     let pmfs = structures.pmfs;
     let index = structures.index.map(Arc::new);
     let lab_trees = parking_lot::Mutex::new(structures.lab_trees);

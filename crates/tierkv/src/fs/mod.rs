@@ -34,9 +34,7 @@ pub(crate) use pm::{
     min_pool_chunks, PmWords, MANIFEST_CHUNKS, POOL_OVERHEAD_CHUNKS, SPARE_CHUNKS,
 };
 pub use pm::{PmFs, PmFsOwner, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_NAME};
-pub use pm_open::{
-    open_pm_owners, open_pm_structures, PmFsOpen, PmKinds, PmOpenReport, PmOwner, PmStructures,
-};
+pub use pm_open::{open_pm_owners, PmFsOpen, PmOpenReport, PmOwner};
 pub use posix::PosixFs;
 pub use ssd_model::{
     Clock, SsdModelFs, SsdModelOptions, SsdModelStats, SystemClock, TokenBucket, BURST_DIVISOR,

@@ -41,11 +41,8 @@
 //! Thread safety: the protocol runs on one thread before the structures are shared; owners
 //! are `&mut`.
 
-use super::pm::PmFsOwner;
-use super::PmFs;
 use crate::{Error, Result};
 use std::collections::HashMap;
-use std::sync::Arc;
 use tierkv_pm::PmPool;
 
 /// How a pool is opened, with the identity of the database opening it.
@@ -297,106 +294,4 @@ fn collect_claims(
         report.chunks.push((name.clone(), chunks.len() as u64));
     }
     Ok((claims, missing))
-}
-
-/// The engine's structures in a PM pool, opened together by [`open_pm_structures`].
-pub struct PmStructures {
-    /// The file system (root "pmfs"): WALs and PM-resident tables.
-    pub pmfs: PmFs,
-    /// SLM-DB's global index (root `slmdb-index`), when the design keeps one.
-    pub(crate) index: Option<crate::pbtree::PbTree>,
-    /// LAB-DB's two L0 tree roots (`labdb-tree-0`, `labdb-tree-1`), when the design has them.
-    pub(crate) lab_trees: Option<[crate::pbtree::PbTree; 2]>,
-    /// ListDB's heap (root `listdb-heap`) and its log entries to replay, when the design
-    /// keeps one.
-    pub(crate) lists: Option<crate::plist::OpenedHeap>,
-    /// What the open found and did.
-    pub report: PmOpenReport,
-}
-
-/// Which structures besides the file system a design keeps in its pool, each with whether
-/// it is opened writable.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PmKinds {
-    /// SLM-DB's global index.
-    pub index: Option<bool>,
-    /// Whether the global index keeps its inner nodes in PM (else in DRAM).
-    pub index_inner_in_pm: bool,
-    /// LAB-DB's L0 trees.
-    pub lab: Option<bool>,
-    /// ListDB's heap.
-    pub lists: Option<bool>,
-}
-
-/// Opens every structure the engine keeps in `pool` (the file system, and what `kinds`
-/// names) with the protocol of [`open_pm_owners`], for the database `how` names. The engine's
-/// one entry point to a pool: a structure added to the engine is added here, so that the
-/// allocator is always rebuilt from all of them.
-pub fn open_pm_structures(
-    pool: &Arc<PmPool>,
-    location: &str,
-    how: PmFsOpen,
-    kinds: PmKinds,
-) -> Result<PmStructures> {
-    use crate::pbtree::{InnerKind, Layout, PbTreeOwner};
-    let mut pmfs = PmFsOwner::new(Arc::clone(pool), location, how.identity())?;
-    let mut index = kinds.index.map(|_| {
-        let inner = if kinds.index_inner_in_pm {
-            InnerKind::Pm
-        } else {
-            InnerKind::Dram
-        };
-        PbTreeOwner::with_layout(
-            Arc::clone(pool),
-            location,
-            crate::gindex::ROOT_NAME,
-            Layout::Objects,
-            inner,
-        )
-    });
-    let mut lab = kinds.lab.map(|_| {
-        crate::labdb::l0::TREE_ROOTS.map(|name| {
-            PbTreeOwner::with_layout(
-                Arc::clone(pool),
-                location,
-                name,
-                Layout::Inline,
-                InnerKind::Dram,
-            )
-        })
-    });
-    let mut lists = kinds
-        .lists
-        .map(|_| crate::plist::HeapOwner::new(Arc::clone(pool), location));
-    let mut owners: Vec<&mut dyn PmOwner> = vec![&mut pmfs];
-    if let Some(h) = lists.as_mut() {
-        owners.push(h);
-    }
-    if let Some(t) = index.as_mut() {
-        owners.push(t);
-    }
-    if let Some([a, b]) = lab.as_mut() {
-        owners.push(a);
-        owners.push(b);
-    }
-    let report = open_pm_owners(pool, location, how, &mut owners)?;
-    let index = match (index, kinds.index) {
-        (Some(t), Some(writable)) => Some(t.into_tree(writable)?),
-        _ => None,
-    };
-    let lab_trees = match (lab, kinds.lab) {
-        (Some([a, b]), Some(writable)) => Some([a.into_tree(writable)?, b.into_tree(writable)?]),
-        _ => None,
-    };
-    let lists = match (lists, kinds.lists) {
-        (Some(h), Some(writable)) => Some(h.into_heap(writable)?),
-        _ => None,
-    };
-    Ok(PmStructures {
-        pmfs: pmfs.into_fs(),
-        index,
-        lab_trees,
-        lists,
-        report,
-    })
 }

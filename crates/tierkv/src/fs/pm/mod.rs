@@ -101,7 +101,7 @@
 //! Thread-safety: the directory is under a mutex, chunk allocation under another; a file has one
 //! writer; readers copy out of the pool through bounds-checked reads.
 
-use super::pm_open::{open_pm_structures, PmFsOpen, PmOwner};
+use super::pm_open::{open_pm_owners, PmFsOpen, PmOwner};
 use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 use crate::{Error, Result};
 use parking_lot::{Mutex, RwLock};
@@ -209,11 +209,16 @@ struct FoundFile {
 
 impl PmFs {
     /// Opens the file system in `pool` for the database whose identity `how` names (see
-    /// [`PmFsOpen`]): runs the pool's open protocol with every structure the engine keeps in a
-    /// pool ([`super::open_pm_structures`]), which rebuilds the pool's allocator, and returns
-    /// the file system. `location` names the pool in errors.
+    /// [`PmFsOpen`]): runs the pool's open protocol ([`super::open_pm_owners`]) with the file
+    /// system as the pool's one owner, which rebuilds the pool's allocator, and returns the
+    /// file system. A pool that also holds another structure (a root the file system does not
+    /// own) is refused: the engine opens such pools with all their owners at once. `location`
+    /// names the pool in errors.
     pub fn open(pool: Arc<PmPool>, location: impl Into<String>, how: PmFsOpen) -> Result<PmFs> {
-        Ok(open_pm_structures(&pool, &location.into(), how, Default::default())?.pmfs)
+        let location = location.into();
+        let mut owner = PmFsOwner::new(Arc::clone(&pool), &location, how.identity())?;
+        open_pm_owners(&pool, &location, how, &mut [&mut owner])?;
+        Ok(owner.into_fs())
     }
 
     /// A file system not opened yet (no directory), for [`PmFsOwner`].

@@ -19,13 +19,13 @@ fn attached() -> (Arc<PmPool>, Arc<LabL0>) {
         true,
     )
     .unwrap();
-    let opened = crate::fs::open_pm_structures(
+    let opened = crate::pm_structures::open_pm_structures(
         &pool,
         "t",
         PmFsOpen::Create(7),
-        crate::fs::PmKinds {
+        crate::pm_structures::PmKinds {
             lab: Some(true),
-            ..crate::fs::PmKinds::default()
+            ..crate::pm_structures::PmKinds::default()
         },
     )
     .unwrap();
