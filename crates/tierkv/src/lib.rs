@@ -30,6 +30,7 @@ pub(crate) mod compaction;
 pub(crate) mod db;
 pub(crate) mod designs;
 pub(crate) mod error;
+pub(crate) mod filename;
 pub(crate) mod format;
 pub(crate) mod front_ends;
 pub mod fs;

@@ -17,13 +17,14 @@
 
 mod current;
 mod edit;
-mod names;
 mod set;
 
+pub use crate::filename::{
+    log_file_name, parse_file_name, run_file_name, value_array_file_name, FileKind, RunKind,
+};
 pub(crate) use current::set_current;
 pub use current::{current_file_name, read_current, Current};
 pub use edit::VersionEdit;
-pub use names::{log_file_name, parse_file_name, run_file_name, value_array_file_name, FileKind};
 pub(crate) use set::pool_path_to_record;
 pub use set::{
     new_identity, read_manifest_creation_fields, CreationFields, VersionSet,
@@ -35,52 +36,6 @@ use crate::tier::Tier;
 use crate::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
-
-/// What a run is made of: the building block that reads and writes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RunKind {
-    /// An SSTable file (`NNNNNN.sst`) on SSD or in the PM pool's file system.
-    Sst,
-    /// A PM sorted array (`NNNNNN.arr`): fixed-size index entries searched in place, optionally
-    /// with cascade pointers into the lower floors of its set (`parray`).
-    PmArray,
-}
-
-impl RunKind {
-    /// The kind's code in the manifest.
-    pub fn code(self) -> u8 {
-        match self {
-            RunKind::Sst => 1,
-            RunKind::PmArray => 2,
-        }
-    }
-
-    /// The kind with manifest code `code`.
-    pub fn from_code(code: u8) -> Option<RunKind> {
-        match code {
-            1 => Some(RunKind::Sst),
-            2 => Some(RunKind::PmArray),
-            _ => None,
-        }
-    }
-
-    /// The extension of the kind's files.
-    pub fn extension(self) -> &'static str {
-        match self {
-            RunKind::Sst => "sst",
-            RunKind::PmArray => "arr",
-        }
-    }
-
-    /// The kind whose files have extension `ext`.
-    pub fn from_extension(ext: &str) -> Option<RunKind> {
-        match ext {
-            "sst" => Some(RunKind::Sst),
-            "arr" => Some(RunKind::PmArray),
-            _ => None,
-        }
-    }
-}
 
 /// What the manifest records about one run.
 #[derive(Clone, Debug, PartialEq, Eq)]

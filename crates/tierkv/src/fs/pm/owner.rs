@@ -41,7 +41,7 @@ impl PmOwner for PmFsOwner {
     fn open(&mut self, root: u64) -> Result<Vec<u64>> {
         let dir = self.fs.read_directory(root)?;
         let files = self.fs.scan_entries(&dir)?;
-        use crate::version::FileKind;
+        use crate::filename::FileKind;
         let names: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
         let chunks = self.fs.install(dir, files);
         // Temporary files, and manifests that name no file and no WAL, hold no data: a pool
@@ -49,7 +49,7 @@ impl PmOwner for PmFsOwner {
         // (its manifest in the pool). Read only: the allocator is not rebuilt yet.
         self.files = names
             .iter()
-            .filter(|name| match crate::version::parse_file_name(name) {
+            .filter(|name| match crate::filename::parse_file_name(name) {
                 Some((FileKind::Temp, _)) => false,
                 Some((FileKind::Manifest, _)) => {
                     !crate::db::describes_empty_database(&self.fs, Path::new(name.as_str()))

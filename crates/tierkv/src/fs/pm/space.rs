@@ -42,8 +42,8 @@ pub(crate) enum ChunkClass {
 /// file system is opened again (the entry's flags say "log"; the name says which).
 pub(crate) fn is_manifest_name(name: &str) -> bool {
     matches!(
-        crate::version::parse_file_name(name),
-        Some((crate::version::FileKind::Manifest, _))
+        crate::filename::parse_file_name(name),
+        Some((crate::filename::FileKind::Manifest, _))
     )
 }
 

@@ -11,8 +11,8 @@
 //!
 //! Thread-safety: not internally synchronized; the database keeps it under its state mutex.
 
-use super::names::{manifest_file_name, parse_file_name};
 use super::{set_current, Current, StageLayout, Version, VersionEdit};
+use crate::filename::{manifest_file_name, parse_file_name};
 use crate::fs::FileSystem;
 use crate::log::{LogReader, LogWriter};
 use crate::options::Options;

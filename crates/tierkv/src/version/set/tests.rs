@@ -1,5 +1,5 @@
 use super::*;
-use crate::version::names::*;
+use crate::filename::*;
 use crate::version::RunKind;
 
 /// The manifest in the directory, on the options' file system.

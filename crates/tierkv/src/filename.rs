@@ -1,8 +1,53 @@
-//! The names of a database directory's files: WALs, runs, value arrays, manifests, `CURRENT`
-//! and the others, each with its number.
+//! The names of a database directory's files: WALs, runs (and what a run is made of),
+//! value arrays, manifests, `CURRENT` and the others, each with its number.
 
-use super::RunKind;
 use std::path::{Path, PathBuf};
+
+/// What a run is made of: the building block that reads and writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunKind {
+    /// An SSTable file (`NNNNNN.sst`) on SSD or in the PM pool's file system.
+    Sst,
+    /// A PM sorted array (`NNNNNN.arr`): fixed-size index entries searched in place, optionally
+    /// with cascade pointers into the lower floors of its set (`parray`).
+    PmArray,
+}
+
+impl RunKind {
+    /// The kind's code in the manifest.
+    pub fn code(self) -> u8 {
+        match self {
+            RunKind::Sst => 1,
+            RunKind::PmArray => 2,
+        }
+    }
+
+    /// The kind with manifest code `code`.
+    pub fn from_code(code: u8) -> Option<RunKind> {
+        match code {
+            1 => Some(RunKind::Sst),
+            2 => Some(RunKind::PmArray),
+            _ => None,
+        }
+    }
+
+    /// The extension of the kind's files.
+    pub fn extension(self) -> &'static str {
+        match self {
+            RunKind::Sst => "sst",
+            RunKind::PmArray => "arr",
+        }
+    }
+
+    /// The kind whose files have extension `ext`.
+    pub fn from_extension(ext: &str) -> Option<RunKind> {
+        match ext {
+            "sst" => Some(RunKind::Sst),
+            "arr" => Some(RunKind::PmArray),
+            _ => None,
+        }
+    }
+}
 
 /// Kinds of files in a database directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
