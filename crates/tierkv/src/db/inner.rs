@@ -234,6 +234,14 @@ impl DbInner {
         self.add_stall(t, reason, stalled);
     }
 
+    /// Delays a write once ([`crate::pipeline::Admission::Delay`]): sleeps 1 ms, counted as a
+    /// stall for `reason`.
+    pub(crate) fn delay_write(&self, reason: StallReason, stalled: &mut StallTracker) {
+        let t = Instant::now();
+        std::thread::sleep(Duration::from_millis(1));
+        self.add_stall(t, reason, stalled);
+    }
+
     /// Counts the time since `since` as stall for `reason` (slowdown or stop time by its
     /// kind); counts the write group once overall and once per reason (`stalled` remembers
     /// what this group was counted for already).

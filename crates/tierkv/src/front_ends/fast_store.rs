@@ -51,7 +51,7 @@ use crate::iterator::InternalIterator;
 use crate::log::{LogReader, LogWriter};
 use crate::memtable::LookupResult;
 use crate::options::{Options, WriteOptions};
-use crate::pipeline::{FlushSource, FrontEnd, FrontView, WritePressure};
+use crate::pipeline::{admit, Admission, Fill, FlushSource, FrontEnd, FrontView};
 use crate::stats::{IoPurpose, Part, StallReason, StallTracker};
 use crate::tier::Tier;
 use crate::version::{log_file_name, FileKind, VersionEdit, VersionSet};
@@ -66,7 +66,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// Log slots per generation: writer threads beyond this many share slots.
 pub(crate) const SLOTS: usize = 64;
@@ -283,8 +282,8 @@ impl FastStore {
         Arc::clone(&self.gens.lock().active)
     }
 
-    /// Throttles on the stages' write pressure and the number of immutable generations, and
-    /// rotates a full active generation.
+    /// Admits a write ([`crate::pipeline::admit`]): throttles on the stages' write pressure
+    /// and the number of immutable generations, and rotates a full active generation.
     fn make_room(&self, db: &DbInner) -> Result<()> {
         let mut allow_delay = true;
         let mut stalled = StallTracker::default();
@@ -293,46 +292,35 @@ impl FastStore {
             if let Some(e) = &state.bg_error {
                 return Err(e.duplicate());
             }
-            let (pressure, stage) = db.write_pressure(&state);
-            if allow_delay && pressure == WritePressure::Slowdown {
-                drop(state);
-                let t = Instant::now();
-                std::thread::sleep(Duration::from_millis(1));
-                db.add_stall(t, StallReason::Slowdown(stage), &mut stalled);
-                allow_delay = false;
-                continue;
-            }
             // Full: its index reached the write buffer size, or its logs their share of the
             // pool (as one WAL's, so that a small pool rotates before it runs out).
             let share = db
                 .pm
                 .as_ref()
                 .map_or(0, |p| p.wal_chunk_cap * p.pmfs.data_per_chunk());
-            let (full, base, imm) = {
+            let (fill, base) = {
                 let g = self.gens.lock();
                 let a = &g.active;
                 let logs_full = share > 0 && !a.is_empty() && a.log_bytes.load(Relaxed) >= share;
-                (
-                    a.bytes.load(Relaxed) >= self.write_buffer_size || logs_full,
-                    a.base,
-                    g.imm.len(),
-                )
-            };
-            let limit = imm + 1 >= self.max_write_buffer_number;
-            if pressure == WritePressure::Stop || (full && limit) {
-                let reason = if pressure == WritePressure::Stop {
-                    StallReason::Stop(stage)
-                } else {
-                    StallReason::MemtableLimit
+                let fill = Fill {
+                    full: a.bytes.load(Relaxed) >= self.write_buffer_size || logs_full,
+                    at_limit: g.imm.len() + 1 >= self.max_write_buffer_number,
                 };
-                db.wait_for_background(&mut state, reason, &mut stalled);
-                continue;
+                (fill, a.base)
+            };
+            match admit(db.write_pressure(&state), allow_delay, fill) {
+                Admission::Delay(reason) => {
+                    drop(state);
+                    db.delay_write(reason, &mut stalled);
+                    allow_delay = false;
+                }
+                Admission::Wait(reason) => db.wait_for_background(&mut state, reason, &mut stalled),
+                Admission::Proceed => return Ok(()),
+                Admission::Rotate => {
+                    drop(state);
+                    self.rotate_full(db, Some(base))?;
+                }
             }
-            if !full {
-                return Ok(());
-            }
-            drop(state);
-            self.rotate_full(db, Some(base))?;
         }
     }
 

@@ -30,7 +30,7 @@ use crate::format::{lookup_key, pack_trailer, user_key, OrderedKey, ValueType};
 use crate::iterator::InternalIterator;
 use crate::memtable::LookupResult;
 use crate::options::{Options, WriteOptions};
-use crate::pipeline::{FlushSource, FrontEnd, FrontView, WritePressure};
+use crate::pipeline::{admit, Admission, Fill, FlushSource, FrontEnd, FrontView, WritePressure};
 use crate::plist::{ListHeap, ListIter, ListSet, NewEntry, PList};
 use crate::stats::{IoPurpose, Part, StallReason, StallTracker};
 use crate::tier::Tier;
@@ -471,7 +471,8 @@ impl ListFront {
             .ok_or_else(|| Error::InvalidArgument("the ListDB heap is not open".into()))
     }
 
-    /// Throttles on the number of immutable memtables and rotates a full active one.
+    /// Admits a write ([`crate::pipeline::admit`], with the L0 lists' own pressure): throttles
+    /// on the number of L0 lists and immutable memtables, and rotates a full active one.
     fn make_room(&self, db: &DbInner) -> Result<()> {
         let mut allow_delay = true;
         let mut stalled = StallTracker::default();
@@ -495,41 +496,31 @@ impl ListFront {
                 db.add_stall(t, StallReason::Stop(0), &mut stalled);
                 continue;
             }
-            let (pressure, stage) = if lists >= self.slowdown_lists {
+            let pressure = if lists >= self.slowdown_lists {
                 (pressure.max(WritePressure::Slowdown), stage)
             } else {
                 (pressure, stage)
             };
-            if allow_delay && pressure == WritePressure::Slowdown {
-                drop(state);
-                let t = Instant::now();
-                std::thread::sleep(Duration::from_millis(1));
-                db.add_stall(t, StallReason::Slowdown(stage), &mut stalled);
-                allow_delay = false;
-                continue;
-            }
-            let (full, imm) = {
+            let fill = {
                 let m = self.mems.lock();
-                (
-                    m.active.bytes.load(Relaxed) >= self.write_buffer_size,
-                    m.imm.len(),
-                )
+                Fill {
+                    full: m.active.bytes.load(Relaxed) >= self.write_buffer_size,
+                    at_limit: m.imm.len() + 1 >= self.max_write_buffer_number,
+                }
             };
-            if pressure == WritePressure::Stop || (full && imm + 1 >= self.max_write_buffer_number)
-            {
-                let reason = if pressure == WritePressure::Stop {
-                    StallReason::Stop(stage)
-                } else {
-                    StallReason::MemtableLimit
-                };
-                db.wait_for_background(&mut state, reason, &mut stalled);
-                continue;
+            match admit(pressure, allow_delay, fill) {
+                Admission::Delay(reason) => {
+                    drop(state);
+                    db.delay_write(reason, &mut stalled);
+                    allow_delay = false;
+                }
+                Admission::Wait(reason) => db.wait_for_background(&mut state, reason, &mut stalled),
+                Admission::Proceed => return Ok(()),
+                Admission::Rotate => {
+                    drop(state);
+                    return self.rotate_active(db, true);
+                }
             }
-            drop(state);
-            if full {
-                self.rotate_active(db, true)?;
-            }
-            return Ok(());
         }
     }
 

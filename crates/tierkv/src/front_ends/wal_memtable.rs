@@ -36,7 +36,7 @@ use crate::labdb::vaddr::LabAddrs;
 use crate::log::LogWriter;
 use crate::memtable::{LookupResult, MemTable, RegionCache};
 use crate::options::{Options, WriteOptions};
-use crate::pipeline::{FlushSource, FrontEnd, FrontView, WritePressure};
+use crate::pipeline::{admit, Admission, Fill, FlushSource, FrontEnd, FrontView};
 use crate::pmtable::PmTable;
 use crate::stats::{IoPurpose, Part, StallReason, StallTracker};
 use crate::tier::Tier;
@@ -49,7 +49,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// Bytes a group may grow to (LevelDB's limit).
 pub(crate) const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -424,71 +423,71 @@ impl WalMemtable {
             if let Some(e) = &state.bg_error {
                 return Err(e.duplicate());
             }
-            let (pressure, pressing_stage) = db.write_pressure(&state);
-            if allow_delay && pressure == WritePressure::Slowdown {
-                // Delay this write by 1 ms rather than stopping later for seconds.
-                drop(state);
-                let t = Instant::now();
-                std::thread::sleep(Duration::from_millis(1));
-                db.add_stall(t, StallReason::Slowdown(pressing_stage), &mut stalled);
-                allow_delay = false;
-                state = db.state.lock();
-                continue;
-            }
-            let full = wal.mem.fill_bytes() >= self.write_buffer_size as u64
-                || self.wal_share_exceeded(db, wal, record_len);
-            if !force && !full && record_len == 0 {
-                // An unlogged write: the memtable has room, and nothing goes to the WAL.
-                return Ok(());
-            }
-            if !force && !full {
-                drop(state);
-                let reserved = match &wal.mem {
-                    Buffer::Pm(t) => t.reserve(record_len as u64),
-                    Buffer::Dram(_) => wal.writer.reserve_record(record_len),
-                };
-                state = db.state.lock();
-                match reserved {
-                    Ok(()) => return Ok(()),
-                    Err(Error::NoSpace(m)) => {
-                        // Nothing was appended. A flush will free a retired WAL; rotating a
-                        // non-empty memtable lets its WAL be retired. (A flush may also have
-                        // finished since the attempt: try once more before giving up.)
-                        if self.wal_space_pending(db) {
-                            db.wait_for_background(
-                                &mut state,
-                                StallReason::PmPoolFull,
-                                &mut stalled,
-                            );
-                            continue;
-                        }
-                        if wal.mem.is_empty() {
-                            if std::mem::replace(&mut retried, true) {
-                                return Err(Error::NoSpace(format!(
-                                    "{m}; the PM pool has no room for this write's WAL record \
-                                     of {record_len} bytes"
-                                )));
-                            }
-                            continue;
-                        }
-                        force = true;
-                        continue;
-                    }
-                    Err(e) => return Err(state.poison("WAL space reservation failed", e)),
-                }
-            }
             if force && wal.mem.is_empty() {
                 return Ok(());
             }
-            let memtable_limit = self.pending_flushes() + 1 >= self.max_write_buffer_number;
-            if memtable_limit || pressure == WritePressure::Stop {
-                let reason = if memtable_limit {
-                    StallReason::MemtableLimit
-                } else {
-                    StallReason::Stop(pressing_stage)
-                };
-                db.wait_for_background(&mut state, reason, &mut stalled);
-                continue;
+            let full = force
+                || wal.mem.fill_bytes() >= self.write_buffer_size as u64
+                || self.wal_share_exceeded(db, wal, record_len);
+            let fill = Fill {
+                full,
+                // Read only when it matters: the write path of a buffer with room skips it.
+                at_limit: full && self.pending_flushes() + 1 >= self.max_write_buffer_number,
+            };
+            match admit(db.write_pressure(&state), allow_delay, fill) {
+                Admission::Delay(reason) => {
+                    drop(state);
+                    db.delay_write(reason, &mut stalled);
+                    allow_delay = false;
+                    state = db.state.lock();
+                    continue;
+                }
+                Admission::Wait(reason) => {
+                    db.wait_for_background(&mut state, reason, &mut stalled);
+                    continue;
+                }
+                Admission::Proceed if record_len == 0 => {
+                    // An unlogged write: the memtable has room, and nothing goes to the WAL.
+                    return Ok(());
+                }
+                Admission::Proceed => {
+                    drop(state);
+                    let reserved = match &wal.mem {
+                        Buffer::Pm(t) => t.reserve(record_len as u64),
+                        Buffer::Dram(_) => wal.writer.reserve_record(record_len),
+                    };
+                    state = db.state.lock();
+                    match reserved {
+                        Ok(()) => return Ok(()),
+                        Err(Error::NoSpace(m)) => {
+                            // Nothing was appended. A flush will free a retired WAL; rotating
+                            // a non-empty memtable lets its WAL be retired. (A flush may also
+                            // have finished since the attempt: try once more before giving
+                            // up.)
+                            if self.wal_space_pending(db) {
+                                db.wait_for_background(
+                                    &mut state,
+                                    StallReason::PmPoolFull,
+                                    &mut stalled,
+                                );
+                                continue;
+                            }
+                            if wal.mem.is_empty() {
+                                if std::mem::replace(&mut retried, true) {
+                                    return Err(Error::NoSpace(format!(
+                                        "{m}; the PM pool has no room for this write's WAL \
+                                         record of {record_len} bytes"
+                                    )));
+                                }
+                                continue;
+                            }
+                            force = true;
+                            continue;
+                        }
+                        Err(e) => return Err(state.poison("WAL space reservation failed", e)),
+                    }
+                }
+                Admission::Rotate => {}
             }
             // Rotate: start a new WAL, hand the old one to the background sync, make the
             // memtable immutable. The file I/O runs without the state lock (readers and

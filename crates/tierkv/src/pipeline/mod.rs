@@ -14,12 +14,16 @@
 //!   and its checks. Its state is a [`crate::version::StageVersion`] inside the version, changed
 //!   only by manifest edits tagged with the stage.
 //! * A design (`crate::designs`) names a front end and a list of stages.
+//! * Write admission (`admission.rs`): one rule, for every front end, for when a write is
+//!   delayed, waits, or needs the write buffer rotated first.
 //!
 //! `docs/ARCHITECTURE.md` shows how the five papers' designs map onto these seams.
 
+mod admission;
 mod front_end;
 mod stage;
 
 pub(crate) use crate::compaction::RunTarget;
+pub(crate) use admission::{admit, Admission, Fill};
 pub(crate) use front_end::{FlushSource, FrontEnd, FrontEndKind, FrontView};
 pub(crate) use stage::{Entry, ReadContext, Stage, WritePressure};
