@@ -283,6 +283,15 @@ impl Engine {
     }
 }
 
+/// Fails unless `found` and `listed` agree: every found item listed (else `what`), every
+/// listed item found (else the list is stale: `stale`).
+fn check_list(found: &BTreeSet<String>, listed: &BTreeSet<String>, what: &str, stale: &str) {
+    let unlisted: Vec<&str> = found.difference(listed).map(String::as_str).collect();
+    let gone: Vec<&str> = listed.difference(found).map(String::as_str).collect();
+    assert!(unlisted.is_empty(), "{what}:\n{}", unlisted.join("\n"));
+    assert!(gone.is_empty(), "{stale}:\n{}", gone.join("\n"));
+}
+
 #[test]
 fn imports_point_down() {
     let doc = architecture();
@@ -309,34 +318,19 @@ fn imports_point_down() {
     }
     let listed: BTreeSet<String> = block(&doc, "upward-imports").into_iter().collect();
     let mut found = BTreeSet::new();
-    let mut unlisted = Vec::new();
     for file in engine.files.iter().filter(|f| f.as_str() != "lib.rs") {
         let own = &module_of(file)[0];
         for m in engine.imports(file) {
-            if layer_of[&m] > layer_of[own] {
-                continue;
+            if layer_of[&m] <= layer_of[own] {
+                found.insert(format!("{file} -> {m}"));
             }
-            let edge = format!("{file} -> {m}");
-            if !listed.contains(&edge) {
-                unlisted.push(edge.clone());
-            }
-            found.insert(edge);
         }
     }
-    let stale: Vec<&String> = listed.difference(&found).collect();
-    assert!(
-        unlisted.is_empty(),
-        "imports that point up or sideways (the layers are in docs/ARCHITECTURE.md):\n{}",
-        unlisted.join("\n")
-    );
-    assert!(
-        stale.is_empty(),
-        "listed upward imports that no longer exist: remove them from docs/ARCHITECTURE.md:\n{}",
-        stale
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
+    check_list(
+        &found,
+        &listed,
+        "imports that point up or sideways (the layers are in docs/ARCHITECTURE.md)",
+        "listed upward imports that no longer exist: remove them from docs/ARCHITECTURE.md",
     );
 }
 
@@ -352,37 +346,23 @@ fn files_of_one_module_import_each_other_only_as_parent_and_child() {
         let (c, p) = (module_of(child), module_of(parent));
         c.len() == p.len() + 1 && c.starts_with(&p)
     };
-    let mut cycles = Vec::new();
+    let mut cycles = BTreeSet::new();
     for (a, targets) in &imports {
         for b in targets {
             let back = imports.get(b).is_some_and(|t| t.contains(a.as_str()));
             if back && a.as_str() < b.as_str() && !parent_of(a, b) && !parent_of(b, a) {
-                cycles.push(format!("{a} <-> {b}"));
+                cycles.insert(format!("{a} <-> {b}"));
             }
         }
     }
     let listed: BTreeSet<String> = block(&architecture(), "import-cycles")
         .into_iter()
         .collect();
-    let unlisted: Vec<&String> = cycles.iter().filter(|c| !listed.contains(*c)).collect();
-    let stale: Vec<&String> = listed.iter().filter(|c| !cycles.contains(c)).collect();
-    assert!(
-        unlisted.is_empty(),
-        "files that import each other:\n{}",
-        unlisted
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    assert!(
-        stale.is_empty(),
-        "listed pairs that no longer import each other: remove them from docs/ARCHITECTURE.md:\n{}",
-        stale
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
+    check_list(
+        &cycles,
+        &listed,
+        "files that import each other",
+        "listed pairs that no longer import each other: remove them from docs/ARCHITECTURE.md",
     );
 }
 
