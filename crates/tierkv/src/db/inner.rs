@@ -399,3 +399,36 @@ fn log_bytes(fs: &dyn FileSystem, dir: &Path) -> u64 {
         .filter_map(|n| fs.file_size(&dir.join(n)).ok())
         .sum()
 }
+
+impl crate::pipeline::StageHost for DbInner {
+    fn wait_until(&self, deadline: Instant) -> bool {
+        let mut state = self.state.lock();
+        loop {
+            if state.shutting_down {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return true;
+            }
+            self.bg_cv.wait_for(&mut state, deadline - now);
+        }
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn wake(&self) {
+        self.bg_cv.notify_all();
+    }
+
+    fn healthy(&self) -> bool {
+        self.state.lock().bg_error.is_none()
+    }
+
+    fn rotate_front(&self) -> bool {
+        let before = self.front.pending_flushes();
+        self.front.rotate(self).is_ok() && self.front.pending_flushes() > before
+    }
+}

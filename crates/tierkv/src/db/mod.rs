@@ -26,7 +26,6 @@ mod compact;
 mod flush;
 mod inner;
 mod iter;
-mod load;
 mod obsolete;
 mod owner;
 mod punch;
@@ -146,11 +145,12 @@ impl Db {
                 Box::new(move || guarded(&db, "a compaction thread", |db| db.compaction_loop())),
             )?);
         }
-        if let Some(trigger) = inner.stages[0].load_trigger() {
-            let (db, trigger) = (Arc::clone(&inner), Arc::clone(trigger));
+        for task in inner.stages.iter().flat_map(|s| s.background_tasks()) {
+            let db = Arc::clone(&inner);
+            let what = format!("the {} thread", task.name);
             threads.push(spawn(
-                "tierkv-load".into(),
-                Box::new(move || guarded(&db, "the load detector", |db| db.load_loop(trigger))),
+                format!("tierkv-{}", task.name),
+                Box::new(move || guarded(&db, &what, |db| (task.run)(db))),
             )?);
         }
         Ok(Db {

@@ -16,7 +16,7 @@
 //! * Manifest on PM (`pm.manifest_on_pm`): the engine's manifest (every run's metadata, the
 //!   log and sequence numbers) is a file of the pool, so a flush or compaction commits with a
 //!   PM persist; `CURRENT` in the directory names the pool.
-//! * Load-aware threshold (`compaction.load_aware`, `db/load.rs`): the BufferStore compacts at
+//! * Load-aware threshold (`compaction.load_aware`, `stages/load.rs`): the BufferStore compacts at
 //!   4 buffer trees under writes, at 1 under reads, and flushes eagerly when read-only.
 //! * Parallel compaction (`compaction.subcompactions` = the machine's cores): the buffer
 //!   trees and the overlapping StableStore runs are merged in key-range partitions, one

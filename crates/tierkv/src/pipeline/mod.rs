@@ -21,9 +21,11 @@
 
 mod admission;
 mod front_end;
+mod host;
 mod stage;
 
 pub(crate) use crate::compaction::RunTarget;
 pub(crate) use admission::{admit, Admission, Fill};
 pub(crate) use front_end::{FlushSource, FrontEnd, FrontEndKind, FrontView};
+pub(crate) use host::{BackgroundTask, StageHost};
 pub(crate) use stage::{Entry, ReadContext, Stage, WritePressure};

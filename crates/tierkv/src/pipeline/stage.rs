@@ -109,9 +109,9 @@ pub(crate) trait Stage: Send + Sync {
         None
     }
 
-    /// The first group's compaction trigger, for a stage whose policy reads it from a load
-    /// detector (`compaction.load_aware`: FluidKV's load-aware threshold).
-    fn load_trigger(&self) -> Option<&Arc<std::sync::atomic::AtomicUsize>> {
-        None
+    /// The work the stage runs on threads of its own for the life of the database (FluidKV's
+    /// load detector, with `compaction.load_aware`), given a [`super::StageHost`].
+    fn background_tasks(&self) -> Vec<super::BackgroundTask> {
+        Vec::new()
     }
 }

@@ -12,7 +12,7 @@ use crate::compaction::{CompactionPolicy, LeveledPolicy};
 use crate::format::parse_internal_key;
 use crate::iterator::InternalIterator;
 use crate::options::CompactionOptions;
-use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+use crate::pipeline::{BackgroundTask, Entry, ReadContext, RunTarget, Stage, WritePressure};
 use crate::runs::TableCache;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
@@ -128,8 +128,11 @@ impl Stage for LeveledStage {
         &self.policy
     }
 
-    fn load_trigger(&self) -> Option<&Arc<AtomicUsize>> {
-        self.load_trigger.as_ref()
+    fn background_tasks(&self) -> Vec<BackgroundTask> {
+        self.load_trigger
+            .iter()
+            .map(|t| super::load::load_detector(&self.options, Arc::clone(t)))
+            .collect()
     }
 }
 

@@ -16,6 +16,7 @@
 mod concat;
 mod lab;
 mod levels;
+mod load;
 pub(crate) mod rows;
 mod sets;
 mod single;

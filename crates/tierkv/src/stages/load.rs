@@ -18,7 +18,8 @@
 //! its artifact. Scans are not counted (the engine counts no user seeks); a scan-only load
 //! reads as idle.
 
-use super::DbInner;
+use crate::options::CompactionOptions;
+use crate::pipeline::{BackgroundTask, StageHost};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,61 +47,68 @@ pub(crate) fn classify(gets: u64, writes: u64) -> Load {
     }
 }
 
-impl DbInner {
-    /// The load detector's thread: sets `trigger` every window until shutdown.
-    pub(crate) fn load_loop(&self, trigger: Arc<AtomicUsize>) {
-        let window = Duration::from_millis(self.options.compaction.load_window_ms);
-        let (write_trigger, read_trigger) = (
-            self.options.compaction.level0_compaction_trigger,
-            self.options.compaction.read_compaction_trigger,
+/// The detector for a stage whose first group's compaction trigger is `trigger`: a task that
+/// sets it every window until the database shuts down.
+pub(crate) fn load_detector(
+    options: &CompactionOptions,
+    trigger: Arc<AtomicUsize>,
+) -> BackgroundTask {
+    let window = Duration::from_millis(options.load_window_ms);
+    let (write_trigger, read_trigger) = (
+        options.level0_compaction_trigger,
+        options.read_compaction_trigger,
+    );
+    BackgroundTask {
+        name: "load",
+        run: Box::new(move |host: &dyn StageHost| {
+            detect(host, &trigger, window, write_trigger, read_trigger)
+        }),
+    }
+}
+
+/// The detector's loop ([`load_detector`]).
+fn detect(
+    host: &dyn StageHost,
+    trigger: &AtomicUsize,
+    window: Duration,
+    write_trigger: usize,
+    read_trigger: usize,
+) {
+    let counters = host.counters();
+    counters
+        .load_trigger
+        .store(trigger.load(Relaxed) as u64, Relaxed);
+    let mut last = (
+        counters.user_gets.load(Relaxed),
+        counters.user_writes.load(Relaxed),
+    );
+    let mut deadline = Instant::now() + window;
+    while host.wait_until(deadline) {
+        deadline = Instant::now() + window;
+        let now_counts = (
+            counters.user_gets.load(Relaxed),
+            counters.user_writes.load(Relaxed),
         );
-        self.counters
-            .load_trigger
-            .store(trigger.load(Relaxed) as u64, Relaxed);
-        let mut last = (
-            self.counters.user_gets.load(Relaxed),
-            self.counters.user_writes.load(Relaxed),
-        );
-        let mut deadline = Instant::now() + window;
-        let mut state = self.state.lock();
-        loop {
-            if state.shutting_down {
-                return;
+        let load = classify(now_counts.0 - last.0, now_counts.1 - last.1);
+        last = now_counts;
+        let wanted = match load {
+            Load::Idle => continue,
+            Load::WriteIntensive => write_trigger,
+            Load::ReadIntensive | Load::ReadOnly => read_trigger,
+        };
+        if trigger.swap(wanted, Relaxed) != wanted {
+            counters.load_mode_switches.fetch_add(1, Relaxed);
+            counters.load_trigger.store(wanted as u64, Relaxed);
+            // The compaction threads look again under the new trigger.
+            host.wake();
+        }
+        if load == Load::ReadOnly && host.healthy() {
+            // A failed rotation poisons the database (the writers see it); the detector only
+            // stops asking.
+            if host.rotate_front() {
+                counters.eager_flushes.fetch_add(1, Relaxed);
             }
-            let now = Instant::now();
-            if now < deadline {
-                self.bg_cv.wait_for(&mut state, deadline - now);
-                continue;
-            }
-            deadline = now + window;
-            let now_counts = (
-                self.counters.user_gets.load(Relaxed),
-                self.counters.user_writes.load(Relaxed),
-            );
-            let load = classify(now_counts.0 - last.0, now_counts.1 - last.1);
-            last = now_counts;
-            let wanted = match load {
-                Load::Idle => continue,
-                Load::WriteIntensive => write_trigger,
-                Load::ReadIntensive | Load::ReadOnly => read_trigger,
-            };
-            if trigger.swap(wanted, Relaxed) != wanted {
-                self.counters.load_mode_switches.fetch_add(1, Relaxed);
-                self.counters.load_trigger.store(wanted as u64, Relaxed);
-                // The compaction threads look again under the new trigger.
-                self.bg_cv.notify_all();
-            }
-            if load == Load::ReadOnly && state.bg_error.is_none() {
-                drop(state);
-                let before = self.front.pending_flushes();
-                // A failed rotation poisons the database (the writers see it); the detector
-                // only stops asking.
-                if self.front.rotate(self).is_ok() && self.front.pending_flushes() > before {
-                    self.counters.eager_flushes.fetch_add(1, Relaxed);
-                }
-                state = self.state.lock();
-                self.bg_cv.notify_all();
-            }
+            host.wake();
         }
     }
 }
