@@ -420,6 +420,9 @@ impl crate::pipeline::StageHost for DbInner {
     }
 
     fn wake(&self) {
+        // Under the state lock: a compaction thread reads the trigger and then waits, both
+        // under the lock, so a change made before this wake cannot fall between them.
+        let _state = self.state.lock();
         self.bg_cv.notify_all();
     }
 

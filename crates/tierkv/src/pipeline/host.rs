@@ -17,7 +17,8 @@ pub(crate) trait StageHost: Send + Sync {
     fn wait_until(&self, deadline: Instant) -> bool;
     /// The database's counters (user requests, the stage's own figures).
     fn counters(&self) -> &Counters;
-    /// Wakes the background threads: the compaction threads look again for work.
+    /// Wakes the background threads: the compaction threads look again for work (a change
+    /// they read under the state lock, made before this call, is seen: no wakeup is lost).
     fn wake(&self);
     /// False once a background error poisoned the database.
     fn healthy(&self) -> bool;
