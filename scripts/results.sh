@@ -9,11 +9,14 @@
 #    survey reports already in OUT_DIR).
 # 2. Each EXPERIMENT (default: the headline experiment of each paper) at three rounds, with
 #    its pools on /dev/shm.
-# 3. `tierkv reproduce --summary` over every experiment directory in OUT_DIR (those measured
-#    before included) and the survey reports, into docs/RESULTS.md.
+# 3. Each finished experiment's `report.json` and each survey report is kept under `results/`
+#    (version-controlled: the page's inputs, so measurements add up from run to run and anyone
+#    can regenerate the page), replacing an older measurement of the same experiment; then
+#    `tierkv reproduce --summary` over every experiment kept there and the survey reports
+#    writes docs/RESULTS.md.
 #
 # BIN: the tierkv binary (`cargo build --release -p tierkv-bench`). Environment: OUT_DIR
-# (default results-out), ROUNDS (default 3), DESIGNS (the survey's, default every design),
+# (default results-out: every artifact of the runs, charts and rounds included), ROUNDS (default 3), DESIGNS (the survey's, default every design),
 # ROCKSDB_BIN (a `rocksdb` feature build: RocksDB joins the survey), SURVEY=0 (keep the survey
 # reports in OUT_DIR), and experiment names as arguments (none: the headline ones).
 set -euo pipefail
@@ -28,7 +31,8 @@ if [ ${#EXPERIMENTS[@]} -eq 0 ]; then
     EXPERIMENTS=(leveled-vs-leveled-pm nvlsm-ycsb trianglekv-write slmdb-ycsb fluidkv-write
         labdb-ycsb)
 fi
-mkdir -p "$OUT_DIR/experiments" "$OUT_DIR/survey"
+KEEP=results
+mkdir -p "$OUT_DIR/experiments" "$OUT_DIR/survey" "$KEEP/experiments" "$KEEP/survey"
 # The pools' directory, named the same in every run so the commands the page records read the
 # same; refused if it exists (this script removes only what it created).
 PM=/dev/shm/tierkv-results
@@ -44,6 +48,7 @@ if [ "${SURVEY:-1}" != 0 ]; then
             --num=1000000 --reads=200000 --key_size=16 --value_size=128 --threads="$threads" \
             --pm_path="$PM/survey.pool" --json="$OUT_DIR/survey/threads-$threads.json" \
             >"$OUT_DIR/survey/threads-$threads.log" 2>&1
+        cp "$OUT_DIR/survey/threads-$threads.json" "$KEEP/survey/"
         echo "survey, $threads thread(s): $(($(date +%s) - start)) s"
     done
 fi
@@ -60,6 +65,7 @@ if [ -n "${ROCKSDB_BIN:-}" ]; then
             --num=1000000 --reads=200000 --key_size=16 --value_size=128 --threads="$threads" \
             --json="$OUT_DIR/survey/rocksdb-threads-$threads.json" \
             >"$OUT_DIR/survey/rocksdb-threads-$threads.log" 2>&1
+        cp "$OUT_DIR/survey/rocksdb-threads-$threads.json" "$KEEP/survey/"
     done
 fi
 
@@ -72,15 +78,17 @@ for e in "${EXPERIMENTS[@]}"; do
         tail -20 "$OUT_DIR/experiments/$e.log" >&2
         continue
     }
+    mkdir -p "$KEEP/experiments/$e"
+    cp "$OUT_DIR/experiments/$e/report.json" "$KEEP/experiments/$e/"
     echo "$e: $(($(date +%s) - start)) s"
 done
 
 dirs=()
-for d in "$OUT_DIR"/experiments/*/; do
+for d in "$KEEP"/experiments/*/; do
     [ -f "$d/report.json" ] && dirs+=(--summary "$d")
 done
 surveys=()
-for s in "$OUT_DIR"/survey/threads-*.json "$OUT_DIR"/survey/rocksdb-threads-*.json; do
+for s in "$KEEP"/survey/threads-*.json "$KEEP"/survey/rocksdb-threads-*.json; do
     [ -f "$s" ] && surveys+=(--survey "$s")
 done
 "$BIN" reproduce "${dirs[@]}" ${surveys[@]+"${surveys[@]}"} --out docs/RESULTS.md

@@ -53,28 +53,43 @@ fn file_date(path: &Path) -> EngineResult<String> {
     Ok(stamp.get(..10).unwrap_or(&stamp).to_string())
 }
 
+/// The date (UTC, `YYYY-MM-DD`) `report` was written: the time it records, or, for a report
+/// written before reports recorded it, the time of the file `fallback`.
+fn report_date(report: &JsonReport, fallback: &Path) -> EngineResult<String> {
+    match &report.written {
+        Some(stamp) => Ok(stamp.get(..10).unwrap_or(stamp).to_string()),
+        None => file_date(fallback),
+    }
+}
+
 fn short(commit: &str) -> String {
     commit.chars().take(10).collect()
 }
 
+/// Reads an experiment directory: its `report.json` alone when the report records when it was
+/// written (a directory kept under version control holds only that), else the date of its
+/// first phase's last round file as well.
 fn read_experiment(dir: &Path) -> EngineResult<Measured> {
-    let report = read_json(&dir.join("report.json"))?;
-    let summary = report.reproduce.ok_or_else(|| {
+    let path = dir.join("report.json");
+    let report = read_json(&path)?;
+    let summary = report.reproduce.clone().ok_or_else(|| {
         format!(
             "{}: not a `tierkv reproduce` report (no checks)",
-            dir.join("report.json").display()
+            path.display()
         )
     })?;
-    let first = summary
-        .phases
-        .first()
-        .and_then(|p| p.reports.last())
-        .map(|r| dir.join(r))
-        .ok_or_else(|| format!("{}: the report names no round", dir.display()))?;
-    let round = read_json(&first)?;
+    let fallback = match report.written {
+        Some(_) => path,
+        None => summary
+            .phases
+            .first()
+            .and_then(|p| p.reports.last())
+            .map(|r| dir.join(r))
+            .ok_or_else(|| format!("{}: the report names no round", dir.display()))?,
+    };
     Ok(Measured {
-        date: file_date(&first)?,
-        commit: short(&round.git_revision),
+        date: report_date(&report, &fallback)?,
+        commit: short(&report.git_revision),
         summary,
     })
 }
@@ -111,12 +126,13 @@ fn read_survey(path: &Path) -> EngineResult<Survey> {
     if let Some(p) = &f.pm_path {
         let _ = write!(command, " --pm_path={}", p.display());
     }
+    let date = report_date(&report, path)?;
     Ok(Survey {
         threads: f.threads,
         command,
         runs: report.runs,
         commit: short(&report.git_revision),
-        date: file_date(path)?,
+        date,
     })
 }
 

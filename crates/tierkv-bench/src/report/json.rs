@@ -79,6 +79,10 @@ pub struct JsonReport {
     pub version: String,
     /// The git revision the harness was built from.
     pub git_revision: String,
+    /// When the report was assembled (UTC, RFC 3339 to the second). Absent from reports
+    /// written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<String>,
     /// The machine.
     pub machine: MachineInfo,
     /// The flags of the run.
@@ -100,6 +104,9 @@ impl JsonReport {
             tool: "tierkv-bench".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             git_revision: git_revision(),
+            written: Some(
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            ),
             machine: MachineInfo::detect(),
             flags: flags.clone(),
             comparison: compare(&runs),
