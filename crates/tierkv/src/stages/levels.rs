@@ -92,12 +92,7 @@ impl Stage for LeveledStage {
         user_key: &[u8],
         lookup: &[u8],
     ) -> Result<Option<Entry>> {
-        let level0 = state.groups[0]
-            .iter()
-            .rev()
-            .filter(|f| f.smallest_user_key() <= user_key && user_key <= f.largest_user_key());
-        let deeper = (1..state.groups.len()).filter_map(|l| state.run_for_key(l, user_key));
-        get_in_runs(cx, level0.chain(deeper), user_key, lookup)
+        levels_get(cx, state, user_key, lookup)
     }
 
     fn iterators(
@@ -106,18 +101,11 @@ impl Stage for LeveledStage {
         state: &StageVersion,
         out: &mut Vec<Box<dyn InternalIterator>>,
     ) -> Result<()> {
-        for f in state.groups[0].iter().rev() {
-            let t = cx.tables.open(f, cx.part)?;
-            out.push(t.iter(cx.purpose, cx.fill_cache));
-        }
-        push_deeper_level_iterators(cx, state, out);
-        Ok(())
+        levels_iterators(cx, state, out)
     }
 
     fn may_hold_from(&self, state: &StageVersion, group: usize, user_key: &[u8]) -> bool {
-        super::may_hold_from(state, group, user_key, |g| {
-            state.run_for_key(g, user_key).is_some()
-        })
+        levels_may_hold_from(state, group, user_key)
     }
 
     fn write_pressure(&self, state: &StageVersion) -> WritePressure {
@@ -134,6 +122,45 @@ impl Stage for LeveledStage {
             .map(|t| super::load::load_detector(&self.options, Arc::clone(t)))
             .collect()
     }
+}
+
+/// A lookup in levels laid out by [`leveled_layout`]: L0's runs that cover the key, newest
+/// (highest number) first, then at most one run per deeper level.
+pub(crate) fn levels_get(
+    cx: &ReadContext<'_>,
+    state: &StageVersion,
+    user_key: &[u8],
+    lookup: &[u8],
+) -> Result<Option<Entry>> {
+    let level0 = state.groups[0]
+        .iter()
+        .rev()
+        .filter(|f| f.smallest_user_key() <= user_key && user_key <= f.largest_user_key());
+    let deeper = (1..state.groups.len()).filter_map(|l| state.run_for_key(l, user_key));
+    get_in_runs(cx, level0.chain(deeper), user_key, lookup)
+}
+
+/// The iterators of levels laid out by [`leveled_layout`]: one per L0 run, newest first, one
+/// concatenating iterator per deeper level.
+pub(crate) fn levels_iterators(
+    cx: &ReadContext<'_>,
+    state: &StageVersion,
+    out: &mut Vec<Box<dyn InternalIterator>>,
+) -> Result<()> {
+    for f in state.groups[0].iter().rev() {
+        let t = cx.tables.open(f, cx.part)?;
+        out.push(t.iter(cx.purpose, cx.fill_cache));
+    }
+    push_deeper_level_iterators(cx, state, out);
+    Ok(())
+}
+
+/// True if level `group` or a deeper one of levels laid out by [`leveled_layout`] may hold
+/// `user_key`.
+pub(crate) fn levels_may_hold_from(state: &StageVersion, group: usize, user_key: &[u8]) -> bool {
+    super::may_hold_from(state, group, user_key, |g| {
+        state.run_for_key(g, user_key).is_some()
+    })
 }
 
 /// The layout of `levels` levels named `name`: L0 overlapping, L1 and deeper disjoint.
