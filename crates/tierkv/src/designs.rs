@@ -18,6 +18,7 @@ mod nvlsm;
 mod nvlsm_fragmented;
 mod nvlsm_leveled;
 mod slmdb;
+mod tiered;
 mod trianglekv;
 
 use crate::options::Options;
@@ -64,6 +65,9 @@ impl Design {
     /// SSD write-ahead log, DRAM memtable, leveled SSTables on SSD: the LevelDB/RocksDB baseline
     /// ("RocksDB-SSD" in the papers). With [`crate::PmOptions::wal_on_pm`] its WAL moves to PM.
     pub const LEVELED: Design = Design(&leveled::SPEC);
+    /// WAL and DRAM memtable in front of size-tiered SSTables on SSD: RocksDB's universal
+    /// compaction, the baseline that rewrites less than leveled compaction for more space.
+    pub const TIERED: Design = Design(&tiered::SPEC);
     /// The "RocksDB-L0-NVM" baseline of TriangleKV and LAB-DB: WAL on a PM log, L0 tables in
     /// the PM pool (read in place), L1 and below on SSD.
     pub const LEVELED_PM: Design = Design(&leveled_pm::SPEC);
@@ -106,6 +110,7 @@ impl Design {
     /// Every design this build knows, in CLI order.
     pub const ALL: &'static [Design] = &[
         Design::LEVELED,
+        Design::TIERED,
         Design::LEVELED_PM,
         Design::LEVELED_PMTABLE,
         Design::NVLSM,

@@ -61,7 +61,8 @@ pub use db::{pool_lock_path, CheckReport, Db, DbIterator, RepairReport, Snapshot
 pub use error::{Error, Result};
 pub use options::{
     CompactionOptions, Design, FilterScope, LabOptions, NvlsmOptions, Options, PmOptions,
-    ReadOptions, RowOptions, SlmOptions, SsdModelOptions, TableOptions, WriteOptions,
+    ReadOptions, RowOptions, SlmOptions, SsdModelOptions, TableOptions, UniversalOptions,
+    WriteOptions,
 };
 pub use simulate::{simulate as simulate_compaction, GroupReport, SimulationReport, StageReport};
 pub use stats::{DbStats, LiveTable};

@@ -388,6 +388,35 @@ impl Default for SlmOptions {
     }
 }
 
+/// Size-tiered compaction (`tiered`), named and defaulted as RocksDB's universal compaction
+/// (`CompactionOptionsUniversal`). A sorted run is an L0 table or a whole level; compaction
+/// starts once `compaction.level0_compaction_trigger` sorted runs exist.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UniversalOptions {
+    /// Percent of slack when comparing sizes: the next older run joins a merge while its size
+    /// is at most the picked runs' total times `(100 + size_ratio) / 100`. Default 1.
+    pub size_ratio: u64,
+    /// Fewest sorted runs a merge by size ratio takes (at least 2). Default 2.
+    pub min_merge_width: usize,
+    /// Most sorted runs a merge by size ratio takes. Default unbounded (`usize::MAX`).
+    pub max_merge_width: usize,
+    /// When the runs newer than the oldest hold more than this percent of the oldest run's
+    /// bytes, every run is merged into one. Default 200.
+    pub max_size_amplification_percent: u64,
+}
+
+impl Default for UniversalOptions {
+    fn default() -> Self {
+        UniversalOptions {
+            size_ratio: 1,
+            min_merge_width: 2,
+            max_merge_width: usize::MAX,
+            max_size_amplification_percent: 200,
+        }
+    }
+}
+
 /// LAB-DB's options (`labdb`): its L0 of two persistent B+ trees (Kim et al., "LAB-DB", ACM
 /// TOS 2024, sections 3.2-3.4; the defaults are the paper's, scaled: `docs/designs/labdb.md`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -502,6 +531,9 @@ pub struct Options {
     /// LAB-DB's L0 trees (`labdb` only).
     #[serde(default)]
     pub labdb: LabOptions,
+    /// Size-tiered compaction (`tiered` only).
+    #[serde(default)]
+    pub universal: UniversalOptions,
     /// The file system; [`PosixFs`] unless a test substitutes another one.
     #[serde(skip, default = "default_fs")]
     pub fs: Arc<dyn FileSystem>,
@@ -550,6 +582,7 @@ impl Default for Options {
             rows: RowOptions::default(),
             slmdb: SlmOptions::default(),
             labdb: LabOptions::default(),
+            universal: UniversalOptions::default(),
             fs: default_fs(),
         }
     }
@@ -576,6 +609,7 @@ impl std::fmt::Debug for Options {
             .field("rows", &self.rows)
             .field("slmdb", &self.slmdb)
             .field("labdb", &self.labdb)
+            .field("universal", &self.universal)
             .finish_non_exhaustive()
     }
 }
@@ -656,6 +690,14 @@ impl Options {
                 "pm.manifest_on_pm needs a design with a PM pool; {} has none under these \
                  options",
                 self.design
+            ));
+        }
+        let u = &self.universal;
+        if u.min_merge_width < 2 || u.max_merge_width < u.min_merge_width {
+            return bad(format!(
+                "universal.min_merge_width {} must be at least 2 and at most \
+                 universal.max_merge_width {}",
+                u.min_merge_width, u.max_merge_width
             ));
         }
         let lab = &self.labdb;

@@ -13,6 +13,7 @@ mod lab;
 mod leveled;
 mod rows;
 pub(crate) mod selective;
+mod universal;
 
 pub(crate) use accumulative::AccumulativePolicy;
 pub(crate) use lab::LabPolicy;
@@ -20,6 +21,7 @@ pub use leveled::max_bytes_for_level;
 pub(crate) use leveled::LeveledPolicy;
 pub(crate) use rows::{live_row_bytes, row_info, Container, RowPolicy};
 pub(crate) use selective::SelectivePolicy;
+pub(crate) use universal::{sorted_run_count, UniversalPolicy};
 
 use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind, StageVersion, VersionEdit};
@@ -58,6 +60,10 @@ pub enum Reason {
     Selective,
     /// LAB-DB: a chunk of the immutable L0 tree moves into L1.
     TreeChunk,
+    /// Size-tiered compaction: sorted runs of similar size, or more runs than the trigger.
+    SortedRuns,
+    /// Size-tiered compaction: the newer runs outgrew the oldest; every run is merged.
+    SizeAmplification,
 }
 
 /// What a policy sees of one stage.

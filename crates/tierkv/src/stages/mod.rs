@@ -11,6 +11,7 @@
 //!   through a global index in PM.
 //! * [`LabStage`] (`lab.rs`): LAB-DB's L0 of two persistent B+ trees in PM over leveled
 //!   SSTables on SSD.
+//! * [`TieredStage`] (`tiered.rs`): size-tiered sorted runs of SSTables on SSD (`tiered`).
 //! * `concat.rs`: the concatenating iterator over a group's disjoint runs or sets.
 
 mod concat;
@@ -20,12 +21,14 @@ mod load;
 pub(crate) mod rows;
 mod sets;
 mod single;
+mod tiered;
 
 pub(crate) use lab::LabStage;
 pub(crate) use levels::LeveledStage;
 pub(crate) use rows::RowStage;
 pub(crate) use sets::SetStage;
 pub(crate) use single::SingleLevelStage;
+pub(crate) use tiered::TieredStage;
 
 use crate::options::CompactionOptions;
 use crate::pipeline::WritePressure;
