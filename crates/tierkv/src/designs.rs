@@ -144,6 +144,11 @@ impl Design {
         (self.0.log_tier)(options).unwrap_or(Tier::Ssd)
     }
 
+    /// The design's front end.
+    pub(crate) fn front_end(self) -> FrontEndKind {
+        self.0.front_end
+    }
+
     /// True if the design's memtable is in the PM pool and it has no WAL (SLM-DB's designs).
     pub fn memtable_on_pm(self) -> bool {
         self.0.front_end == FrontEndKind::PmMemtable

@@ -725,7 +725,7 @@ pub(crate) fn open_pm(
     let stages = options.design.stages(options);
     let has_index = stages.iter().any(|s| s.index().is_some());
     let has_lab = stages.iter().any(|s| s.lab().is_some());
-    let has_lists = options.design.spec().front_end == crate::pipeline::FrontEndKind::Lists;
+    let has_lists = options.design.front_end() == crate::pipeline::FrontEndKind::Lists;
     let kinds = crate::pm_structures::PmKinds {
         index: has_index.then_some(access != PoolAccess::Inspect),
         index_inner_in_pm: options.slmdb.inner_nodes_in_pm,

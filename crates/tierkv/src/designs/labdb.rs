@@ -24,7 +24,7 @@ pub(super) static SPEC: DesignSpec = DesignSpec {
               persistent B+ trees (leaves in PM, inner nodes in \
               DRAM) pointing at values on SSD, in-place updates, chunked compaction into \
               leveled SSTables on SSD (LAB-DB)",
-    front_end: FrontEndKind::WalMemtable,
+    front_end: FrontEndKind::LabLog,
     log_tier: |o| Some(if o.pm.wal_on_pm { Tier::Pm } else { Tier::Ssd }),
     uses_pm: |_| true,
     data_on_pm: false,

@@ -43,6 +43,7 @@ use crate::labdb::vaddr::LabAddrs;
 use crate::labdb::vaddr::{decode_value_record, value_len_in_header, VALUE_RECORD_HEADER};
 use crate::labdb::vlog::ValueFiles;
 use crate::log::{LogReader, LogWriter};
+use crate::pipeline::FrontEndKind;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{log_file_name, value_array_file_name, FileKind, VersionEdit};
@@ -293,9 +294,12 @@ impl LabLog {
     }
 }
 
-/// True if `options` make LAB-DB's log the front end's log.
+/// True if `options` make LAB-DB's log the front end's log: a design whose front end is
+/// [`FrontEndKind::LabLog`], with `labdb.split_log` on and the WAL not moved to PM.
 pub(crate) fn enabled(options: &crate::Options) -> bool {
-    options.design == crate::Design::LABDB && options.labdb.split_log && !options.pm.wal_on_pm
+    options.design.front_end() == FrontEndKind::LabLog
+        && options.labdb.split_log
+        && !options.pm.wal_on_pm
 }
 
 /// One recovered write group: its operations (type, key, value), and where it came from (for

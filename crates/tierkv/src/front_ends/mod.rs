@@ -31,7 +31,9 @@ pub(crate) fn build(kind: FrontEndKind, options: &Options) -> Box<dyn FrontEnd> 
         FrontEndKind::WalMemtable if options.pm.thread_logs => {
             Box::new(fast_store::FastStore::new(options))
         }
-        FrontEndKind::WalMemtable | FrontEndKind::PmMemtable => Box::new(WalMemtable::new(options)),
+        FrontEndKind::WalMemtable | FrontEndKind::PmMemtable | FrontEndKind::LabLog => {
+            Box::new(WalMemtable::new(options))
+        }
         FrontEndKind::Lists => Box::new(list_front::ListFront::new(options)),
     }
 }

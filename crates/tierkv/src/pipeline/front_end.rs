@@ -32,6 +32,11 @@ pub(crate) enum FrontEndKind {
     /// SLM-DB's: the same write path with a persistent skiplist memtable in PM and no WAL
     /// (`front_ends/wal_memtable.rs`, `pmtable`).
     PmMemtable,
+    /// LAB-DB's: the same write path with LAB-DB's log in place of the WAL (a PM WAL buffer
+    /// draining into a key array and a value array on SSD, `front_ends/lab_log.rs`) unless
+    /// `labdb.split_log` is off or `pm.wal_on_pm` is on (then the engine's WAL, the paper's
+    /// variants).
+    LabLog,
     /// ListDB's: one shared PM log whose entries become the nodes of persistent skiplists
     /// (L0 lists, then one L1 list), under a DRAM memtable (`front_ends/list_front.rs`,
     /// `plist`).
