@@ -8,9 +8,8 @@
 //! reads keep working, and reopening recovers from the last durable state.
 
 use super::DbInner;
-use crate::format::parse_internal_key;
 use crate::gindex::with_handles;
-use crate::pipeline::{FlushSource, RunTarget};
+use crate::pipeline::{FlushSource, RunTarget, ShadowFilter, StageHost};
 use crate::runs::{create_writer, run_file_name, RowWriter};
 use crate::sst::table_builder::TableSummary;
 use crate::sst::value_log::value_log_file_name;
@@ -320,7 +319,7 @@ pub(crate) fn write_flush_run(
     number: u64,
     plan: &FlushPlan,
 ) -> Result<Option<(usize, FileMetaData)>> {
-    if source.is_empty() || source.absorb(db)? {
+    if source.is_empty() || source.absorb(db as &dyn StageHost)? {
         return Ok(None);
     }
     if let Some(l0) = db.stages[0].lab() {
@@ -539,38 +538,4 @@ fn add_all(
     }
     it.status()?;
     Ok(dropped)
-}
-
-/// Tells, entry by entry in internal-key order, the versions no reader can see: an entry is
-/// shadowed when a newer entry of its user key is visible to every live snapshot (its sequence
-/// is at most the smallest snapshot's). The newest version of a key is never shadowed, a
-/// tombstone included (older data below may need hiding).
-pub(crate) struct ShadowFilter {
-    smallest_snapshot: u64,
-    /// The last user key seen and the sequence of its last entry.
-    last: Option<(Vec<u8>, u64)>,
-}
-
-impl ShadowFilter {
-    pub(crate) fn new(smallest_snapshot: u64) -> Self {
-        ShadowFilter {
-            smallest_snapshot,
-            last: None,
-        }
-    }
-
-    /// True if `ikey`, the next entry in internal-key order, is shadowed.
-    pub(crate) fn shadowed(&mut self, ikey: &[u8]) -> Result<bool> {
-        let p = parse_internal_key(ikey)
-            .ok_or_else(|| Error::corruption("flush input", "malformed internal key"))?;
-        let shadowed = self
-            .last
-            .as_ref()
-            .is_some_and(|(k, seq)| k.as_slice() == p.user_key && *seq <= self.smallest_snapshot);
-        match &mut self.last {
-            Some((k, seq)) if k.as_slice() == p.user_key => *seq = p.sequence,
-            _ => self.last = Some((p.user_key.to_vec(), p.sequence)),
-        }
-        Ok(shadowed)
-    }
 }

@@ -434,4 +434,8 @@ impl crate::pipeline::StageHost for DbInner {
         let before = self.front.pending_flushes();
         self.front.rotate(self).is_ok() && self.front.pending_flushes() > before
     }
+
+    fn smallest_snapshot(&self) -> u64 {
+        DbInner::smallest_snapshot(self)
+    }
 }

@@ -35,7 +35,6 @@ mod repair;
 mod snapshot;
 
 pub use check::CheckReport;
-pub(crate) use flush::ShadowFilter;
 pub(crate) use inner::{DbInner, State};
 pub use iter::DbIterator;
 pub(crate) use recovery::describes_empty_database;

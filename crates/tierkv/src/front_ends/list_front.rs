@@ -30,7 +30,10 @@ use crate::format::{lookup_key, pack_trailer, user_key, OrderedKey, ValueType};
 use crate::iterator::InternalIterator;
 use crate::memtable::LookupResult;
 use crate::options::{Options, WriteOptions};
-use crate::pipeline::{admit, Admission, Fill, FlushSource, FrontEnd, FrontView, WritePressure};
+use crate::pipeline::{
+    admit, Admission, Fill, FlushSource, FrontEnd, FrontView, ShadowFilter, StageHost,
+    WritePressure,
+};
 use crate::plist::{ListHeap, ListIter, ListSet, NewEntry, PList};
 use crate::stats::{IoPurpose, Part, StallReason, StallTracker};
 use crate::tier::Tier;
@@ -252,11 +255,11 @@ impl FlushSource for MemFlush {
         self.mem.index.is_empty()
     }
 
-    fn absorb(&self, db: &DbInner) -> Result<bool> {
+    fn absorb(&self, host: &dyn StageHost) -> Result<bool> {
         let started = Instant::now();
         // The versions no reader can see stay out of the list, as a flush into a run leaves
         // them out (`db::flush`): a newer version of the key is visible to every snapshot.
-        let mut filter = crate::db::ShadowFilter::new(db.smallest_snapshot());
+        let mut filter = ShadowFilter::new(host.smallest_snapshot());
         let mut nodes: Vec<(Vec<u8>, u64)> = Vec::with_capacity(self.mem.index.len());
         let mut dropped = 0u64;
         let mut bytes = 0u64;
@@ -269,19 +272,19 @@ impl FlushSource for MemFlush {
                 bytes += e.value().1;
             }
         }
-        db.counters
+        host.counters()
             .flush_dropped_versions
             .fetch_add(dropped, Relaxed);
         self.zipper.wait_for_slot()?;
         self.heap
             .publish_l0(&nodes, self.mem.end.load(Acquire), bytes)?;
-        db.counters.add_written(
+        host.counters().add_written(
             Tier::Pm,
             Part::Stage(0),
             IoPurpose::Flush,
             8 * nodes.len() as u64,
         );
-        db.counters.add_flush(
+        host.counters().add_flush(
             0,
             Tier::Pm,
             8 * nodes.len() as u64,

@@ -69,9 +69,10 @@ pub(crate) trait FlushSource: Send + Sync {
 
     /// Makes the buffer durable in the front end's own structures instead of a run (ListDB:
     /// its log entries are linked into an L0 list); `true` if it did, so the flush writes no
-    /// run. Called by the flush thread without the state mutex.
-    fn absorb(&self, db: &DbInner) -> Result<bool> {
-        let _ = db;
+    /// run. Called by the flush thread without the state mutex, given the engine's narrow
+    /// host (the oldest snapshot, the counters).
+    fn absorb(&self, host: &dyn super::StageHost) -> Result<bool> {
+        let _ = host;
         Ok(false)
     }
 }

@@ -25,6 +25,9 @@ pub(crate) trait StageHost: Send + Sync {
     /// Rotates the front end's write buffer if it holds anything (a failure poisons the
     /// database, and the writers see it); true if that queued a flush.
     fn rotate_front(&self) -> bool;
+    /// The sequence of the oldest live snapshot (the last sequence when none is taken): a
+    /// version older than a newer one at or below it is seen by no reader.
+    fn smallest_snapshot(&self) -> u64;
 }
 
 /// The body of a [`BackgroundTask`].

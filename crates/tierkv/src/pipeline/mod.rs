@@ -22,10 +22,12 @@
 mod admission;
 mod front_end;
 mod host;
+mod shadow;
 mod stage;
 
 pub(crate) use crate::compaction::RunTarget;
 pub(crate) use admission::{admit, Admission, Fill};
 pub(crate) use front_end::{FlushSource, FrontEnd, FrontEndKind, FrontView};
 pub(crate) use host::{BackgroundTask, StageHost};
+pub(crate) use shadow::ShadowFilter;
 pub(crate) use stage::{Entry, ReadContext, Stage, WritePressure};
