@@ -77,14 +77,13 @@ impl DbInner {
         count_bytes: bool,
     ) -> Result<DbIterator> {
         let (sv, mut snapshot) = self.read_view(options);
-        // A stage with a global index, or LAB-DB's L0 trees (updated in place), keeps older
-        // versions only for live snapshots: an iterator without one pins its sequence as one
-        // for its lifetime.
+        // A stage that keeps older versions only for live snapshots: an iterator without one
+        // pins its sequence as one for its lifetime.
         let pin = (options.snapshot.is_none()
             && self
                 .stages
                 .iter()
-                .any(|s| s.index().is_some() || s.lab().is_some()))
+                .any(|s| s.keeps_versions_for_snapshots_only()))
         .then(|| self.snapshots.acquire_latest(&self.last_sequence));
         if let Some(p) = &pin {
             snapshot = p.sequence();

@@ -95,6 +95,13 @@ pub(crate) trait Stage: Send + Sync {
     /// The stage's compaction policy.
     fn policy(&self) -> &dyn CompactionPolicy;
 
+    /// True if the stage keeps an older version only while a live snapshot may read it (a
+    /// global index points at one version per key; trees updated in place overwrite): an
+    /// iterator opened without a snapshot then pins its sequence as one for its lifetime.
+    fn keeps_versions_for_snapshots_only(&self) -> bool {
+        false
+    }
+
     /// The global index over the stage's runs, for a stage that has one (SLM-DB's single
     /// level): flushes and compactions update it before their manifest records, compactions
     /// keep only what it points at, and recovery rebuilds it (`crate::gindex`).

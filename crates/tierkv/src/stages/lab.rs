@@ -106,6 +106,11 @@ impl Stage for LabStage {
         }
     }
 
+    /// True: the L0 trees update in place.
+    fn keeps_versions_for_snapshots_only(&self) -> bool {
+        true
+    }
+
     fn policy(&self) -> &dyn CompactionPolicy {
         &self.policy
     }

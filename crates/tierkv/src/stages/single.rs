@@ -97,6 +97,11 @@ impl Stage for SingleLevelStage {
         WritePressure::None
     }
 
+    /// True: a global index points at one version of each key.
+    fn keeps_versions_for_snapshots_only(&self) -> bool {
+        true
+    }
+
     fn policy(&self) -> &dyn CompactionPolicy {
         &self.policy
     }
