@@ -363,16 +363,9 @@ impl DbInner {
             });
             s.pm_wal_bytes = log_bytes(&*pm.fs, &self.dir);
         }
-        s.global_index = self
-            .stages
-            .iter()
-            .find_map(|st| st.index())
-            .map(|ix| ix.stats());
-        s.labdb = self
-            .stages
-            .iter()
-            .find_map(|st| st.lab())
-            .map(|l0| l0.stats(crate::labdb::l0::roles_of(sv.version.stage(0).trees)));
+        for (i, stage) in self.stages.iter().enumerate() {
+            stage.add_stats(sv.version.stage(i), &mut s);
+        }
         let (filter_bytes, index_bytes) = self.table_cache.resident_bytes();
         let (memtable_bytes, stale) = sv.front.dram_bytes();
         s.dram = DramFootprint {

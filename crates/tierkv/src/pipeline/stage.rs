@@ -102,6 +102,12 @@ pub(crate) trait Stage: Send + Sync {
         false
     }
 
+    /// Adds the stage's own figures to `stats` (SLM-DB's global index, LAB-DB's L0 trees),
+    /// `state` being the stage's state in the version the statistics describe.
+    fn add_stats(&self, state: &StageVersion, stats: &mut crate::stats::DbStats) {
+        let _ = (state, stats);
+    }
+
     /// The global index over the stage's runs, for a stage that has one (SLM-DB's single
     /// level): flushes and compactions update it before their manifest records, compactions
     /// keep only what it points at, and recovery rebuilds it (`crate::gindex`).

@@ -111,6 +111,10 @@ impl Stage for LabStage {
         true
     }
 
+    fn add_stats(&self, state: &StageVersion, stats: &mut crate::stats::DbStats) {
+        stats.labdb = Some(self.l0.stats(roles_of(state.trees)));
+    }
+
     fn policy(&self) -> &dyn CompactionPolicy {
         &self.policy
     }

@@ -102,6 +102,10 @@ impl Stage for SingleLevelStage {
         true
     }
 
+    fn add_stats(&self, _state: &StageVersion, stats: &mut crate::stats::DbStats) {
+        stats.global_index = Some(self.index.stats());
+    }
+
     fn policy(&self) -> &dyn CompactionPolicy {
         &self.policy
     }
