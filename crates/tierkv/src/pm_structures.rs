@@ -106,3 +106,26 @@ pub fn open_pm_structures(
         lists,
     })
 }
+
+/// The PM tier of a database whose design uses it.
+pub(crate) struct PmTier {
+    pub pool: Arc<tierkv_pm::PmPool>,
+    /// The pool's file system, as the `FileSystem` the engine's files go through.
+    pub fs: Arc<dyn crate::fs::FileSystem>,
+    /// The same file system, for its PM-specific calls (space, the spare chunk).
+    pub pmfs: crate::fs::PmFs,
+    /// The most chunks one WAL may hold before its memtable is rotated (0: WAL not on PM).
+    pub wal_chunk_cap: u64,
+    /// The global index's tree, for a design that keeps one (SLM-DB).
+    pub index: Option<Arc<crate::pbtree::PbTree>>,
+    /// LAB-DB's two L0 trees as opened, until the stage attaches them at open.
+    pub lab_trees: parking_lot::Mutex<Option<[crate::pbtree::PbTree; 2]>>,
+    /// ListDB's heap and its log entries to replay, until the front end takes them at open.
+    pub lists: parking_lot::Mutex<Option<crate::plist::OpenedHeap>>,
+    /// How errors name the pool (its path, or "PM pool (given)").
+    pub location: String,
+    /// The pool file, when the pool was opened from a path.
+    pub path: Option<std::path::PathBuf>,
+    /// Lock on the pool file, when the pool was opened from a path.
+    pub _lock: Option<Box<dyn crate::fs::FileLock>>,
+}

@@ -9,7 +9,6 @@ use crate::parray::live::dead_entries;
 use crate::runs::OpenRun;
 use crate::runs::TableCache;
 use crate::sst::BlockCache;
-use crate::stages::rows::row_info;
 use crate::stats::{Counters, IoPurpose};
 use crate::version::{log_file_name, parse_file_name, FileKind, FileMetaData, RowInfo, VersionSet};
 use crate::write_batch::decode_batch;
@@ -17,44 +16,7 @@ use crate::{Error, Result};
 use std::path::Path;
 use std::sync::Arc;
 
-/// What [`crate::Db::check`] verified.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CheckReport {
-    /// Tables whose every block and checksum was read and verified (and LAB-DB's L0 trees,
-    /// every leaf and the value record of every entry).
-    pub tables_checked: usize,
-    /// Entries in those tables.
-    pub entries_checked: u64,
-    /// Entries of Skip-Array Tree floors whose next pointer was checked against the floors
-    /// below, and of rows whose cross-row hint was checked against the row below.
-    pub pointers_checked: u64,
-    /// Live WAL files read.
-    pub wal_files_checked: usize,
-    /// WAL records decoded.
-    pub wal_records_checked: u64,
-    /// Bytes of a torn WAL tail (an unacknowledged write, or unsynced writes a power failure
-    /// cut, that recovery will drop).
-    pub wal_torn_tail_bytes: u64,
-    /// Keys of the global index (`slmdb`) whose place was read back: the exact version, in
-    /// the data block the index names.
-    pub index_keys_checked: u64,
-    /// Tables the global index names that the manifest does not (a crash between a flush's or
-    /// compaction's index updates and its manifest record): the next open adopts them.
-    pub index_tables_to_adopt: usize,
-    /// WALs that recovery will ignore (from the point where records are missing: the WAL
-    /// with the gap in sequence numbers, and every WAL after a cut one), holding only writes
-    /// acknowledged without sync.
-    pub wal_files_ignored: usize,
-    /// The PM pool's chunks (the header's excluded) and how many of them are free, after the
-    /// structures were opened; 0 and 0 without a pool.
-    pub pm_chunks: u64,
-    /// See [`CheckReport::pm_chunks`].
-    pub pm_free_chunks: u64,
-    /// Why the next writable open cannot recover with write access and will open read-only
-    /// (a full pool or disk: the recovery was tried, in memory, and ran out of space); `None`
-    /// when it can.
-    pub next_open_read_only: Option<String>,
-}
+pub use crate::pipeline::CheckReport;
 
 pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
     let counters = Arc::new(Counters::default());
@@ -106,66 +68,17 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
         report.tables_checked += 1;
         report.entries_checked += entries;
     }
-    // The next pointers of every Skip-Array Tree, against the floors below them.
-    for (stage, state) in version.stages.iter().enumerate() {
-        for sets in &state.sets {
-            for set in sets.iter() {
-                let floors = set
-                    .floors
-                    .iter()
-                    .map(|f| {
-                        cache.array_for(f, crate::stats::Part::Stage(stage), IoPurpose::Recovery)
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                report.pointers_checked +=
-                    crate::parray::verify_pointers(&floors, IoPurpose::Recovery)?;
-            }
-        }
-        // The hints of every row whose hinted row is still there.
-        for (group, order) in version.layouts()[stage].groups.iter().enumerate() {
-            if *order != crate::version::GroupOrder::Rows {
-                continue;
-            }
-            let rows = &state.groups[group];
-            for w in rows.windows(2) {
-                let into = w[1].row.as_ref().map_or(0, |r| r.hints_into);
-                if into != w[0].number {
-                    continue;
-                }
-                let part = crate::stats::Part::Stage(stage);
-                let older = cache.array_for(&w[0], part, IoPurpose::Recovery)?;
-                let newer = cache.array_for(&w[1], part, IoPurpose::Recovery)?;
-                let (older_info, newer_info) = (row_info(&w[0]), row_info(&w[1]));
-                let older_dead = (
-                    older_info.dead.clone(),
-                    dead_entries(older_info, &older, IoPurpose::Recovery)?.into_owned(),
-                );
-                let newer_dead = dead_entries(newer_info, &newer, IoPurpose::Recovery)?;
-                report.pointers_checked += crate::parray::verify_row_hints(
-                    &older,
-                    &older_dead,
-                    &newer,
-                    &newer_dead,
-                    IoPurpose::Recovery,
-                )?;
-            }
-        }
-    }
-    if let Some(tree) = pm.as_ref().and_then(|p| p.index.as_ref()) {
-        check_index(dir, options, &cache, &version, tree, &mut report)?;
-    }
-    // LAB-DB's L0 trees: every leaf, and the value record each entry points at.
-    if let Some(stage) = options
-        .design
-        .stages(options)
-        .into_iter()
-        .find(|s| s.lab().is_some())
-    {
-        let l0 = stage.lab().expect("found above");
-        super::recovery::attach_lab(dir, options, &options.fs, pm.as_ref(), &versions, l0, None)?;
-        let (trees, entries) = l0.verify(crate::labdb::l0::roles_of(version.stage(0).trees))?;
-        report.tables_checked += trees;
-        report.entries_checked += entries;
+    // What each stage holds beyond its runs' blocks: pointers between runs (Skip-Array Tree
+    // floors, row hints), the structures it keeps in the pool (a global index, L0 trees).
+    let cx = crate::pipeline::CheckContext {
+        dir,
+        options,
+        pm: pm.as_ref(),
+        versions: &versions,
+        tables: &cache,
+    };
+    for (i, stage) in options.design.stages(options).iter().enumerate() {
+        stage.check(&cx, i, &mut report)?;
     }
     // ListDB's heap: every list walked in order, every node's checksums, every log entry
     // still to replay.
@@ -199,54 +112,6 @@ fn probe_recovery(dir: &Path, options: &Options) -> Result<Option<String>> {
         Err(e @ Error::NoSpace(_)) => Ok(Some(e.to_string())),
         Err(e) => Err(e),
     }
-}
-
-/// Verifies the global index: its tree's structure, and every key's place (the table exists,
-/// and the named data block holds exactly that version).
-fn check_index(
-    dir: &Path,
-    options: &Options,
-    cache: &TableCache,
-    version: &crate::version::Version,
-    tree: &Arc<crate::pbtree::PbTree>,
-    report: &mut CheckReport,
-) -> Result<()> {
-    use crate::gindex::Location;
-    use std::collections::{HashMap, HashSet};
-    tree.verify()?;
-    let files: HashMap<u64, &Arc<FileMetaData>> = version.stage(0).groups[0]
-        .iter()
-        .map(|f| (f.number, f))
-        .collect();
-    let mut to_adopt = HashSet::new();
-    let reader = crate::gindex::BlockReader {
-        tables: cache,
-        part: crate::stats::Part::Stage(0),
-        purpose: IoPurpose::Recovery,
-        fill_cache: false,
-    };
-    let mut it = tree.iter();
-    it.seek_to_first()?;
-    while let Some((k, p)) = it.current() {
-        let loc = Location::decode(p, k)?;
-        match files.get(&loc.file) {
-            Some(meta) => {
-                crate::gindex::read_at(&reader, meta, k, loc)?;
-                report.index_keys_checked += 1;
-            }
-            None => {
-                let path =
-                    crate::version::run_file_name(dir, loc.file, crate::version::RunKind::Sst);
-                if !options.fs.exists(&path) {
-                    return Err(crate::gindex::unknown_table(&path));
-                }
-                to_adopt.insert(loc.file);
-            }
-        }
-        it.next()?;
-    }
-    report.index_tables_to_adopt = to_adopt.len();
-    Ok(())
 }
 
 /// Reads and verifies every block of run `f` of `stage` and checks it against the manifest

@@ -169,27 +169,19 @@ pub(crate) fn open_with(dir: &Path, mut options: Options, headroom: bool) -> Res
     for (_, n, _) in present.keys() {
         versions.mark_file_number_used(*n);
     }
-    // A global index: attached to its stage, its DRAM state rebuilt, and the tables it names
-    // that the manifest lacks adopted, before anything unreferenced is swept.
+    // The structures the stages keep in the pool (SLM-DB's global index, LAB-DB's L0 trees):
+    // attached, their DRAM state rebuilt, and the tables they name that the manifest lacks
+    // adopted, before anything unreferenced is swept.
     for stage in &stages {
-        if let Some(index) = stage.index() {
-            let tree = pm.as_ref().and_then(|p| p.index.clone()).ok_or_else(|| {
-                Error::InvalidArgument("a design with a global index needs its PM pool".into())
-            })?;
-            index.attach(tree)?;
-            crate::gindex::recovery::recover(dir, &mut versions, &*fs, &counters, index)?;
-        }
-        if let Some(l0) = stage.lab() {
-            attach_lab(
-                dir,
-                &options,
-                &fs,
-                pm.as_ref(),
-                &versions,
-                l0,
-                Some(Arc::clone(&block_cache)),
-            )?;
-        }
+        stage.attach(&mut crate::pipeline::AttachContext {
+            dir,
+            options: &options,
+            fs: &fs,
+            pm: pm.as_ref(),
+            versions: &mut versions,
+            counters: &counters,
+            block_cache: &block_cache,
+        })?;
     }
     let clog = recover_compaction_log(
         dir,
@@ -723,8 +715,9 @@ pub(crate) fn open_pm(
         }
     };
     let stages = options.design.stages(options);
-    let has_index = stages.iter().any(|s| s.index().is_some());
-    let has_lab = stages.iter().any(|s| s.lab().is_some());
+    let keeps = |kind| stages.iter().any(|s| s.pool_structure() == Some(kind));
+    let has_index = keeps(crate::pipeline::PoolStructure::GlobalIndex);
+    let has_lab = keeps(crate::pipeline::PoolStructure::LabTrees);
     let has_lists = options.design.front_end() == crate::pipeline::FrontEndKind::Lists;
     let kinds = crate::pm_structures::PmKinds {
         index: has_index.then_some(access != PoolAccess::Inspect),
@@ -859,51 +852,4 @@ fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpa
         },
         cap,
     ))
-}
-
-/// Attaches LAB-DB's L0 to the trees the pool open found, with the roles the version records
-/// (`crate::labdb::l0`). With `cache` (the database's block cache, which its value reads then
-/// share), the database is opened for writing: unnamed tree roots are reset and unreferenced
-/// value arrays removed; without (`check`), nothing is changed.
-pub(crate) fn attach_lab(
-    dir: &Path,
-    options: &Options,
-    fs: &Arc<dyn FileSystem>,
-    pm: Option<&PmTier>,
-    versions: &VersionSet,
-    l0: &crate::labdb::l0::LabL0,
-    cache: Option<Arc<BlockCache>>,
-) -> Result<()> {
-    let writable = cache.is_some();
-    let pm = pm.ok_or_else(|| Error::InvalidArgument("LAB-DB needs its PM pool".into()))?;
-    let trees = pm
-        .lab_trees
-        .lock()
-        .take()
-        .ok_or_else(|| Error::InvalidArgument("LAB-DB's L0 trees were not opened".into()))?;
-    let values = crate::labdb::vlog::ValueFiles::new(
-        dir,
-        Arc::clone(fs),
-        Some(Arc::clone(&pm.fs)),
-        versions.identity(),
-        options.max_open_files.clamp(16, 256),
-        cache,
-    );
-    let roles = crate::labdb::l0::roles_of(versions.current().stage(0).trees);
-    // Opened even with `labdb.hot_buffer_bytes = 0`: the slots a database already has stay
-    // readable (and no new one is taken).
-    let hot = Some(Arc::new(crate::labdb::hot::HotBuffer::open(
-        pm.pmfs.clone(),
-        dir,
-        &options.labdb,
-        writable,
-    )?));
-    l0.attach(
-        Arc::clone(&pm.pool),
-        &pm.location,
-        trees,
-        (values, hot),
-        roles,
-        writable.then_some(versions.log_number),
-    )
 }

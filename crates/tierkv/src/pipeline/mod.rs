@@ -22,6 +22,7 @@
 mod admission;
 mod front_end;
 mod host;
+mod open;
 mod shadow;
 mod stage;
 
@@ -29,5 +30,7 @@ pub(crate) use crate::compaction::RunTarget;
 pub(crate) use admission::{admit, Admission, Fill};
 pub(crate) use front_end::{FlushSource, FrontEnd, FrontEndKind, FrontView};
 pub(crate) use host::{BackgroundTask, StageHost};
+pub use open::CheckReport;
+pub(crate) use open::{AttachContext, CheckContext, PoolStructure};
 pub(crate) use shadow::ShadowFilter;
 pub(crate) use stage::{Entry, ReadContext, Stage, WritePressure};

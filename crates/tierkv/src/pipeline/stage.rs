@@ -108,6 +108,32 @@ pub(crate) trait Stage: Send + Sync {
         let _ = (state, stats);
     }
 
+    /// The structure the stage keeps in the PM pool besides files (opened with the pool), if
+    /// any.
+    fn pool_structure(&self) -> Option<super::PoolStructure> {
+        None
+    }
+
+    /// Attaches the stage at open to what it keeps in the pool, rebuilding its DRAM state
+    /// (see [`super::AttachContext`]). Default: nothing to attach.
+    fn attach(&self, cx: &mut super::AttachContext<'_>) -> Result<()> {
+        let _ = cx;
+        Ok(())
+    }
+
+    /// Verifies, for `tierkv check`, what stage `stage` holds beyond its runs' blocks (which
+    /// the check reads for every stage): pointers between runs, the structures it keeps in
+    /// the pool; adds what it verified to `report`. Default: nothing more to verify.
+    fn check(
+        &self,
+        cx: &super::CheckContext<'_>,
+        stage: usize,
+        report: &mut super::CheckReport,
+    ) -> Result<()> {
+        let _ = (cx, stage, report);
+        Ok(())
+    }
+
     /// The global index over the stage's runs, for a stage that has one (SLM-DB's single
     /// level): flushes and compactions update it before their manifest records, compactions
     /// keep only what it points at, and recovery rebuilds it (`crate::gindex`).

@@ -10,13 +10,20 @@
 
 use super::levels::{get_in_runs, leveled_layout, push_deeper_level_iterators};
 use crate::compaction::{CompactionPolicy, LabPolicy};
+use crate::fs::FileSystem;
 use crate::iterator::InternalIterator;
 use crate::labdb::l0::{roles_of, LabL0};
 use crate::options::Options;
-use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+use crate::pipeline::{
+    AttachContext, CheckContext, CheckReport, Entry, PoolStructure, ReadContext, RunTarget, Stage,
+    WritePressure,
+};
+use crate::pm_structures::PmTier;
+use crate::sst::BlockCache;
 use crate::tier::Tier;
-use crate::version::{RunKind, StageLayout, StageVersion};
-use crate::Result;
+use crate::version::{RunKind, StageLayout, StageVersion, VersionSet};
+use crate::{Error, Result};
+use std::path::Path;
 use std::sync::Arc;
 
 /// LAB-DB's L0 trees over leveled SSTables.
@@ -38,6 +45,35 @@ impl LabStage {
 }
 
 impl Stage for LabStage {
+    fn pool_structure(&self) -> Option<PoolStructure> {
+        Some(PoolStructure::LabTrees)
+    }
+
+    fn attach(&self, cx: &mut AttachContext<'_>) -> Result<()> {
+        let cache = Some(Arc::clone(cx.block_cache));
+        attach_l0(
+            cx.dir,
+            cx.options,
+            cx.fs,
+            cx.pm,
+            cx.versions,
+            &self.l0,
+            cache,
+        )
+    }
+
+    /// The L0 trees: every leaf, and the value record each entry points at.
+    fn check(&self, cx: &CheckContext<'_>, stage: usize, report: &mut CheckReport) -> Result<()> {
+        let fs = &cx.options.fs;
+        attach_l0(cx.dir, cx.options, fs, cx.pm, cx.versions, &self.l0, None)?;
+        let (trees, entries) = self
+            .l0
+            .verify(roles_of(cx.versions.current().stage(stage).trees))?;
+        report.tables_checked += trees;
+        report.entries_checked += entries;
+        Ok(())
+    }
+
     fn layout(&self) -> StageLayout {
         leveled_layout("L0 trees + levels", self.levels)
     }
@@ -122,4 +158,51 @@ impl Stage for LabStage {
     fn lab(&self) -> Option<&Arc<LabL0>> {
         Some(&self.l0)
     }
+}
+
+/// Attaches LAB-DB's L0 to the trees the pool open found, with the roles the version records
+/// (`crate::labdb::l0`). With `cache` (the database's block cache, which its value reads then
+/// share), the database is opened for writing: unnamed tree roots are reset and unreferenced
+/// value arrays removed; without (`check`), nothing is changed.
+fn attach_l0(
+    dir: &Path,
+    options: &Options,
+    fs: &Arc<dyn FileSystem>,
+    pm: Option<&PmTier>,
+    versions: &VersionSet,
+    l0: &LabL0,
+    cache: Option<Arc<BlockCache>>,
+) -> Result<()> {
+    let writable = cache.is_some();
+    let pm = pm.ok_or_else(|| Error::InvalidArgument("LAB-DB needs its PM pool".into()))?;
+    let trees = pm
+        .lab_trees
+        .lock()
+        .take()
+        .ok_or_else(|| Error::InvalidArgument("LAB-DB's L0 trees were not opened".into()))?;
+    let values = crate::labdb::vlog::ValueFiles::new(
+        dir,
+        Arc::clone(fs),
+        Some(Arc::clone(&pm.fs)),
+        versions.identity(),
+        options.max_open_files.clamp(16, 256),
+        cache,
+    );
+    let roles = roles_of(versions.current().stage(0).trees);
+    // Opened even with `labdb.hot_buffer_bytes = 0`: the slots a database already has stay
+    // readable (and no new one is taken).
+    let hot = Some(Arc::new(crate::labdb::hot::HotBuffer::open(
+        pm.pmfs.clone(),
+        dir,
+        &options.labdb,
+        writable,
+    )?));
+    l0.attach(
+        Arc::clone(&pm.pool),
+        &pm.location,
+        trees,
+        (values, hot),
+        roles,
+        writable.then_some(versions.log_number),
+    )
 }

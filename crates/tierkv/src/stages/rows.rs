@@ -38,7 +38,9 @@ use crate::iterator::MergingIterator;
 use crate::options::{CompactionOptions, Options, RowOptions};
 use crate::parray::live::{dead_entries, first_live, merge_intervals, window, RowDead, Window};
 use crate::parray::{chain_get, chain_seek, ArrayIterator, KeyValue, PmArray};
-use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+use crate::pipeline::{
+    CheckContext, CheckReport, Entry, ReadContext, RunTarget, Stage, WritePressure,
+};
 use crate::runs::TableCache;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
@@ -106,6 +108,40 @@ fn open_rows(
 }
 
 impl Stage for RowStage {
+    /// The hints of every row whose hinted row is still there, against that row.
+    fn check(&self, cx: &CheckContext<'_>, stage: usize, report: &mut CheckReport) -> Result<()> {
+        let version = cx.versions.current();
+        let state = version.stage(stage);
+        for (group, order) in version.layouts()[stage].groups.iter().enumerate() {
+            if *order != GroupOrder::Rows {
+                continue;
+            }
+            for w in state.groups[group].windows(2) {
+                let into = w[1].row.as_ref().map_or(0, |r| r.hints_into);
+                if into != w[0].number {
+                    continue;
+                }
+                let part = Part::Stage(stage);
+                let older = cx.tables.array_for(&w[0], part, IoPurpose::Recovery)?;
+                let newer = cx.tables.array_for(&w[1], part, IoPurpose::Recovery)?;
+                let (older_info, newer_info) = (row_info(&w[0]), row_info(&w[1]));
+                let older_dead = (
+                    older_info.dead.clone(),
+                    dead_entries(older_info, &older, IoPurpose::Recovery)?.into_owned(),
+                );
+                let newer_dead = dead_entries(newer_info, &newer, IoPurpose::Recovery)?;
+                report.pointers_checked += crate::parray::verify_row_hints(
+                    &older,
+                    &older_dead,
+                    &newer,
+                    &newer_dead,
+                    IoPurpose::Recovery,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
     fn layout(&self) -> StageLayout {
         let mut groups = vec![GroupOrder::Disjoint; self.options.num_levels];
         groups[0] = GroupOrder::Rows;

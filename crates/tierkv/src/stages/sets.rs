@@ -23,7 +23,9 @@ use crate::format::{compare_internal, make_internal_key, ValueType};
 use crate::iterator::InternalIterator;
 use crate::options::{CompactionOptions, FilterScope, NvlsmOptions};
 use crate::parray::{cascade_get, cascade_seek, ArrayIterator, PmArray};
-use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+use crate::pipeline::{
+    CheckContext, CheckReport, Entry, ReadContext, RunTarget, Stage, WritePressure,
+};
 use crate::runs::TableCache;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
@@ -100,6 +102,26 @@ fn open_floors(cx: &ReadContext<'_>, set: &RunSet) -> Result<Vec<Arc<PmArray>>> 
 }
 
 impl Stage for SetStage {
+    /// The next pointers of every Skip-Array Tree, against the floors below them.
+    fn check(&self, cx: &CheckContext<'_>, stage: usize, report: &mut CheckReport) -> Result<()> {
+        let version = cx.versions.current();
+        for sets in &version.stage(stage).sets {
+            for set in sets.iter() {
+                let floors = set
+                    .floors
+                    .iter()
+                    .map(|f| {
+                        cx.tables
+                            .array_for(f, Part::Stage(stage), IoPurpose::Recovery)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                report.pointers_checked +=
+                    crate::parray::verify_pointers(&floors, IoPurpose::Recovery)?;
+            }
+        }
+        Ok(())
+    }
+
     fn layout(&self) -> StageLayout {
         let mut groups = vec![GroupOrder::Sets; self.options.num_levels];
         groups[0] = GroupOrder::Overlapping;

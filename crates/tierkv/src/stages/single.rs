@@ -10,7 +10,10 @@ use crate::gindex::iter::IndexIterator;
 use crate::gindex::{BlockReader, GlobalIndex};
 use crate::iterator::InternalIterator;
 use crate::options::Options;
-use crate::pipeline::{Entry, ReadContext, RunTarget, Stage, WritePressure};
+use crate::pipeline::{
+    AttachContext, CheckContext, CheckReport, Entry, PoolStructure, ReadContext, RunTarget, Stage,
+    WritePressure,
+};
 use crate::tier::Tier;
 use crate::version::{GroupOrder, RunKind, StageLayout, StageVersion};
 use crate::{Error, Result};
@@ -33,6 +36,27 @@ impl SingleLevelStage {
 }
 
 impl Stage for SingleLevelStage {
+    fn pool_structure(&self) -> Option<PoolStructure> {
+        Some(PoolStructure::GlobalIndex)
+    }
+
+    /// Attaches the index to its tree, rebuilds its DRAM state and adopts the tables the tree
+    /// names that the manifest lacks (`crate::gindex::recovery`).
+    fn attach(&self, cx: &mut AttachContext<'_>) -> Result<()> {
+        let tree = cx.pm.and_then(|p| p.index.clone()).ok_or_else(|| {
+            Error::InvalidArgument("a design with a global index needs its PM pool".into())
+        })?;
+        self.index.attach(tree)?;
+        crate::gindex::recovery::recover(cx.dir, cx.versions, &**cx.fs, cx.counters, &self.index)
+    }
+
+    fn check(&self, cx: &CheckContext<'_>, stage: usize, report: &mut CheckReport) -> Result<()> {
+        match cx.pm.and_then(|p| p.index.as_ref()) {
+            Some(tree) => check_index(cx, stage, tree, report),
+            None => Ok(()),
+        }
+    }
+
     fn layout(&self) -> StageLayout {
         StageLayout {
             name: "single level",
@@ -113,4 +137,53 @@ impl Stage for SingleLevelStage {
     fn index(&self) -> Option<&Arc<GlobalIndex>> {
         Some(&self.index)
     }
+}
+
+/// Verifies the global index: its tree's structure, and every key's place (the table exists,
+/// and the named data block holds exactly that version).
+fn check_index(
+    cx: &CheckContext<'_>,
+    stage: usize,
+    tree: &Arc<crate::pbtree::PbTree>,
+    report: &mut CheckReport,
+) -> Result<()> {
+    use crate::gindex::Location;
+    use crate::stats::IoPurpose;
+    use crate::version::FileMetaData;
+    use std::collections::{HashMap, HashSet};
+    tree.verify()?;
+    let version = cx.versions.current();
+    let files: HashMap<u64, &Arc<FileMetaData>> = version.stage(stage).groups[0]
+        .iter()
+        .map(|f| (f.number, f))
+        .collect();
+    let mut to_adopt = HashSet::new();
+    let reader = crate::gindex::BlockReader {
+        tables: cx.tables,
+        part: crate::stats::Part::Stage(stage),
+        purpose: IoPurpose::Recovery,
+        fill_cache: false,
+    };
+    let mut it = tree.iter();
+    it.seek_to_first()?;
+    while let Some((k, p)) = it.current() {
+        let loc = Location::decode(p, k)?;
+        match files.get(&loc.file) {
+            Some(meta) => {
+                crate::gindex::read_at(&reader, meta, k, loc)?;
+                report.index_keys_checked += 1;
+            }
+            None => {
+                let path =
+                    crate::version::run_file_name(cx.dir, loc.file, crate::version::RunKind::Sst);
+                if !cx.options.fs.exists(&path) {
+                    return Err(crate::gindex::unknown_table(&path));
+                }
+                to_adopt.insert(loc.file);
+            }
+        }
+        it.next()?;
+    }
+    report.index_tables_to_adopt = to_adopt.len();
+    Ok(())
 }
