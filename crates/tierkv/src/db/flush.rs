@@ -9,7 +9,7 @@
 
 use super::DbInner;
 use crate::gindex::with_handles;
-use crate::pipeline::{FlushSource, RunTarget, ShadowFilter, StageHost};
+use crate::pipeline::{add_kept, FlushPlan, FlushSource, RunTarget, StageHost};
 use crate::runs::{create_writer, run_file_name, RowWriter};
 use crate::sst::table_builder::TableSummary;
 use crate::sst::value_log::value_log_file_name;
@@ -33,19 +33,24 @@ impl DbInner {
             let source = match self.front.next_flush() {
                 Some(s) if state.bg_error.is_none() => s,
                 _ => {
-                    if self.stages[0].lab().is_some() && state.bg_error.is_none() {
-                        // LAB-DB's tree switch and deferred work run on this thread (the only
-                        // one that inserts into the mutable tree). The upkeep drops the lock,
-                        // so a wake-up may have come meanwhile: look again before waiting,
-                        // and wait with a timeout (what is deferred waits for readers, who do
-                        // not signal).
-                        state = self.lab_maintenance(state);
+                    if state.bg_error.is_none() {
+                        // Stage 0's upkeep runs on this thread (LAB-DB's tree switch and
+                        // deferred work: this is the only thread that inserts into its
+                        // mutable tree). It runs without the lock, so a wake-up may have come
+                        // meanwhile: look again before waiting, and wait no longer than the
+                        // stage asks (what is deferred waits for readers, who do not signal).
+                        drop(state);
+                        let again = self.stages[0].flush_upkeep(self);
+                        state = self.state.lock();
                         if state.shutting_down || self.front.next_flush().is_some() {
                             continue;
                         }
-                        let deferred = self.stages[0].lab().is_some_and(|l| l.has_deferred());
-                        let wait = if deferred { 20 } else { 200 };
-                        self.bg_cv.wait_for(&mut state, Duration::from_millis(wait));
+                        match again {
+                            Some(wait) => {
+                                self.bg_cv.wait_for(&mut state, wait);
+                            }
+                            None => self.bg_cv.wait(&mut state),
+                        }
                         continue;
                     }
                     self.bg_cv.wait(&mut state);
@@ -106,8 +111,10 @@ impl DbInner {
                     if let Err(e) = freed {
                         state.poison("freeing dead row pages failed", e);
                     }
-                    if self.stages[0].lab().is_some() {
-                        state = self.lab_maintenance(state);
+                    if state.bg_error.is_none() {
+                        drop(state);
+                        self.stages[0].flush_upkeep(self);
+                        state = self.state.lock();
                     }
                     // Writers waiting for PM space freed by the deleted log (and compactions
                     // the leaf scan listed tables for).
@@ -119,63 +126,6 @@ impl DbInner {
                 }
             }
         }
-    }
-
-    /// LAB-DB's upkeep, on the flush thread (`state` held on entry and handed back): held
-    /// versions no snapshot needs are forgotten, value arrays with no reference are handed to
-    /// the deferred deletions, what is deferred and due runs, and a mutable tree that reached
-    /// its share of the leaf region becomes the immutable one (one manifest record naming the
-    /// new roles). A failure poisons the database.
-    pub(crate) fn lab_maintenance<'a>(
-        &'a self,
-        mut state: parking_lot::MutexGuard<'a, super::State>,
-    ) -> parking_lot::MutexGuard<'a, super::State> {
-        let Some(l0) = self.stages[0].lab() else {
-            return state;
-        };
-        if state.bg_error.is_some() {
-            return state;
-        }
-        drop(state);
-        let forgot = l0.forget_held(self.smallest_snapshot());
-        state = self.state.lock();
-        // Deletions wait for every version live now: a reader that found an address into a
-        // released array (or a forgotten held version's hot half) before its last reference
-        // went holds one of them.
-        state.live_versions.retain(|w| w.strong_count() > 0);
-        let forgot = forgot.map(|hot| l0.drop_after(state.live_versions.clone(), hot));
-        l0.release_values(&state.live_versions, state.versions.log_number);
-        drop(state);
-        let upkeep = forgot.and_then(|()| l0.run_deferred());
-        state = self.state.lock();
-        if let Err(e) = upkeep {
-            state.poison("LAB-DB L0 upkeep failed", e);
-            self.bg_cv.notify_all();
-            return state;
-        }
-        let roles = crate::labdb::l0::roles_of(state.versions.current().stage(0).trees);
-        if !l0.wants_switch(roles) {
-            return state;
-        }
-        state.live_versions.retain(|w| w.strong_count() > 0);
-        let waits = state.live_versions.clone();
-        let switched = l0.switch(roles, &waits).and_then(|new_roles| {
-            let mut edit = VersionEdit::default();
-            edit.stage_mut(0).trees = Some(new_roles);
-            state.versions.last_sequence = self.last_sequence.load(Acquire);
-            state.versions.log_and_apply(edit)
-        });
-        match switched {
-            Ok(_) => {
-                state.install_super_version(&*self.front);
-                self.bg_cv.notify_all();
-            }
-            Err(e) => {
-                state.poison("LAB-DB tree switch failed", e);
-                self.bg_cv.notify_all();
-            }
-        }
-        state
     }
 
     /// SLM-DB's rule R2 after a flush or a compaction: the next leaf-scan window of each
@@ -209,38 +159,16 @@ impl DbInner {
     }
 }
 
-/// Where a flush writes its run: the target, the row its hints point into (a row target), and
-/// whether the flush holds the target group busy while it writes (a group a compaction may
-/// also write: the sequential bypass into L1).
-pub(crate) struct FlushPlan {
-    pub target: RunTarget,
-    pub over: Option<Arc<FileMetaData>>,
-    pub holds_group: bool,
-    /// LAB-DB: the L0 tree roles of the version the flush starts from (its mutable tree takes
-    /// the flush; only the flush thread changes the roles).
-    pub lab_roles: crate::version::TreeRoles,
-    /// The versions live when the flush was planned (readers may hold them; none during
-    /// recovery): LAB-DB reuses the hot-slot halves a flush stops naming only after them.
-    pub readers: Vec<std::sync::Weak<Version>>,
-    /// Whether the flush runs without the state lock held (a background flush), so that it
-    /// can take the versions live once its tree changes are made, instead of `readers`: a
-    /// version installed after the plan (a chunk compaction's) may be pinned by a reader that
-    /// read an entry the flush then replaced. False during recovery (the lock is held).
-    pub live_after: bool,
-}
-
-impl FlushPlan {
-    /// Stage 0's ingest target over the version `current` (no bypass: recovery).
-    pub(crate) fn ingest(db: &DbInner, current: &Version) -> FlushPlan {
-        let target = db.stages[0].ingest_target();
-        FlushPlan {
-            target,
-            over: newest_row(current, target),
-            holds_group: false,
-            lab_roles: crate::labdb::l0::roles_of(current.stage(0).trees),
-            readers: Vec::new(),
-            live_after: false,
-        }
+/// Stage 0's ingest target over the version `current` (no bypass: recovery).
+pub(crate) fn ingest_plan(db: &DbInner, current: &Version) -> FlushPlan {
+    let target = db.stages[0].ingest_target();
+    FlushPlan {
+        target,
+        over: newest_row(current, target),
+        holds_group: false,
+        base: current.stage(0).without_runs(),
+        readers: Vec::new(),
+        live_after: false,
     }
 }
 
@@ -283,7 +211,7 @@ impl DbInner {
     ) -> (FlushPlan, parking_lot::MutexGuard<'a, super::State>) {
         let ingest = self.stages[0].ingest_target();
         if !ingest.row {
-            let mut plan = FlushPlan::ingest(self, &state.versions.current());
+            let mut plan = ingest_plan(self, &state.versions.current());
             plan.readers = state.live_versions.clone();
             plan.live_after = true;
             return (plan, state);
@@ -301,7 +229,7 @@ impl DbInner {
             target,
             over: newest_row(&current, target),
             holds_group: target.group != ingest.group,
-            lab_roles: crate::labdb::l0::roles_of(current.stage(0).trees),
+            base: current.stage(0).without_runs(),
             readers: state.live_versions.clone(),
             live_after: true,
         };
@@ -322,8 +250,7 @@ pub(crate) fn write_flush_run(
     if source.is_empty() || source.absorb(db as &dyn StageHost)? {
         return Ok(None);
     }
-    if let Some(l0) = db.stages[0].lab() {
-        lab_flush(db, l0, source, number, plan)?;
+    if db.stages[0].take_flush(db, source, number, plan)? {
         return Ok(None);
     }
     let started = std::time::Instant::now();
@@ -390,7 +317,7 @@ fn build_run(
         let mut writer = RowWriter::create(&**fs, path, over_array, IoPurpose::Flush)?;
         count_dropped(
             db,
-            add_all(source, db.smallest_snapshot(), |k, v| writer.add(k, v))?,
+            add_kept(source, db.smallest_snapshot(), |k, v| writer.add(k, v))?,
         );
         let (summary, sketch) = writer.finish()?;
         let row = RowInfo {
@@ -408,7 +335,7 @@ fn build_run(
         let mut blocks = Vec::new();
         count_dropped(
             db,
-            add_all(source, db.smallest_snapshot(), |k, v| {
+            add_kept(source, db.smallest_snapshot(), |k, v| {
                 blocks.push((k.to_vec(), builder.next_block()));
                 builder.add(k, v)
             })?,
@@ -428,64 +355,12 @@ fn build_run(
             create_writer(&**fs, path, target.kind, &db.options.table, None, separate)?;
         count_dropped(
             db,
-            add_all(source, db.smallest_snapshot(), |k, v| writer.add(k, v))?,
+            add_kept(source, db.smallest_snapshot(), |k, v| writer.add(k, v))?,
         );
         (writer.finish()?, None)
     };
     fs.sync_dir(&db.dir)?;
     Ok((run_meta(number, summary, target, row), 0))
-}
-
-/// LAB-DB's flush: the kept versions of `source` go to value array `number` and the mutable
-/// L0 tree (`crate::labdb::l0`); no run is written. Counted as stage 0's flush writes: the
-/// value array on SSD, the tree's persisted lines on PM.
-fn lab_flush(
-    db: &DbInner,
-    l0: &crate::labdb::l0::LabL0,
-    source: &dyn FlushSource,
-    number: u64,
-    plan: &FlushPlan,
-) -> Result<()> {
-    let roles = plan.lab_roles;
-    let started = std::time::Instant::now();
-    let mut entries = Vec::new();
-    count_dropped(
-        db,
-        add_all(source, db.smallest_snapshot(), |k, v| {
-            entries.push((k.to_vec(), v.to_vec()));
-            Ok(())
-        })?,
-    );
-    let fs = db.fs_for(Tier::Ssd);
-    let snapshots = db.snapshots.live();
-    // The versions readers may hold once the tree changed: a hot slot's half the flush stops
-    // naming is reused only after them (a reader may have read the entry that named it, and
-    // pinned its version before).
-    let live = || {
-        if !plan.live_after {
-            return plan.readers.clone();
-        }
-        let mut state = db.state.lock();
-        state.live_versions.retain(|w| w.strong_count() > 0);
-        state.live_versions.clone()
-    };
-    let readers: crate::labdb::l0::Readers<'_> = (snapshots, &live);
-    let (ssd_bytes, pm_bytes) = match source.value_addresses() {
-        // LAB-DB's log wrote the values: only addresses go into the tree.
-        Some(addrs) => (0, l0.flush_addressed(roles, &entries, &addrs, &readers)?),
-        None => l0.flush(roles, &entries, number, &readers, || fs.sync_dir(&db.dir))?,
-    };
-    db.counters
-        .add_written(Tier::Ssd, Part::Stage(0), IoPurpose::Flush, ssd_bytes);
-    db.counters
-        .add_written(Tier::Pm, Part::Stage(0), IoPurpose::Flush, pm_bytes);
-    db.counters.add_flush(
-        0,
-        Tier::Pm,
-        ssd_bytes + pm_bytes,
-        u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-    );
-    Ok(())
 }
 
 /// The metadata of run `number` written as `target` says.
@@ -512,30 +387,4 @@ fn run_meta(
 
 fn count_dropped(db: &DbInner, n: u64) {
     db.counters.flush_dropped_versions.fetch_add(n, Relaxed);
-}
-
-/// Feeds the entries of `source`, in order, to `add`, but the versions no reader can see: an
-/// entry is dropped when a newer entry of its user key is visible to every live snapshot
-/// (its sequence is at most `smallest_snapshot`), as a compaction drops it (RocksDB's flush;
-/// LevelDB's keeps every version). Tombstones are kept: older data below may need hiding.
-/// Returns how many entries were dropped.
-fn add_all(
-    source: &dyn FlushSource,
-    smallest_snapshot: u64,
-    mut add: impl FnMut(&[u8], &[u8]) -> Result<()>,
-) -> Result<u64> {
-    let mut it = source.iter();
-    it.seek_to_first();
-    let mut filter = ShadowFilter::new(smallest_snapshot);
-    let mut dropped = 0;
-    while it.valid() {
-        if filter.shadowed(it.key())? {
-            dropped += 1;
-        } else {
-            add(it.key(), it.value())?;
-        }
-        it.next();
-    }
-    it.status()?;
-    Ok(dropped)
 }

@@ -239,10 +239,10 @@ impl DbInner {
         &self,
         source: &dyn FlushSource,
         number: u64,
-        current: &crate::version::Version,
+        current: &Version,
     ) -> Result<Option<(usize, crate::version::FileMetaData)>> {
         self.clog_recovery_output(number)?;
-        let plan = super::flush::FlushPlan::ingest(self, current);
+        let plan = super::flush::ingest_plan(self, current);
         super::flush::write_flush_run(self, source, number, &plan)
     }
 
@@ -408,5 +408,66 @@ impl crate::pipeline::StageHost for DbInner {
 
     fn smallest_snapshot(&self) -> u64 {
         DbInner::smallest_snapshot(self)
+    }
+
+    fn live_snapshots(&self) -> Vec<u64> {
+        self.snapshots.live()
+    }
+
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn fs_for(&self, tier: Tier) -> &Arc<dyn FileSystem> {
+        DbInner::fs_for(self, tier)
+    }
+
+    fn with_versions(&self, f: &mut dyn FnMut(&mut dyn crate::pipeline::LockedVersions)) {
+        let mut state = self.state.lock();
+        f(&mut Locked {
+            db: self,
+            state: &mut state,
+        });
+    }
+}
+
+/// The state under its lock, as [`crate::pipeline::StageHost::with_versions`] shows it.
+struct Locked<'a> {
+    db: &'a DbInner,
+    state: &'a mut State,
+}
+
+impl crate::pipeline::LockedVersions for Locked<'_> {
+    fn current(&self) -> Arc<Version> {
+        self.state.versions.current()
+    }
+
+    fn live_versions(&mut self) -> Vec<Weak<Version>> {
+        self.state.live_versions.retain(|w| w.strong_count() > 0);
+        self.state.live_versions.clone()
+    }
+
+    fn log_number(&self) -> u64 {
+        self.state.versions.log_number
+    }
+
+    fn apply(&mut self, edit: crate::version::VersionEdit, what: &str) -> Result<()> {
+        use std::sync::atomic::Ordering::Acquire;
+        self.state.versions.last_sequence = self.db.last_sequence.load(Acquire);
+        let applied = self.state.versions.log_and_apply(edit);
+        match applied {
+            Ok(_) => self.state.install_super_version(&*self.db.front),
+            Err(e) => {
+                self.db.bg_cv.notify_all();
+                return Err(self.state.poison(what, e));
+            }
+        }
+        self.db.bg_cv.notify_all();
+        Ok(())
+    }
+
+    fn poison(&mut self, what: &str, e: Error) {
+        self.state.poison(what, e);
+        self.db.bg_cv.notify_all();
     }
 }

@@ -1,13 +1,21 @@
-//! What a stage's own background work is given of the engine ([`StageHost`]): a narrow view
-//! (waiting for background events, the figures, waking the background threads, rotating the
-//! front end's buffer), never the database itself.
+//! What a stage's own work is given of the engine ([`StageHost`]): a narrow view (waiting for
+//! background events, the figures, waking the background threads, rotating the front end's
+//! buffer, the snapshots, the file systems, the versions under the state lock), never the
+//! database itself. A stage's background tasks, its flush upkeep and a flush it takes itself
+//! are given it.
 //!
 //! A stage that runs work on a thread of its own (FluidKV's load detector) returns it from
 //! [`crate::pipeline::Stage::background_tasks`]; the engine starts one thread per task at open
 //! and stops them at shutdown, and a task that panics poisons the database like any background
 //! thread.
 
+use crate::fs::FileSystem;
 use crate::stats::Counters;
+use crate::tier::Tier;
+use crate::version::{Version, VersionEdit};
+use crate::{Error, Result};
+use std::path::Path;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 /// The engine as a stage's background task sees it.
@@ -28,6 +36,31 @@ pub(crate) trait StageHost: Send + Sync {
     /// The sequence of the oldest live snapshot (the last sequence when none is taken): a
     /// version older than a newer one at or below it is seen by no reader.
     fn smallest_snapshot(&self) -> u64;
+    /// The sequences of the live snapshots, oldest first.
+    fn live_snapshots(&self) -> Vec<u64>;
+    /// The database's directory.
+    fn dir(&self) -> &Path;
+    /// The file system of `tier` (the PM tier only for a design that has one).
+    fn fs_for(&self, tier: Tier) -> &Arc<dyn FileSystem>;
+    /// Runs `f` under the engine's state lock, given the versions ([`LockedVersions`]); what
+    /// `f` reads and changes there is one atomic step for every other thread.
+    fn with_versions(&self, f: &mut dyn FnMut(&mut dyn LockedVersions));
+}
+
+/// The engine's versions as a stage's own work sees them under the state lock
+/// ([`StageHost::with_versions`]).
+pub(crate) trait LockedVersions {
+    /// The current version.
+    fn current(&self) -> Arc<Version>;
+    /// The versions handed out that a reader may still hold (those dropped are forgotten).
+    fn live_versions(&mut self) -> Vec<Weak<Version>>;
+    /// The number of the oldest log the manifest still names (older ones are flushed).
+    fn log_number(&self) -> u64;
+    /// Records `edit` in the manifest and installs the version it makes for readers; a
+    /// failure poisons the database (`what`: the step that failed) and is returned.
+    fn apply(&mut self, edit: VersionEdit, what: &str) -> Result<()>;
+    /// Poisons the database with `e` (`what`: the step that failed): writes fail from now on.
+    fn poison(&mut self, what: &str, e: Error);
 }
 
 /// The body of a [`BackgroundTask`].

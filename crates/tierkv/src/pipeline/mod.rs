@@ -20,6 +20,7 @@
 //! `docs/ARCHITECTURE.md` shows how the five papers' designs map onto these seams.
 
 mod admission;
+mod flush;
 mod front_end;
 mod host;
 mod open;
@@ -28,8 +29,9 @@ mod stage;
 
 pub(crate) use crate::compaction::RunTarget;
 pub(crate) use admission::{admit, Admission, Fill};
+pub(crate) use flush::{add_kept, FlushPlan};
 pub(crate) use front_end::{FlushSource, FrontEnd, FrontEndKind, FrontView};
-pub(crate) use host::{BackgroundTask, StageHost};
+pub(crate) use host::{BackgroundTask, LockedVersions, StageHost};
 pub use open::CheckReport;
 pub(crate) use open::{AttachContext, CheckContext, PoolStructure};
 pub(crate) use shadow::ShadowFilter;

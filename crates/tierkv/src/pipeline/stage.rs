@@ -108,6 +108,29 @@ pub(crate) trait Stage: Send + Sync {
         let _ = (state, stats);
     }
 
+    /// Takes the flush of `source` (stage 0, planned as `plan`) itself instead of a run being
+    /// written (LAB-DB: into its mutable tree, no run); true if it did. `number` is the file
+    /// number taken for the flush. Default: false (the engine writes the run).
+    fn take_flush(
+        &self,
+        host: &dyn super::StageHost,
+        source: &dyn super::FlushSource,
+        number: u64,
+        plan: &super::FlushPlan,
+    ) -> Result<bool> {
+        let _ = (host, source, number, plan);
+        Ok(false)
+    }
+
+    /// Stage 0's upkeep, run on the flush thread after each flush and when it has no flush to
+    /// do (LAB-DB's tree switch and deferred reclamation; a failure poisons the database
+    /// through the host); returns how long the idle flush thread may wait before running it
+    /// again, `None` when the stage has no upkeep. Default: none.
+    fn flush_upkeep(&self, host: &dyn super::StageHost) -> Option<std::time::Duration> {
+        let _ = host;
+        None
+    }
+
     /// The structure the stage keeps in the PM pool besides files (opened with the pool), if
     /// any.
     fn pool_structure(&self) -> Option<super::PoolStructure> {

@@ -12,19 +12,23 @@ use super::levels::{get_in_runs, leveled_layout, push_deeper_level_iterators};
 use crate::compaction::{CompactionPolicy, LabPolicy};
 use crate::fs::FileSystem;
 use crate::iterator::InternalIterator;
+use crate::labdb::l0::Readers;
 use crate::labdb::l0::{roles_of, LabL0};
 use crate::options::Options;
 use crate::pipeline::{
-    AttachContext, CheckContext, CheckReport, Entry, PoolStructure, ReadContext, RunTarget, Stage,
-    WritePressure,
+    add_kept, AttachContext, CheckContext, CheckReport, Entry, FlushPlan, FlushSource,
+    PoolStructure, ReadContext, RunTarget, Stage, StageHost, WritePressure,
 };
 use crate::pm_structures::PmTier;
 use crate::sst::BlockCache;
+use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{RunKind, StageLayout, StageVersion, VersionSet};
+use crate::version::{RunKind, StageLayout, StageVersion, VersionEdit, VersionSet};
 use crate::{Error, Result};
 use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// LAB-DB's L0 trees over leveled SSTables.
 pub(crate) struct LabStage {
@@ -34,6 +38,44 @@ pub(crate) struct LabStage {
 }
 
 impl LabStage {
+    /// [`Stage::flush_upkeep`]'s work; a failure poisons the database.
+    fn upkeep(&self, host: &dyn StageHost) {
+        let l0 = &self.l0;
+        let mut forgot = Some(l0.forget_held(host.smallest_snapshot()));
+        let mut dropped = Ok(());
+        host.with_versions(&mut |v| {
+            // Deletions wait for every version live now: a reader that found an address into
+            // a released array (or a forgotten held version's hot half) before its last
+            // reference went holds one of them.
+            let live = v.live_versions();
+            if let Some(forgot) = forgot.take() {
+                dropped = forgot.map(|hot| l0.drop_after(live.clone(), hot));
+            }
+            l0.release_values(&live, v.log_number());
+        });
+        let mut upkeep = Some(dropped.and_then(|()| l0.run_deferred()));
+        host.with_versions(&mut |v| {
+            if let Some(Err(e)) = upkeep.take() {
+                v.poison("LAB-DB L0 upkeep failed", e);
+                return;
+            }
+            let roles = roles_of(v.current().stage(0).trees);
+            if !l0.wants_switch(roles) {
+                return;
+            }
+            let waits = v.live_versions();
+            match l0.switch(roles, &waits) {
+                Ok(new_roles) => {
+                    let mut edit = VersionEdit::default();
+                    edit.stage_mut(0).trees = Some(new_roles);
+                    // A failure poisoned the database: writers see it.
+                    let _ = v.apply(edit, "LAB-DB tree switch failed");
+                }
+                Err(e) => v.poison("LAB-DB tree switch failed", e),
+            }
+        });
+    }
+
     pub(crate) fn new(options: &Options) -> Self {
         let l0 = Arc::new(LabL0::new(&options.labdb));
         LabStage {
@@ -45,6 +87,72 @@ impl LabStage {
 }
 
 impl Stage for LabStage {
+    /// The kept versions of `source` go to value array `number` (or, through LAB-DB's log,
+    /// only their addresses) and the mutable L0 tree; no run is written. Counted as stage 0's
+    /// flush writes: the value array on SSD, the tree's persisted lines on PM.
+    fn take_flush(
+        &self,
+        host: &dyn StageHost,
+        source: &dyn FlushSource,
+        number: u64,
+        plan: &FlushPlan,
+    ) -> Result<bool> {
+        let roles = roles_of(plan.base.trees);
+        let started = std::time::Instant::now();
+        let mut entries = Vec::new();
+        let dropped = add_kept(source, host.smallest_snapshot(), |k, v| {
+            entries.push((k.to_vec(), v.to_vec()));
+            Ok(())
+        })?;
+        let counters = host.counters();
+        counters.flush_dropped_versions.fetch_add(dropped, Relaxed);
+        let fs = host.fs_for(Tier::Ssd);
+        // The versions readers may hold once the tree changed: a hot slot's half the flush
+        // stops naming is reused only after them (a reader may have read the entry that named
+        // it, and pinned its version before).
+        let live = || {
+            if !plan.live_after {
+                return plan.readers.clone();
+            }
+            let mut live = Vec::new();
+            host.with_versions(&mut |v| live = v.live_versions());
+            live
+        };
+        let readers: Readers<'_> = (host.live_snapshots(), &live);
+        let (ssd_bytes, pm_bytes) = match source.value_addresses() {
+            // LAB-DB's log wrote the values: only addresses go into the tree.
+            Some(addrs) => (
+                0,
+                self.l0.flush_addressed(roles, &entries, &addrs, &readers)?,
+            ),
+            None => self.l0.flush(roles, &entries, number, &readers, || {
+                fs.sync_dir(host.dir())
+            })?,
+        };
+        counters.add_written(Tier::Ssd, Part::Stage(0), IoPurpose::Flush, ssd_bytes);
+        counters.add_written(Tier::Pm, Part::Stage(0), IoPurpose::Flush, pm_bytes);
+        counters.add_flush(
+            0,
+            Tier::Pm,
+            ssd_bytes + pm_bytes,
+            u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        );
+        Ok(true)
+    }
+
+    /// Held versions no snapshot needs are forgotten, value arrays with no reference are
+    /// handed to the deferred deletions, what is deferred and due runs, and a mutable tree
+    /// that reached its share of the leaf region becomes the immutable one (one manifest
+    /// record naming the new roles). Idle, it runs again within 20 ms while deletions are
+    /// deferred (they wait for readers, who do not signal), else within 200 ms.
+    fn flush_upkeep(&self, host: &dyn StageHost) -> Option<Duration> {
+        if host.healthy() {
+            self.upkeep(host);
+        }
+        let wait = if self.l0.has_deferred() { 20 } else { 200 };
+        Some(Duration::from_millis(wait))
+    }
+
     fn pool_structure(&self) -> Option<PoolStructure> {
         Some(PoolStructure::LabTrees)
     }

@@ -389,6 +389,17 @@ pub struct StageVersion {
 }
 
 impl StageVersion {
+    /// The stage's state apart from its runs (no groups, no sets): what a stage reads of a
+    /// version it does not pin, e.g. a flush plan's (holding runs delays the freeing of a
+    /// row's dead pages, which waits until no one else holds the run).
+    pub fn without_runs(&self) -> StageVersion {
+        StageVersion {
+            groups: Vec::new(),
+            sets: Vec::new(),
+            trees: self.trees,
+        }
+    }
+
     /// An empty stage with `groups` groups.
     pub fn new(groups: usize) -> Self {
         StageVersion {
