@@ -8,15 +8,12 @@
 //! reads keep working, and reopening recovers from the last durable state.
 
 use super::DbInner;
-use crate::gindex::with_handles;
-use crate::pipeline::{add_kept, FlushPlan, FlushSource, RunTarget, StageHost};
-use crate::runs::{create_writer, run_file_name, RowWriter};
-use crate::sst::table_builder::TableSummary;
+use crate::pipeline::{add_kept, run_meta, FlushPlan, FlushSource, RunTarget, StageHost};
+use crate::runs::{create_writer, run_file_name};
 use crate::sst::value_log::value_log_file_name;
-use crate::sst::TableBuilder;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{FileMetaData, RowInfo, Version, VersionEdit};
+use crate::version::{FileMetaData, Version, VersionEdit};
 use crate::{Error, Result};
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
@@ -102,11 +99,11 @@ impl DbInner {
                     self.bg_cv.notify_all();
                     drop(state);
                     self.delete_files(obsolete);
-                    let scanned = self.scan_index_leaves();
+                    let scanned = self.after_install();
                     let freed = self.free_dead_row_pages();
                     state = self.state.lock();
                     if let Err(e) = scanned {
-                        state.poison("global index leaf scan failed", e);
+                        state.poison("a stage's step after the flush failed", e);
                     }
                     if let Err(e) = freed {
                         state.poison("freeing dead row pages failed", e);
@@ -128,14 +125,13 @@ impl DbInner {
         }
     }
 
-    /// SLM-DB's rule R2 after a flush or a compaction: the next leaf-scan window of each
-    /// global index.
-    pub(crate) fn scan_index_leaves(&self) -> Result<()> {
+    /// Each stage's step after a flush's or a compaction's version is installed
+    /// (`Stage::after_install`: SLM-DB's leaf scan, rule R2), given its state in the version
+    /// readers see now.
+    pub(crate) fn after_install(&self) -> Result<()> {
+        let current = self.super_version().version.clone();
         for (i, stage) in self.stages.iter().enumerate() {
-            if let Some(index) = stage.index() {
-                let tables = self.super_version().version.stage(i).groups[0].len();
-                index.leaf_scan(tables)?;
-            }
+            stage.after_install(current.stage(i))?;
         }
         Ok(())
     }
@@ -299,90 +295,22 @@ fn build_run(
     target: RunTarget,
     over: Option<&FileMetaData>,
 ) -> Result<(FileMetaData, u64)> {
+    // A stage that writes its flushed runs itself (SLM-DB's tables, for its global index;
+    // TriangleKV's and MatrixKV's rows).
+    if let Some(built) = db.stages[0].write_flush_run(db, source, number, target, over)? {
+        return Ok(built);
+    }
     let fs = db.fs_for(target.tier);
     let path = run_file_name(&db.dir, number, target.kind);
-    let (summary, row) = if target.row {
-        // A row: a sorted array with hints into `over` and a size sketch.
-        let over_array = over
-            .map(|f| {
-                let array = db
-                    .table_cache
-                    .array_for(f, Part::Stage(0), IoPurpose::Flush)?;
-                let info = crate::stages::rows::row_info(f);
-                let entries = crate::parray::live::dead_entries(info, &array, IoPurpose::Flush)?;
-                let dead = (info.dead.clone(), entries.into_owned());
-                Ok::<_, crate::Error>((array, dead))
-            })
-            .transpose()?;
-        let mut writer = RowWriter::create(&**fs, path, over_array, IoPurpose::Flush)?;
-        count_dropped(
-            db,
-            add_kept(source, db.smallest_snapshot(), |k, v| writer.add(k, v))?,
-        );
-        let (summary, sketch) = writer.finish()?;
-        let row = RowInfo {
-            hints_into: over.map_or(0, |f| f.number),
-            dead: Vec::new(),
-            dead_entries: Vec::new(),
-            sketch,
-        };
-        (summary, Some(Box::new(row)))
-    } else if let Some(index) = db.stages[0].index() {
-        // A table the global index maps keys into: each entry's data block is recorded, and
-        // the index learns the table once it is durable, before the manifest names it.
-        let file = fs.create(&path)?;
-        let mut builder = TableBuilder::new(&db.options.table, file, path.clone());
-        let mut blocks = Vec::new();
-        count_dropped(
-            db,
-            add_kept(source, db.smallest_snapshot(), |k, v| {
-                blocks.push((k.to_vec(), builder.next_block()));
-                builder.add(k, v)
-            })?,
-        );
-        let summary = builder.finish()?;
-        fs.sync_dir(&db.dir)?;
-        let entries = with_handles(blocks, &summary.data_blocks, &path.display().to_string())?;
-        let meta = run_meta(number, summary, target, None);
-        index.index_flush(&Arc::new(meta.clone()), &entries, &db.snapshots.live())?;
-        let index_bytes = index.take_pm_bytes();
-        db.counters
-            .add_written(Tier::Pm, Part::Stage(0), IoPurpose::Flush, index_bytes);
-        return Ok((meta, index_bytes));
-    } else {
-        let separate = db.separate_values(target, number, None);
-        let mut writer =
-            create_writer(&**fs, path, target.kind, &db.options.table, None, separate)?;
-        count_dropped(
-            db,
-            add_kept(source, db.smallest_snapshot(), |k, v| writer.add(k, v))?,
-        );
-        (writer.finish()?, None)
-    };
+    let separate = db.separate_values(target, number, None);
+    let mut writer = create_writer(&**fs, path, target.kind, &db.options.table, None, separate)?;
+    count_dropped(
+        db,
+        add_kept(source, db.smallest_snapshot(), |k, v| writer.add(k, v))?,
+    );
+    let summary = writer.finish()?;
     fs.sync_dir(&db.dir)?;
-    Ok((run_meta(number, summary, target, row), 0))
-}
-
-/// The metadata of run `number` written as `target` says.
-fn run_meta(
-    number: u64,
-    summary: TableSummary,
-    target: RunTarget,
-    row: Option<Box<RowInfo>>,
-) -> FileMetaData {
-    FileMetaData {
-        number,
-        file_size: summary.file_size,
-        num_entries: summary.num_entries,
-        smallest: summary.smallest,
-        largest: summary.largest,
-        tier: target.tier,
-        kind: target.kind,
-        set: 0,
-        row,
-        value_refs: summary.value_refs,
-        backing: None,
-    }
+    Ok((run_meta(number, summary, target, None), 0))
 }
 
 fn count_dropped(db: &DbInner, n: u64) {

@@ -418,6 +418,14 @@ impl crate::pipeline::StageHost for DbInner {
         &self.dir
     }
 
+    fn options(&self) -> &Options {
+        &self.options
+    }
+
+    fn tables(&self) -> &Arc<TableCache> {
+        &self.table_cache
+    }
+
     fn fs_for(&self, tier: Tier) -> &Arc<dyn FileSystem> {
         DbInner::fs_for(self, tier)
     }

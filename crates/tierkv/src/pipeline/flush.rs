@@ -2,7 +2,8 @@
 //! that a reader can still see ([`add_kept`]).
 
 use super::{FlushSource, RunTarget, ShadowFilter};
-use crate::version::{FileMetaData, StageVersion, Version};
+use crate::sst::table_builder::TableSummary;
+use crate::version::{FileMetaData, RowInfo, StageVersion, Version};
 use crate::Result;
 use std::sync::Arc;
 
@@ -53,4 +54,26 @@ pub(crate) fn add_kept(
     }
     it.status()?;
     Ok(dropped)
+}
+
+/// The metadata of run `number` written as `target` says.
+pub(crate) fn run_meta(
+    number: u64,
+    summary: TableSummary,
+    target: RunTarget,
+    row: Option<Box<RowInfo>>,
+) -> FileMetaData {
+    FileMetaData {
+        number,
+        file_size: summary.file_size,
+        num_entries: summary.num_entries,
+        smallest: summary.smallest,
+        largest: summary.largest,
+        tier: target.tier,
+        kind: target.kind,
+        set: 0,
+        row,
+        value_refs: summary.value_refs,
+        backing: None,
+    }
 }

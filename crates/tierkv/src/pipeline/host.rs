@@ -40,6 +40,10 @@ pub(crate) trait StageHost: Send + Sync {
     fn live_snapshots(&self) -> Vec<u64>;
     /// The database's directory.
     fn dir(&self) -> &Path;
+    /// The database's options.
+    fn options(&self) -> &crate::options::Options;
+    /// The table cache: opens the database's runs (and caches their blocks).
+    fn tables(&self) -> &Arc<crate::runs::TableCache>;
     /// The file system of `tier` (the PM tier only for a design that has one).
     fn fs_for(&self, tier: Tier) -> &Arc<dyn FileSystem>;
     /// Runs `f` under the engine's state lock, given the versions ([`LockedVersions`]); what

@@ -29,7 +29,7 @@ mod stage;
 
 pub(crate) use crate::compaction::RunTarget;
 pub(crate) use admission::{admit, Admission, Fill};
-pub(crate) use flush::{add_kept, FlushPlan};
+pub(crate) use flush::{add_kept, run_meta, FlushPlan};
 pub(crate) use front_end::{FlushSource, FrontEnd, FrontEndKind, FrontView};
 pub(crate) use host::{BackgroundTask, LockedVersions, StageHost};
 pub use open::CheckReport;

@@ -122,6 +122,25 @@ pub(crate) trait Stage: Send + Sync {
         Ok(false)
     }
 
+    /// Writes the flush of `source` as run `number` at `target` itself (stage 0), for a stage
+    /// whose runs are written differently from the engine's writers (SLM-DB's: each entry's
+    /// data block recorded, and its global index told of the table once it is durable, before
+    /// the manifest names it; a row: a sorted array with hints into `over`, the newest row of
+    /// the target group), synced with its directory; returns the run's metadata and the bytes
+    /// written besides the run (counted as the flush's), or `None` for the engine's writer
+    /// (the default).
+    fn write_flush_run(
+        &self,
+        host: &dyn super::StageHost,
+        source: &dyn super::FlushSource,
+        number: u64,
+        target: RunTarget,
+        over: Option<&crate::version::FileMetaData>,
+    ) -> Result<Option<(crate::version::FileMetaData, u64)>> {
+        let _ = (host, source, number, target, over);
+        Ok(None)
+    }
+
     /// Stage 0's upkeep, run on the flush thread after each flush and when it has no flush to
     /// do (LAB-DB's tree switch and deferred reclamation; a failure poisons the database
     /// through the host); returns how long the idle flush thread may wait before running it
@@ -129,6 +148,14 @@ pub(crate) trait Stage: Send + Sync {
     fn flush_upkeep(&self, host: &dyn super::StageHost) -> Option<std::time::Duration> {
         let _ = host;
         None
+    }
+
+    /// Runs after a flush's or a compaction's version is installed, off the state lock,
+    /// given the stage's state in the version readers see now (SLM-DB's leaf scan for
+    /// compaction candidates, rule R2). A failure poisons the database. Default: nothing.
+    fn after_install(&self, state: &StageVersion) -> Result<()> {
+        let _ = state;
+        Ok(())
     }
 
     /// The structure the stage keeps in the PM pool besides files (opened with the pool), if

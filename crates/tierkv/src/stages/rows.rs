@@ -39,12 +39,13 @@ use crate::options::{CompactionOptions, Options, RowOptions};
 use crate::parray::live::{dead_entries, first_live, merge_intervals, window, RowDead, Window};
 use crate::parray::{chain_get, chain_seek, ArrayIterator, KeyValue, PmArray};
 use crate::pipeline::{
-    CheckContext, CheckReport, Entry, ReadContext, RunTarget, Stage, WritePressure,
+    add_kept, run_meta, CheckContext, CheckReport, Entry, FlushSource, ReadContext, RunTarget,
+    Stage, StageHost, WritePressure,
 };
-use crate::runs::TableCache;
+use crate::runs::{run_file_name, RowWriter, TableCache};
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{FileMetaData, GroupOrder, RunKind, StageLayout, StageVersion};
+use crate::version::{FileMetaData, GroupOrder, RowInfo, RunKind, StageLayout, StageVersion};
 use crate::Result;
 use std::sync::Arc;
 
@@ -108,6 +109,50 @@ fn open_rows(
 }
 
 impl Stage for RowStage {
+    /// A row (a row target): a sorted array with hints into `over` and a size sketch.
+    fn write_flush_run(
+        &self,
+        host: &dyn StageHost,
+        source: &dyn FlushSource,
+        number: u64,
+        target: RunTarget,
+        over: Option<&FileMetaData>,
+    ) -> Result<Option<(FileMetaData, u64)>> {
+        if !target.row {
+            return Ok(None);
+        }
+        let fs = host.fs_for(target.tier);
+        let path = run_file_name(host.dir(), number, target.kind);
+        let over_array = over
+            .map(|f| {
+                let array = host
+                    .tables()
+                    .array_for(f, Part::Stage(0), IoPurpose::Flush)?;
+                let info = row_info(f);
+                let entries = dead_entries(info, &array, IoPurpose::Flush)?;
+                let dead = (info.dead.clone(), entries.into_owned());
+                Ok::<_, crate::Error>((array, dead))
+            })
+            .transpose()?;
+        let mut writer = RowWriter::create(&**fs, path, over_array, IoPurpose::Flush)?;
+        let dropped = add_kept(source, host.smallest_snapshot(), |k, v| writer.add(k, v))?;
+        host.counters()
+            .flush_dropped_versions
+            .fetch_add(dropped, std::sync::atomic::Ordering::Relaxed);
+        let (summary, sketch) = writer.finish()?;
+        let row = RowInfo {
+            hints_into: over.map_or(0, |f| f.number),
+            dead: Vec::new(),
+            dead_entries: Vec::new(),
+            sketch,
+        };
+        fs.sync_dir(host.dir())?;
+        Ok(Some((
+            run_meta(number, summary, target, Some(Box::new(row))),
+            0,
+        )))
+    }
+
     /// The hints of every row whose hinted row is still there, against that row.
     fn check(&self, cx: &CheckContext<'_>, stage: usize, report: &mut CheckReport) -> Result<()> {
         let version = cx.versions.current();

@@ -7,16 +7,21 @@
 use crate::compaction::{CompactionPolicy, SelectivePolicy};
 use crate::format::{parse_internal_key, ValueType};
 use crate::gindex::iter::IndexIterator;
+use crate::gindex::with_handles;
 use crate::gindex::{BlockReader, GlobalIndex};
 use crate::iterator::InternalIterator;
 use crate::options::Options;
 use crate::pipeline::{
-    AttachContext, CheckContext, CheckReport, Entry, PoolStructure, ReadContext, RunTarget, Stage,
-    WritePressure,
+    add_kept, run_meta, AttachContext, CheckContext, CheckReport, Entry, FlushSource,
+    PoolStructure, ReadContext, RunTarget, Stage, StageHost, WritePressure,
 };
+use crate::runs::run_file_name;
+use crate::sst::TableBuilder;
+use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{GroupOrder, RunKind, StageLayout, StageVersion};
+use crate::version::{FileMetaData, GroupOrder, RunKind, StageLayout, StageVersion};
 use crate::{Error, Result};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// The single level and its global index.
@@ -38,6 +43,44 @@ impl SingleLevelStage {
 impl Stage for SingleLevelStage {
     fn pool_structure(&self) -> Option<PoolStructure> {
         Some(PoolStructure::GlobalIndex)
+    }
+
+    /// A table the global index maps keys into: each entry's data block is recorded, and the
+    /// index learns the table once it is durable, before the manifest names it.
+    fn write_flush_run(
+        &self,
+        host: &dyn StageHost,
+        source: &dyn FlushSource,
+        number: u64,
+        target: RunTarget,
+        _over: Option<&FileMetaData>,
+    ) -> Result<Option<(FileMetaData, u64)>> {
+        let fs = host.fs_for(target.tier);
+        let path = run_file_name(host.dir(), number, target.kind);
+        let file = fs.create(&path)?;
+        let mut builder = TableBuilder::new(&host.options().table, file, path.clone());
+        let mut blocks = Vec::new();
+        let dropped = add_kept(source, host.smallest_snapshot(), |k, v| {
+            blocks.push((k.to_vec(), builder.next_block()));
+            builder.add(k, v)
+        })?;
+        let counters = host.counters();
+        counters.flush_dropped_versions.fetch_add(dropped, Relaxed);
+        let summary = builder.finish()?;
+        fs.sync_dir(host.dir())?;
+        let entries = with_handles(blocks, &summary.data_blocks, &path.display().to_string())?;
+        let meta = run_meta(number, summary, target, None);
+        self.index
+            .index_flush(&Arc::new(meta.clone()), &entries, &host.live_snapshots())?;
+        let index_bytes = self.index.take_pm_bytes();
+        counters.add_written(Tier::Pm, Part::Stage(0), IoPurpose::Flush, index_bytes);
+        Ok(Some((meta, index_bytes)))
+    }
+
+    /// Rule R2: the next leaf-scan window of the index, whose tables with keys spread over
+    /// too many tables become compaction candidates.
+    fn after_install(&self, state: &StageVersion) -> Result<()> {
+        self.index.leaf_scan(state.groups[0].len())
     }
 
     /// Attaches the index to its tree, rebuilds its DRAM state and adopts the tables the tree
@@ -148,8 +191,6 @@ fn check_index(
     report: &mut CheckReport,
 ) -> Result<()> {
     use crate::gindex::Location;
-    use crate::stats::IoPurpose;
-    use crate::version::FileMetaData;
     use std::collections::{HashMap, HashSet};
     tree.verify()?;
     let version = cx.versions.current();

@@ -124,9 +124,9 @@ impl DbInner {
                 self.bg_cv.notify_all();
                 drop(state);
                 self.delete_files(obsolete);
-                if let Err(e) = self.scan_index_leaves() {
+                if let Err(e) = self.after_install() {
                     let mut state = self.state.lock();
-                    let e = state.poison("global index leaf scan failed", e);
+                    let e = state.poison("a stage's step after the compaction failed", e);
                     self.bg_cv.notify_all();
                     return Err(e);
                 }
