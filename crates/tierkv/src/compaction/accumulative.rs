@@ -175,9 +175,7 @@ impl AccumulativePolicy {
             output_group,
             trivial_move: false,
             plan,
-            range: None,
-            lab_chunk: None,
-            row_entries: Vec::new(),
+            payload: None,
             holes: Vec::new(),
         }
     }

@@ -9,8 +9,10 @@
 //! L0 (as SLM-DB's holds its global index).
 
 use super::RunTarget;
-use super::{CompactionPolicy, CompactionTask, LeveledPolicy, OutputPlan, PolicyView, Reason};
-use crate::labdb::l0::{roles_of, LabL0};
+use super::{
+    CompactionPolicy, CompactionTask, LeveledPolicy, OutputPlan, PolicyView, Reason, TaskPayload,
+};
+use crate::labdb::l0::{roles_of, LabChunk, LabL0};
 use crate::options::CompactionOptions;
 use crate::version::{FileMetaData, TreeRoles, VersionEdit};
 use std::sync::Arc;
@@ -51,9 +53,7 @@ impl LabPolicy {
             output_group: 1,
             trivial_move: false,
             plan: OutputPlan::by_size(),
-            range: None,
-            lab_chunk: Some(chunk),
-            row_entries: Vec::new(),
+            payload: Some(TaskPayload::new(chunk)),
             holes: Vec::new(),
         })
     }
@@ -129,7 +129,7 @@ impl CompactionPolicy for LabPolicy {
         outputs: Vec<FileMetaData>,
     ) -> VersionEdit {
         let mut edit = self.leveled.apply(view, task, outputs);
-        if let Some(chunk) = &task.lab_chunk {
+        if let Some(chunk) = task.payload::<LabChunk>() {
             if chunk.last {
                 let roles = roles_of(view.state.trees);
                 edit.stage_mut(view.stage).trees = Some(TreeRoles {

@@ -104,9 +104,7 @@ impl LeveledPolicy {
             output_group: level + 1,
             trivial_move,
             plan: OutputPlan::by_size(),
-            range: None,
-            lab_chunk: None,
-            row_entries: Vec::new(),
+            payload: None,
             holes: Vec::new(),
         }
     }

@@ -19,7 +19,7 @@ pub(crate) use accumulative::AccumulativePolicy;
 pub(crate) use lab::LabPolicy;
 pub use leveled::max_bytes_for_level;
 pub(crate) use leveled::LeveledPolicy;
-pub(crate) use rows::{live_row_bytes, row_info, Container, RowPolicy};
+pub(crate) use rows::{live_row_bytes, row_info, Container, RowPolicy, RowTask};
 pub(crate) use selective::SelectivePolicy;
 pub(crate) use universal::{sorted_run_count, UniversalPolicy};
 
@@ -194,18 +194,11 @@ pub struct CompactionTask {
     pub trivial_move: bool,
     /// How the merged output is cut into runs.
     pub plan: OutputPlan,
-    /// For a row container's task: the key range moved out of the input rows (group 0); only
-    /// their live entries in it are read. The other inputs are read whole. `None`: every input
-    /// is read whole.
-    pub range: Option<crate::version::KeyRange>,
-    /// For LAB-DB's stage: the chunk of the immutable L0 tree merged into the output group
-    /// with the inputs (read before them: its versions are newer).
-    pub lab_chunk: Option<crate::labdb::l0::LabChunk>,
-    /// For a row container's task, per input row of group 0 (in order), filled by the executor
-    /// before the merge: the row's dead entry intervals (as recorded, or found for a row of the
-    /// older manifest format) and the entry interval of `range` in the row. The policy records
-    /// the interval with the range it makes dead.
-    pub row_entries: Vec<RowEntries>,
+    /// The policy's own part of the task, of a type only the policy and its stage know: the
+    /// stage's compaction rule and the policy's `apply` read it, the executor never does (a
+    /// row task's key range and entries, [`RowTask`]; a tree chunk of LAB-DB's L0). `None`: a
+    /// task of runs only.
+    pub payload: Option<TaskPayload>,
     /// Filled by the executor before the merge: per input run (by number), the user-key
     /// ranges of it that stay in place as runs of their own (FluidKV's reuse of untouched
     /// logical sorted tables, `compaction.reuse_untouched_tables`), sorted and disjoint; the
@@ -217,10 +210,37 @@ pub struct CompactionTask {
 pub type Holes = Arc<Vec<(Vec<u8>, Vec<u8>)>>;
 
 /// A row's dead entry intervals and the entries of a compaction's range in it
-/// ([`CompactionTask::row_entries`]).
+/// ([`RowTask::entries`]).
 pub type RowEntries = (Vec<(u32, u32)>, (u32, u32));
 
+/// A policy's own part of a task ([`CompactionTask::payload`]).
+#[derive(Clone)]
+pub struct TaskPayload(Arc<dyn std::any::Any + Send + Sync>);
+
+impl TaskPayload {
+    /// A payload holding `value`.
+    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
+        TaskPayload(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn get<T: std::any::Any>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+impl std::fmt::Debug for TaskPayload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskPayload(..)")
+    }
+}
+
 impl CompactionTask {
+    /// The task's payload, if it is a `T`.
+    pub fn payload<T: std::any::Any>(&self) -> Option<&T> {
+        self.payload.as_ref().and_then(|p| p.get())
+    }
+
     /// The source group.
     #[cfg(test)]
     pub fn source_group(&self) -> usize {

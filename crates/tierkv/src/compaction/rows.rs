@@ -31,11 +31,27 @@
 //! cursor's user key.
 
 use super::RunTarget;
-use super::{CompactionPolicy, CompactionTask, LeveledPolicy, OutputPlan, PolicyView, Reason};
+use super::{
+    CompactionPolicy, CompactionTask, LeveledPolicy, OutputPlan, PolicyView, Reason, RowEntries,
+    TaskPayload,
+};
 use crate::options::{CompactionOptions, RowOptions};
 use crate::tier::Tier;
 use crate::version::{add_range, FileMetaData, KeyRange, RowInfo, RunKind, VersionEdit};
 use std::sync::Arc;
+
+/// A row task's payload ([`CompactionTask::payload`]).
+#[derive(Clone, Debug)]
+pub(crate) struct RowTask {
+    /// The key range moved out of the input rows (group 0): only their live entries in it are
+    /// read; the other inputs are read whole.
+    pub range: KeyRange,
+    /// Per input row of group 0 (in order), filled by the row stage's compaction rule before
+    /// the merge: the row's dead entry intervals (as recorded, or found for a row of the older
+    /// manifest format) and the entry interval of `range` in the row. `apply` records the
+    /// interval with the range it makes dead.
+    pub entries: Vec<RowEntries>,
+}
 
 /// Which row container L0 is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,9 +261,10 @@ impl RowPolicy {
             output_group: 1,
             trivial_move: false,
             plan: OutputPlan::by_size(),
-            range: Some(range),
-            lab_chunk: None,
-            row_entries: Vec::new(),
+            payload: Some(TaskPayload::new(RowTask {
+                range,
+                entries: Vec::new(),
+            })),
             holes: Vec::new(),
         }
     }
@@ -352,7 +369,7 @@ impl CompactionPolicy for RowPolicy {
         task: &CompactionTask,
         outputs: Vec<FileMetaData>,
     ) -> VersionEdit {
-        let Some(range) = &task.range else {
+        let Some(RowTask { range, entries }) = task.payload::<RowTask>() else {
             return self.levels.apply(view, task, outputs);
         };
         let mut edit = VersionEdit::default();
@@ -363,7 +380,7 @@ impl CompactionPolicy for RowPolicy {
         // Each input row again with the range dead in it, unless nothing of it is left.
         for (i, f) in task.inputs[0].1.iter().enumerate() {
             let mut info = row_info(f).clone();
-            match task.row_entries.get(i) {
+            match entries.get(i) {
                 Some((dead, entries)) => {
                     info.dead_entries = dead.clone();
                     info.add_dead(range, *entries);
@@ -409,6 +426,11 @@ mod tests {
     use crate::compaction::spec;
     use crate::format::{make_internal_key, ValueType};
     use crate::version::{GroupOrder, StageVersion};
+
+    /// The key range a row task moves.
+    fn task_range(t: &CompactionTask) -> Option<&KeyRange> {
+        t.payload::<RowTask>().map(|r| &r.range)
+    }
 
     fn options() -> (CompactionOptions, RowOptions) {
         let o = CompactionOptions {
@@ -527,7 +549,7 @@ mod tests {
         let st = state(rows, "10:a-f:20 11:g-m:20 12:n-z:20");
         let t = p.choose(&view(&st, &pointers)).unwrap();
         assert_eq!(t.reason, Reason::Rows);
-        assert_eq!(t.range, Some(range("", Some("d"))));
+        assert_eq!(task_range(&t), Some(&range("", Some("d"))));
         let nums = |g: usize| t.inputs[g].1.iter().map(|f| f.number).collect::<Vec<_>>();
         assert_eq!(nums(0), [5, 6, 7]);
         assert_eq!(nums(1), [10]);
@@ -642,7 +664,7 @@ mod tests {
         let t = p.choose(&view(&st, &pointers)).unwrap();
         let nums: Vec<u64> = t.inputs[0].1.iter().map(|f| f.number).collect();
         assert_eq!(nums, [5, 6, 7]);
-        assert_eq!(t.range.as_ref().unwrap().start, cursor.key);
+        assert_eq!(task_range(&t).unwrap().start, cursor.key);
     }
 
     /// A manual compaction moves every row whole; levels below go the leveled way.
@@ -661,7 +683,7 @@ mod tests {
         let v = view(&st, &pointers);
         assert_eq!(p.manual_groups(&v, None, None), [0]);
         let t = p.manual(&v, 0, None, None).unwrap();
-        assert_eq!(t.range, Some(KeyRange::all()));
+        assert_eq!(task_range(&t), Some(&KeyRange::all()));
         let e = p.apply(&v, &t, vec![]);
         assert!(e.stages[0].added.is_empty(), "every row fully dead");
         assert!(

@@ -148,9 +148,7 @@ impl SelectivePolicy {
             output_group: 0,
             trivial_move: false,
             plan: OutputPlan::by_size(),
-            range: None,
-            lab_chunk: None,
-            row_entries: Vec::new(),
+            payload: None,
             holes: Vec::new(),
         }
     }

@@ -123,9 +123,7 @@ impl UniversalPolicy {
             output_group,
             trivial_move: false,
             plan: OutputPlan::by_size(),
-            range: None,
-            lab_chunk: None,
-            row_entries: Vec::new(),
+            payload: None,
             holes: Vec::new(),
         })
     }

@@ -100,13 +100,13 @@ impl DbInner {
                     drop(state);
                     self.delete_files(obsolete);
                     let scanned = self.after_install();
-                    let freed = self.free_dead_row_pages();
+                    let reclaimed = self.reclaim();
                     state = self.state.lock();
                     if let Err(e) = scanned {
                         state.poison("a stage's step after the flush failed", e);
                     }
-                    if let Err(e) = freed {
-                        state.poison("freeing dead row pages failed", e);
+                    if let Err(e) = reclaimed {
+                        state.poison("a stage's reclamation after the flush failed", e);
                     }
                     if state.bg_error.is_none() {
                         drop(state);
@@ -132,6 +132,15 @@ impl DbInner {
         let current = self.super_version().version.clone();
         for (i, stage) in self.stages.iter().enumerate() {
             stage.after_install(current.stage(i))?;
+        }
+        Ok(())
+    }
+
+    /// Each stage's reclamation ([`crate::pipeline::Stage::reclaim`]): after each flush's and
+    /// compaction's install, and at open.
+    pub(crate) fn reclaim(&self) -> Result<()> {
+        for (i, stage) in self.stages.iter().enumerate() {
+            stage.reclaim(self, i)?;
         }
         Ok(())
     }

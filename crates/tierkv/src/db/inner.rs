@@ -14,7 +14,7 @@ use crate::stats::{
 use crate::tier::Tier;
 use crate::version::{parse_file_name, FileKind, FileMetaData, Version, VersionSet};
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
@@ -49,8 +49,6 @@ pub(crate) struct State {
     /// ranges grew): older versions and readers may still hold it, so a removed run of the
     /// same number is deleted only once no one holds any of its metadata.
     pub superseded_runs: Vec<Arc<FileMetaData>>,
-    /// Per row, the dead entry intervals whose pages were last freed (`free_dead_row_pages`).
-    pub freed_rows: HashMap<u64, Vec<(u32, u32)>>,
     pub shutting_down: bool,
     /// Number of manual compactions waiting or running (automatic ones yield to them).
     pub manual_compactions: usize,
@@ -77,7 +75,6 @@ impl State {
             removed_runs: Vec::new(),
             scanned_numbers: None,
             superseded_runs: Vec::new(),
-            freed_rows: HashMap::new(),
             shutting_down: false,
             manual_compactions: 0,
         }
@@ -282,24 +279,9 @@ impl DbInner {
                 }
             })
             .collect();
-        // ListDB keeps its data in lists the front end owns: they stand in for its (empty)
-        // stage's groups, L0 lists then L1.
-        s.listdb = self.front.list_stats();
-        if let (Some(l), Some(stage)) = (&s.listdb, s.stages.first_mut()) {
-            let groups = vec![
-                LevelStats {
-                    files: l.l0_lists,
-                    bytes: l.l0_bytes,
-                },
-                LevelStats {
-                    files: usize::from(l.l1_entries > 0),
-                    bytes: l.l1_bytes,
-                },
-            ];
-            stage.name = "lists".to_string();
-            stage.pm_groups = groups.clone();
-            stage.groups = groups;
-        }
+        // The front end's own figures (a front end that keeps the data itself shows it in
+        // place of its empty stage's groups).
+        self.front.add_stats(&mut s);
         s.levels = s.stages.iter().flat_map(|st| st.groups.clone()).collect();
         s.pm_levels = s
             .stages
@@ -430,6 +412,17 @@ impl crate::pipeline::StageHost for DbInner {
         DbInner::fs_for(self, tier)
     }
 
+    fn has_pool(&self) -> bool {
+        self.pm.is_some()
+    }
+
+    fn punch_pool_file(&self, path: &Path, start: u64, end: u64) -> Result<u64> {
+        match &self.pm {
+            Some(pm) => pm.pmfs.punch(path, start, end),
+            None => Ok(0),
+        }
+    }
+
     fn with_versions(&self, f: &mut dyn FnMut(&mut dyn crate::pipeline::LockedVersions)) {
         let mut state = self.state.lock();
         f(&mut Locked {
@@ -457,6 +450,15 @@ impl crate::pipeline::LockedVersions for Locked<'_> {
 
     fn log_number(&self) -> u64 {
         self.state.versions.log_number
+    }
+
+    fn held_metadata(&self, number: u64) -> Vec<Arc<FileMetaData>> {
+        self.state
+            .superseded_runs
+            .iter()
+            .filter(|m| m.number == number && Arc::strong_count(m) > 1)
+            .cloned()
+            .collect()
     }
 
     fn apply(&mut self, edit: crate::version::VersionEdit, what: &str) -> Result<()> {

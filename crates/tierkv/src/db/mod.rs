@@ -28,7 +28,6 @@ mod inner;
 mod iter;
 mod obsolete;
 mod owner;
-mod punch;
 mod read;
 mod recovery;
 mod repair;

@@ -89,9 +89,15 @@ pub(crate) struct LabLog {
     halves_floor: AtomicU64,
 }
 
-fn value_files(db: &DbInner) -> Result<Arc<ValueFiles>> {
+/// LAB-DB's L0 trees, shared by the design's stage (`Stage::shared_with_front_end`).
+fn lab_l0(db: &DbInner) -> Option<Arc<crate::labdb::l0::LabL0>> {
     db.stages[0]
-        .lab()
+        .shared_with_front_end()
+        .and_then(|s| s.downcast::<crate::labdb::l0::LabL0>().ok())
+}
+
+fn value_files(db: &DbInner) -> Result<Arc<ValueFiles>> {
+    lab_l0(db)
         .and_then(|l0| l0.values().cloned())
         .ok_or_else(|| Error::InvalidArgument("LAB-DB's log needs LAB-DB's L0".into()))
 }
@@ -223,7 +229,7 @@ impl LabLog {
             v.sync()?;
         }
         wal.writer.sync()?;
-        if let Some(l0) = db.stages[0].lab() {
+        if let Some(l0) = lab_l0(db) {
             l0.count_log_drain();
         }
         if wal.lab.halves.len() >= 2 {

@@ -13,6 +13,7 @@ mod buffer;
 mod fast_store;
 mod lab_log;
 mod list_front;
+mod log_check;
 mod wal_memtable;
 mod wal_recovery;
 

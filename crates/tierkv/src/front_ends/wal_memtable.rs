@@ -160,8 +160,10 @@ impl FlushSource for MemtableFlush {
     fn is_empty(&self) -> bool {
         self.buffer.is_empty()
     }
-    fn value_addresses(&self) -> Option<Arc<LabAddrs>> {
-        self.addrs.clone()
+    fn log_payload(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        self.addrs
+            .clone()
+            .map(|a| a as Arc<dyn std::any::Any + Send + Sync>)
     }
 }
 
@@ -645,6 +647,15 @@ impl WalMemtable {
 }
 
 impl FrontEnd for WalMemtable {
+    /// Its live logs, every record decoded as recovery reads them.
+    fn check(
+        &self,
+        cx: &crate::pipeline::CheckContext<'_>,
+        report: &mut crate::pipeline::CheckReport,
+    ) -> Result<()> {
+        super::log_check::check_logs(cx, report)
+    }
+
     fn write(&self, db: &DbInner, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let me = Arc::new(Writer {
             sync: options.sync,

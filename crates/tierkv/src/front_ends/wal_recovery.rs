@@ -230,8 +230,8 @@ pub(super) fn finish_replay(
     written: Vec<(u64, Tier)>,
 ) -> Result<u64> {
     if let Err(e) = replayed {
-        let indexed = db.stages[0].index().is_some();
-        for (number, tier) in written.into_iter().filter(|_| !indexed) {
+        let named = db.stages[0].names_runs_before_manifest();
+        for (number, tier) in written.into_iter().filter(|_| !named) {
             let kind = db.stages[0].ingest_target().kind;
             let fs = db.fs_for(tier);
             let _ = fs.remove(&run_file_name(&db.dir, number, kind));
@@ -248,7 +248,7 @@ pub(super) fn finish_replay(
     let obsolete = db.collect_obsolete_files(&mut state);
     db.delete_files(obsolete);
     drop(state);
-    db.free_dead_row_pages()?;
+    db.reclaim()?;
     Ok(number)
 }
 

@@ -61,9 +61,11 @@ pub(crate) trait FlushSource: Send + Sync {
     fn iter(&self) -> Box<dyn InternalIterator>;
     /// True if it holds nothing.
     fn is_empty(&self) -> bool;
-    /// The value addresses of its versions, when LAB-DB's log wrote them (the flush inserts
-    /// them instead of writing the values again).
-    fn value_addresses(&self) -> Option<Arc<crate::labdb::vaddr::LabAddrs>> {
+    /// What the front end's log recorded of the buffer's values for the first stage, if
+    /// anything (LAB-DB's log: each value's address in the value array it wrote, which LAB-DB's
+    /// stage inserts instead of writing the values again); the stage that understands it
+    /// downcasts it.
+    fn log_payload(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
         None
     }
 
@@ -109,6 +111,14 @@ pub(crate) trait FrontEnd: Send + Sync {
     /// (`Corruption` otherwise; nothing is changed).
     fn verify(&self, dir: &Path, versions: &VersionSet, present: &Present) -> Result<()>;
 
+    /// Verifies, for `tierkv check`, what the front end keeps besides its log files (which the
+    /// check decodes for every front end); adds what it verified to `report`. Default: nothing
+    /// more.
+    fn check(&self, cx: &super::CheckContext<'_>, report: &mut super::CheckReport) -> Result<()> {
+        let _ = (cx, report);
+        Ok(())
+    }
+
     /// Whether a front-end file found in the directory is obsolete under `versions`; `None` for
     /// a kind the front end does not own.
     fn is_obsolete(&self, kind: FileKind, number: u64, versions: &VersionSet) -> Option<bool>;
@@ -135,9 +145,11 @@ pub(crate) trait FrontEnd: Send + Sync {
         false
     }
 
-    /// ListDB's heap figures, for the front end that keeps one.
-    fn list_stats(&self) -> Option<crate::stats::ListDbStats> {
-        None
+    /// Adds the front end's own figures to `stats`, whose stages' groups are filled (a front
+    /// end that keeps the data itself, ListDB's lists, shows them in place of its empty
+    /// stage's groups). Default: nothing.
+    fn add_stats(&self, stats: &mut crate::stats::DbStats) {
+        let _ = stats;
     }
 
     /// Memory regions kept for reuse (tests of the reuse).

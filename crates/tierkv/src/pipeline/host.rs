@@ -46,6 +46,12 @@ pub(crate) trait StageHost: Send + Sync {
     fn tables(&self) -> &Arc<crate::runs::TableCache>;
     /// The file system of `tier` (the PM tier only for a design that has one).
     fn fs_for(&self, tier: Tier) -> &Arc<dyn FileSystem>;
+    /// True if the database has a PM pool.
+    fn has_pool(&self) -> bool;
+    /// Frees the pool's chunks of the finished pool file at `path` whose data lies wholly
+    /// inside the file offsets `[start, end)`, never its first or last chunk; returns the
+    /// bytes freed (none without a pool). REQUIRES: no reader will read the range again.
+    fn punch_pool_file(&self, path: &Path, start: u64, end: u64) -> Result<u64>;
     /// Runs `f` under the engine's state lock, given the versions ([`LockedVersions`]); what
     /// `f` reads and changes there is one atomic step for every other thread.
     fn with_versions(&self, f: &mut dyn FnMut(&mut dyn LockedVersions));
@@ -60,6 +66,9 @@ pub(crate) trait LockedVersions {
     fn live_versions(&mut self) -> Vec<Weak<Version>>;
     /// The number of the oldest log the manifest still names (older ones are flushed).
     fn log_number(&self) -> u64;
+    /// The older metadata of run `number` that something still holds (a run re-added to the
+    /// version with other metadata: an older version, a reader or a flush may hold the old).
+    fn held_metadata(&self, number: u64) -> Vec<Arc<crate::version::FileMetaData>>;
     /// Records `edit` in the manifest and installs the version it makes for readers; a
     /// failure poisons the database (`what`: the step that failed) and is returned.
     fn apply(&mut self, edit: VersionEdit, what: &str) -> Result<()>;

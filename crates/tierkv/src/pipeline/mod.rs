@@ -20,6 +20,7 @@
 //! `docs/ARCHITECTURE.md` shows how the five papers' designs map onto these seams.
 
 mod admission;
+mod compaction;
 mod flush;
 mod front_end;
 mod host;
@@ -29,10 +30,11 @@ mod stage;
 
 pub(crate) use crate::compaction::RunTarget;
 pub(crate) use admission::{admit, Admission, Fill};
+pub(crate) use compaction::{CompactionRule, OutputBlocks, PlainRule, RuleContext};
 pub(crate) use flush::{add_kept, run_meta, FlushPlan};
 pub(crate) use front_end::{FlushSource, FrontEnd, FrontEndKind, FrontView};
 pub(crate) use host::{BackgroundTask, LockedVersions, StageHost};
 pub use open::CheckReport;
 pub(crate) use open::{AttachContext, CheckContext, PoolStructure};
 pub(crate) use shadow::ShadowFilter;
-pub(crate) use stage::{Entry, ReadContext, Stage, WritePressure};
+pub(crate) use stage::{Entry, ManualProgress, ManualStep, ReadContext, Stage, WritePressure};

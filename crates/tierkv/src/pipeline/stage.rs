@@ -1,6 +1,6 @@
 //! The stage seam: one step of the pipeline, its state kept in the version.
 
-use crate::compaction::{CompactionPolicy, RunTarget};
+use crate::compaction::{CompactionPolicy, CompactionTask, RunTarget};
 use crate::format::ValueType;
 use crate::iterator::InternalIterator;
 use crate::runs::TableCache;
@@ -42,8 +42,30 @@ pub(crate) enum WritePressure {
     Stop,
 }
 
-/// One step of the pipeline. The stage object is stateless apart from its options: its state
-/// is the [`StageVersion`] the caller passes (the one of the version the caller pinned).
+/// Where a manual compaction stands in a stage before its groups ([`Stage::manual_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ManualStep {
+    /// Run the policy's manual task for the first group over every key, then ask again.
+    Compact,
+    /// Wait for the background threads (a step the stage asked of them), then ask again.
+    Wait,
+    /// Walk the groups the policy names.
+    Groups,
+}
+
+/// A manual compaction's progress through a stage's own steps ([`Stage::manual_step`]): the
+/// stage's to keep, zero at the start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ManualProgress {
+    /// Rounds the stage finished.
+    pub round: u32,
+    /// What the stage waits to see change, if it waits.
+    pub waiting_on: Option<u64>,
+}
+
+/// One step of the pipeline. The stage object holds its options and what it keeps outside the
+/// version (a global index, L0 trees, the pages it freed); its state is the [`StageVersion`]
+/// the caller passes (the one of the version the caller pinned).
 pub(crate) trait Stage: Send + Sync {
     /// The shape of the stage's state: its name and groups (fixed at creation).
     fn layout(&self) -> StageLayout;
@@ -158,6 +180,15 @@ pub(crate) trait Stage: Send + Sync {
         Ok(())
     }
 
+    /// Frees what the stage's versions no longer need once nothing holds it (a row container:
+    /// the PM pages of rows wholly in their dead ranges), run after each flush's and
+    /// compaction's install and at open, given the engine and the stage's index. A failure
+    /// poisons the database. Default: nothing.
+    fn reclaim(&self, host: &dyn super::StageHost, stage: usize) -> Result<()> {
+        let _ = (host, stage);
+        Ok(())
+    }
+
     /// The structure the stage keeps in the PM pool besides files (opened with the pool), if
     /// any.
     fn pool_structure(&self) -> Option<super::PoolStructure> {
@@ -184,18 +215,55 @@ pub(crate) trait Stage: Send + Sync {
         Ok(())
     }
 
-    /// The global index over the stage's runs, for a stage that has one (SLM-DB's single
-    /// level): flushes and compactions update it before their manifest records, compactions
-    /// keep only what it points at, and recovery rebuilds it (`crate::gindex`).
-    fn index(&self) -> Option<&Arc<crate::gindex::GlobalIndex>> {
+    /// Verifies run `run` of stage `stage` for `tierkv check` when the stage reads it
+    /// otherwise than as a whole file (a row: only its live entries are read, its dead ones'
+    /// pages may be freed); returns its entry count. `None`: the engine reads and verifies
+    /// every block (the default).
+    fn check_run(
+        &self,
+        tables: &TableCache,
+        stage: usize,
+        run: &crate::version::FileMetaData,
+    ) -> Option<Result<u64>> {
+        let _ = (tables, stage, run);
         None
     }
 
-    /// LAB-DB's L0 trees, for the stage that has them: flushes insert into its mutable tree
-    /// instead of writing a run, and its immutable tree is compacted chunk by chunk into the
-    /// stage's L1 (`crate::labdb::l0`).
-    fn lab(&self) -> Option<&Arc<crate::labdb::l0::LabL0>> {
+    /// The stage's part in `task`, a compaction of its runs ([`super::CompactionRule`]), asked
+    /// once per task before the merge; it may fill in what the policy left to the executor (a
+    /// row task's entry intervals). Default: [`super::PlainRule`].
+    fn compaction_rule(
+        &self,
+        cx: &super::RuleContext<'_>,
+        task: &mut CompactionTask,
+    ) -> Result<Box<dyn super::CompactionRule>> {
+        let _ = (cx, task);
+        Ok(Box::new(super::PlainRule))
+    }
+
+    /// What a manual compaction (`Db::compact_range`) does in this stage before it walks the
+    /// groups the policy names, given the stage's state and the walk's `progress` so far (the
+    /// stage's own, zero at the start): LAB-DB compacts its immutable tree whole, has the
+    /// flush thread make the mutable tree immutable, and compacts that one too. Default: the
+    /// groups at once.
+    fn manual_step(&self, state: &StageVersion, progress: &mut ManualProgress) -> ManualStep {
+        let _ = (state, progress);
+        ManualStep::Groups
+    }
+
+    /// What the stage shares with its design's front end, if anything, of a type only the two
+    /// know (LAB-DB's L0 trees, whose value files LAB-DB's log writes the values into); the
+    /// front end downcasts it. Default: nothing.
+    fn shared_with_front_end(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
         None
+    }
+
+    /// True if the stage's own structure may name a flushed run before the manifest does (a
+    /// global index learns a table once it is durable, before its manifest record): such a run
+    /// is never removed when the step that wrote it fails, and the next open adopts it or
+    /// sweeps it.
+    fn names_runs_before_manifest(&self) -> bool {
+        false
     }
 
     /// The work the stage runs on threads of its own for the life of the database (FluidKV's

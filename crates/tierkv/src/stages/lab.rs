@@ -9,25 +9,27 @@
 //! full; the short slowdown band before it spreads the wait over the last write groups).
 
 use super::levels::{get_in_runs, leveled_layout, push_deeper_level_iterators};
-use crate::compaction::{CompactionPolicy, LabPolicy};
+use crate::compaction::{CompactionPolicy, CompactionTask, LabPolicy};
 use crate::fs::FileSystem;
 use crate::iterator::InternalIterator;
 use crate::labdb::l0::Readers;
-use crate::labdb::l0::{roles_of, LabL0};
+use crate::labdb::l0::{roles_of, Charge, LabChunk, LabL0};
+use crate::labdb::vaddr::LabAddrs;
 use crate::options::Options;
 use crate::pipeline::{
-    add_kept, AttachContext, CheckContext, CheckReport, Entry, FlushPlan, FlushSource,
-    PoolStructure, ReadContext, RunTarget, Stage, StageHost, WritePressure,
+    add_kept, AttachContext, CheckContext, CheckReport, CompactionRule, Entry, FlushPlan,
+    FlushSource, ManualProgress, ManualStep, PlainRule, PoolStructure, ReadContext, RuleContext,
+    RunTarget, Stage, StageHost, WritePressure,
 };
 use crate::pm_structures::PmTier;
 use crate::sst::BlockCache;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{RunKind, StageLayout, StageVersion, VersionEdit, VersionSet};
+use crate::version::{RunKind, StageLayout, StageVersion, Version, VersionEdit, VersionSet};
 use crate::{Error, Result};
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// LAB-DB's L0 trees over leveled SSTables.
@@ -119,7 +121,10 @@ impl Stage for LabStage {
             live
         };
         let readers: Readers<'_> = (host.live_snapshots(), &live);
-        let (ssd_bytes, pm_bytes) = match source.value_addresses() {
+        let addrs = source
+            .log_payload()
+            .and_then(|p| p.downcast::<LabAddrs>().ok());
+        let (ssd_bytes, pm_bytes) = match addrs {
             // LAB-DB's log wrote the values: only addresses go into the tree.
             Some(addrs) => (
                 0,
@@ -263,8 +268,80 @@ impl Stage for LabStage {
         &self.policy
     }
 
-    fn lab(&self) -> Option<&Arc<LabL0>> {
-        Some(&self.l0)
+    /// A chunk task merges the immutable tree's chunk with the L1 runs it overlaps; tasks
+    /// of the levels below are plain.
+    fn compaction_rule(
+        &self,
+        _cx: &RuleContext<'_>,
+        task: &mut CompactionTask,
+    ) -> Result<Box<dyn CompactionRule>> {
+        Ok(match task.payload::<LabChunk>() {
+            Some(chunk) => Box::new(ChunkRule {
+                l0: Arc::clone(&self.l0),
+                chunk: chunk.clone(),
+            }),
+            None => Box::new(PlainRule),
+        })
+    }
+
+    /// The L0 trees, for LAB-DB's log (it writes the values the trees point at).
+    fn shared_with_front_end(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        Some(Arc::clone(&self.l0) as Arc<dyn std::any::Any + Send + Sync>)
+    }
+
+    /// The immutable tree compacted whole (chunk by chunk); then, if the mutable tree holds
+    /// anything, the flush thread (the only one that switches trees) asked to make it
+    /// immutable, and that one compacted whole too; then the levels below as for any stage.
+    fn manual_step(&self, state: &StageVersion, progress: &mut ManualProgress) -> ManualStep {
+        let roles = roles_of(state.trees);
+        if let Some(mutable) = progress.waiting_on {
+            if roles.mutable == mutable {
+                return ManualStep::Wait;
+            }
+            progress.waiting_on = None;
+        }
+        if roles.immutable != 0 {
+            return ManualStep::Compact;
+        }
+        if progress.round >= 1 || self.l0.mutable_is_empty(roles) {
+            return ManualStep::Groups;
+        }
+        progress.round = 1;
+        progress.waiting_on = Some(roles.mutable);
+        self.l0.request_switch();
+        ManualStep::Wait
+    }
+}
+
+/// A chunk task's part in the merge: the immutable tree's chunk read first (its versions are
+/// newer than L1's), and its entries' removal from the tree deferred until no reader of an
+/// older version is left once the outputs are installed (they are in L1 for every newer one).
+struct ChunkRule {
+    l0: Arc<LabL0>,
+    chunk: LabChunk,
+}
+
+impl CompactionRule for ChunkRule {
+    fn plain(&self) -> bool {
+        false
+    }
+
+    /// An empty chunk (it only ends the tree) reads nothing: entries of compacted chunks may
+    /// still be in the tree until their deferred removal, and must not be compacted again.
+    fn extra_inputs(&self, cx: &RuleContext<'_>) -> Result<Vec<Box<dyn InternalIterator>>> {
+        if self.chunk.entries == 0 {
+            return Ok(Vec::new());
+        }
+        let charge = Charge {
+            counters: Arc::clone(cx.counters),
+            part: cx.part,
+            purpose: IoPurpose::Compaction,
+        };
+        Ok(vec![self.l0.chunk_iter(&self.chunk, charge)?])
+    }
+
+    fn installed(&self, _gone: &[u64], live: &[Weak<Version>]) {
+        self.l0.chunk_done(&self.chunk, live.to_vec());
     }
 }
 

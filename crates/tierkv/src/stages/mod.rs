@@ -18,6 +18,7 @@ mod concat;
 mod lab;
 mod levels;
 mod load;
+mod row_pages;
 pub(crate) mod rows;
 mod sets;
 mod single;

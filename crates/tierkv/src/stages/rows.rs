@@ -30,23 +30,28 @@
 //!   compaction for the matrix; leveled below L1).
 
 use super::levels::level_iterator;
+use super::row_pages::FreedPages;
 pub(crate) use crate::compaction::{live_row_bytes, row_info, Container};
-use crate::compaction::{CompactionPolicy, RowPolicy};
-use crate::format::user_key;
+use crate::compaction::{
+    CompactionPolicy, CompactionTask, RowEntries, RowPolicy, RowTask, TaskPayload,
+};
+use crate::format::{compare_internal, user_key};
 use crate::iterator::InternalIterator;
 use crate::iterator::MergingIterator;
 use crate::options::{CompactionOptions, Options, RowOptions};
-use crate::parray::live::{dead_entries, first_live, merge_intervals, window, RowDead, Window};
+use crate::parray::live::{
+    dead_entries, first_live, lower_bound_live, merge_intervals, window, RowDead, Window,
+};
 use crate::parray::{chain_get, chain_seek, ArrayIterator, KeyValue, PmArray};
 use crate::pipeline::{
-    add_kept, run_meta, CheckContext, CheckReport, Entry, FlushSource, ReadContext, RunTarget,
-    Stage, StageHost, WritePressure,
+    add_kept, run_meta, CheckContext, CheckReport, CompactionRule, Entry, FlushSource, PlainRule,
+    ReadContext, RuleContext, RunTarget, Stage, StageHost, WritePressure,
 };
 use crate::runs::{run_file_name, RowWriter, TableCache};
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{FileMetaData, GroupOrder, RowInfo, RunKind, StageLayout, StageVersion};
-use crate::Result;
+use crate::{Error, Result};
 use std::sync::Arc;
 
 /// The row-container stage of `trianglekv` and `matrixkv`.
@@ -54,6 +59,8 @@ pub(crate) struct RowStage {
     options: CompactionOptions,
     rows: RowOptions,
     policy: RowPolicy,
+    /// What the passes freeing dead rows' pages freed so far.
+    pages: FreedPages,
 }
 
 impl RowStage {
@@ -68,6 +75,7 @@ impl RowStage {
             options: options.compaction.clone(),
             policy: RowPolicy::new(&options.compaction, &rows, container),
             rows,
+            pages: FreedPages::default(),
         }
     }
 }
@@ -330,6 +338,93 @@ impl Stage for RowStage {
     fn policy(&self) -> &dyn CompactionPolicy {
         &self.policy
     }
+
+    /// Frees the PM pages of rows wholly in their dead ranges (`stages/row_pages.rs`).
+    fn reclaim(&self, host: &dyn StageHost, stage: usize) -> Result<()> {
+        self.pages.free(host, stage).map(drop)
+    }
+
+    fn check_run(
+        &self,
+        tables: &TableCache,
+        stage: usize,
+        run: &FileMetaData,
+    ) -> Option<Result<u64>> {
+        run.row
+            .as_ref()
+            .map(|info| check_row(tables, stage, run, info))
+    }
+
+    /// A task moving a key range out of the rows (a [`RowTask`]) reads each input row's live
+    /// entries in the range only, found without reading a dead entry; their entry intervals are
+    /// filled in here ([`RowTask::entries`]) for the policy to record.
+    fn compaction_rule(
+        &self,
+        cx: &RuleContext<'_>,
+        task: &mut CompactionTask,
+    ) -> Result<Box<dyn CompactionRule>> {
+        let Some(RowTask { range, .. }) = task.payload::<RowTask>() else {
+            return Ok(Box::new(PlainRule));
+        };
+        let purpose = IoPurpose::Compaction;
+        let mut rows = Vec::new();
+        for f in task.inputs.first().map_or(&[][..], |(_, rows)| rows) {
+            let Some(row) = &f.row else {
+                return Err(Error::InvalidArgument(format!(
+                    "run {} of a row task is not a row",
+                    f.number
+                )));
+            };
+            let array = cx.tables.array_for(f, cx.part, purpose)?;
+            let dead = dead_entries(row, &array, purpose)?.into_owned();
+            let bound =
+                |key: Option<&[u8]>| lower_bound_live(&array, &row.dead, &dead, key, purpose);
+            let first = bound(Some(&range.start))?;
+            let end = bound(range.end.as_deref())?.max(first);
+            rows.push((f.number, (dead, (first, end))));
+        }
+        task.payload = Some(TaskPayload::new(RowTask {
+            range: range.clone(),
+            entries: rows.iter().map(|(_, e)| e.clone()).collect(),
+        }));
+        Ok(Box::new(RowRangeRule { rows }))
+    }
+}
+
+/// A row task's part in the merge: each input row read through a [`RowCursor`] over its live
+/// entries in the task's range.
+struct RowRangeRule {
+    /// Per input row (by number): its dead entry intervals and the interval of the range.
+    rows: Vec<(u64, RowEntries)>,
+}
+
+impl CompactionRule for RowRangeRule {
+    fn plain(&self) -> bool {
+        false
+    }
+
+    fn input(
+        &self,
+        cx: &RuleContext<'_>,
+        run: &Arc<FileMetaData>,
+    ) -> Result<Option<Box<dyn InternalIterator>>> {
+        let Some(row) = &run.row else {
+            return Ok(None);
+        };
+        let Some((_, (dead, keep))) = self.rows.iter().find(|(n, _)| *n == run.number) else {
+            return Err(Error::InvalidArgument(format!(
+                "row {} of a row task without its entries",
+                run.number
+            )));
+        };
+        let array = cx.tables.array_for(run, cx.part, IoPurpose::Compaction)?;
+        Ok(Some(Box::new(RowCursor::new(
+            &array,
+            (row.dead.clone(), dead.clone()),
+            Some(*keep),
+            IoPurpose::Compaction,
+        ))))
+    }
 }
 
 /// A cursor over one row's live entries: it skips the row's dead entries by index, never
@@ -472,4 +567,39 @@ impl InternalIterator for RowsIterator {
     fn status(&self) -> Result<()> {
         self.merge.status()
     }
+}
+
+/// Checks a row of a row container for `tierkv check`: its live entries are read and checked (every
+/// one outside the row's dead ranges, the first and last against the manifest when live), its
+/// dead ones only by their index entries (their data pages may be freed).
+fn check_row(cache: &TableCache, stage: usize, f: &FileMetaData, info: &RowInfo) -> Result<u64> {
+    let array = cache.array_for(f, crate::stats::Part::Stage(stage), IoPurpose::Recovery)?;
+    let dead = dead_entries(info, &array, IoPurpose::Recovery)?;
+    let last = array.len().saturating_sub(1);
+    let location = array.path().display().to_string();
+    let bad = |why: String| Error::corruption(location.clone(), why);
+    let entries = array.verify_live(
+        &dead,
+        &mut |i, key| {
+            if info.is_dead(user_key(key)) {
+                return Err(bad(format!("live entry {i} has a key in a dead range")));
+            }
+            if (i == 0 && compare_internal(key, &f.smallest).is_ne())
+                || (i == last && compare_internal(key, &f.largest).is_ne())
+            {
+                return Err(bad(format!(
+                    "entry {i} differs from the manifest's smallest or largest key"
+                )));
+            }
+            Ok(())
+        },
+        IoPurpose::Recovery,
+    )?;
+    if entries != f.num_entries {
+        return Err(bad(format!(
+            "{entries} entries, the manifest recorded {}",
+            f.num_entries
+        )));
+    }
+    Ok(entries)
 }

@@ -4,25 +4,29 @@
 //! and no index block on the path; an iterator walks the tree. Compaction is selective
 //! ([`crate::compaction::SelectivePolicy`]); writes are never slowed for it.
 
-use crate::compaction::{CompactionPolicy, SelectivePolicy};
+use crate::compaction::{CompactionPolicy, CompactionTask, SelectivePolicy};
 use crate::format::{parse_internal_key, ValueType};
 use crate::gindex::iter::IndexIterator;
 use crate::gindex::with_handles;
-use crate::gindex::{BlockReader, GlobalIndex};
+use crate::gindex::{BlockReader, GlobalIndex, IndexedEntry};
 use crate::iterator::InternalIterator;
 use crate::options::Options;
 use crate::pipeline::{
-    add_kept, run_meta, AttachContext, CheckContext, CheckReport, Entry, FlushSource,
-    PoolStructure, ReadContext, RunTarget, Stage, StageHost, WritePressure,
+    add_kept, run_meta, AttachContext, CheckContext, CheckReport, CompactionRule, Entry,
+    FlushSource, OutputBlocks, PoolStructure, ReadContext, RuleContext, RunTarget, Stage,
+    StageHost, WritePressure,
 };
 use crate::runs::run_file_name;
 use crate::sst::TableBuilder;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
-use crate::version::{FileMetaData, GroupOrder, RunKind, StageLayout, StageVersion};
+use crate::version::{FileMetaData, GroupOrder, RunKind, StageLayout, StageVersion, Version};
 use crate::{Error, Result};
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The single level and its global index.
 pub(crate) struct SingleLevelStage {
@@ -177,8 +181,81 @@ impl Stage for SingleLevelStage {
         &self.policy
     }
 
-    fn index(&self) -> Option<&Arc<GlobalIndex>> {
-        Some(&self.index)
+    /// Selective compaction keeps exactly the entries the global index points at.
+    fn compaction_rule(
+        &self,
+        _cx: &RuleContext<'_>,
+        _task: &mut CompactionTask,
+    ) -> Result<Box<dyn CompactionRule>> {
+        Ok(Box::new(IndexRule {
+            index: Arc::clone(&self.index),
+            outputs: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// True: the global index learns a flushed table before its manifest record.
+    fn names_runs_before_manifest(&self) -> bool {
+        true
+    }
+}
+
+/// A compaction's part of the global index: each input entry is checked against the index
+/// with its input run (SLM-DB's selective compaction keeps exactly what it points at), each
+/// output's entries are recorded with their data blocks, and the index moves its pointers to
+/// the outputs before the manifest record (a crash from then on leaves outputs the index
+/// names, which recovery adopts) and forgets the inputs once the record is written.
+struct IndexRule {
+    index: Arc<GlobalIndex>,
+    /// The finished outputs and their entries with their blocks.
+    outputs: Mutex<Vec<(FileMetaData, Vec<IndexedEntry>)>>,
+}
+
+impl CompactionRule for IndexRule {
+    fn plain(&self) -> bool {
+        false
+    }
+
+    fn survives(&self, run: u64, user_key: &[u8], sequence: u64) -> Result<Option<bool>> {
+        self.index.is_live(run, user_key, sequence).map(Some)
+    }
+
+    fn records_blocks(&self) -> bool {
+        true
+    }
+
+    fn output_finished(
+        &self,
+        meta: &FileMetaData,
+        path: &Path,
+        blocks: Option<OutputBlocks<'_>>,
+    ) -> Result<()> {
+        let (entries, handles) = blocks.ok_or_else(|| {
+            Error::InvalidArgument(format!("output {} without its blocks", meta.number))
+        })?;
+        let entries = with_handles(entries, handles, &path.display().to_string())?;
+        self.outputs.lock().push((meta.clone(), entries));
+        Ok(())
+    }
+
+    fn discard_outputs(&self) {
+        self.outputs.lock().clear();
+    }
+
+    fn before_install(&self, cx: &RuleContext<'_>, inputs: &HashSet<u64>) -> Result<u64> {
+        for (meta, entries) in self.outputs.lock().iter() {
+            let stale = self
+                .index
+                .index_compaction(inputs, &Arc::new(meta.clone()), entries)?;
+            cx.counters.index_stale_copies.fetch_add(stale, Relaxed);
+        }
+        let bytes = self.index.take_pm_bytes();
+        cx.counters
+            .add_written(Tier::Pm, cx.part, IoPurpose::Compaction, bytes);
+        Ok(bytes)
+    }
+
+    fn installed(&self, gone: &[u64], _live: &[Weak<Version>]) {
+        self.index.remove_files(gone);
     }
 }
 

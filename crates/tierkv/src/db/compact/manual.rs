@@ -12,61 +12,13 @@ impl DbInner {
         state.manual_compactions += 1;
         let mut result = Ok(());
         'stages: for (i, stage) in self.stages.iter().enumerate() {
-            // LAB-DB's L0 trees: the immutable tree compacted whole, then the mutable tree
-            // made immutable (by the flush thread, the only one that switches) and compacted
-            // whole too; then the levels below as for any stage.
-            if let Some(l0) = stage.lab() {
-                for round in 0..2 {
-                    loop {
-                        if let Some(e) = &state.bg_error {
-                            result = Err(e.duplicate());
-                            break 'stages;
-                        }
-                        let current = state.versions.current();
-                        if crate::labdb::l0::roles_of(current.stage(i).trees).immutable == 0 {
-                            break;
-                        }
-                        let view = PolicyView {
-                            stage: i,
-                            state: current.stage(i),
-                            busy: &state.busy[i],
-                            pointers: &state.versions.pointers[i],
-                        };
-                        match stage.policy().manual(&view, 0, None, None) {
-                            Some(task) if !task.groups().iter().any(|&g| state.busy[i][g]) => {
-                                set_busy(&mut state, &task, true);
-                                drop(state);
-                                let r = self.run_task(task);
-                                state = self.state.lock();
-                                if let Err(e) = r {
-                                    result = Err(e);
-                                    break 'stages;
-                                }
-                            }
-                            _ => {
-                                self.bg_cv.wait_for(&mut state, Duration::from_millis(50));
-                            }
-                        }
-                    }
-                    let roles = crate::labdb::l0::roles_of(state.versions.current().stage(i).trees);
-                    if round == 1 || l0.mutable_is_empty(roles) {
-                        break;
-                    }
-                    l0.request_switch();
-                    loop {
-                        self.bg_cv.notify_all();
-                        self.bg_cv.wait_for(&mut state, Duration::from_millis(20));
-                        if let Some(e) = &state.bg_error {
-                            result = Err(e.duplicate());
-                            break 'stages;
-                        }
-                        let now =
-                            crate::labdb::l0::roles_of(state.versions.current().stage(i).trees);
-                        if now.mutable != roles.mutable {
-                            break;
-                        }
-                    }
-                }
+            // The stage's own steps first (its `manual_step`), then the groups the policy
+            // names.
+            let r;
+            (state, r) = self.manual_stage_steps(state, i);
+            if let Err(e) = r {
+                result = Err(e);
+                break 'stages;
             }
             let current = state.versions.current();
             let groups = stage.policy().manual_groups(
@@ -115,5 +67,52 @@ impl DbInner {
         state.manual_compactions -= 1;
         self.bg_cv.notify_all();
         result
+    }
+
+    /// Stage `i`'s own steps of a manual compaction ([`crate::pipeline::Stage::manual_step`]),
+    /// run until the stage says its groups come next; takes and gives back the state lock.
+    fn manual_stage_steps<'a>(
+        &'a self,
+        mut state: parking_lot::MutexGuard<'a, super::super::State>,
+        i: usize,
+    ) -> (parking_lot::MutexGuard<'a, super::super::State>, Result<()>) {
+        let stage = &self.stages[i];
+        let mut progress = ManualProgress::default();
+        loop {
+            if let Some(e) = &state.bg_error {
+                let e = e.duplicate();
+                return (state, Err(e));
+            }
+            let current = state.versions.current();
+            match stage.manual_step(current.stage(i), &mut progress) {
+                ManualStep::Groups => return (state, Ok(())),
+                ManualStep::Wait => {
+                    self.bg_cv.notify_all();
+                    self.bg_cv.wait_for(&mut state, Duration::from_millis(20));
+                }
+                ManualStep::Compact => {
+                    let view = PolicyView {
+                        stage: i,
+                        state: current.stage(i),
+                        busy: &state.busy[i],
+                        pointers: &state.versions.pointers[i],
+                    };
+                    match stage.policy().manual(&view, 0, None, None) {
+                        Some(task) if !task.groups().iter().any(|&g| state.busy[i][g]) => {
+                            set_busy(&mut state, &task, true);
+                            drop(state);
+                            let r = self.run_task(task);
+                            state = self.state.lock();
+                            if r.is_err() {
+                                return (state, r);
+                            }
+                        }
+                        _ => {
+                            self.bg_cv.wait_for(&mut state, Duration::from_millis(50));
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -12,19 +12,16 @@ impl DbInner {
     pub(super) fn merge_partitions(
         &self,
         task: &CompactionTask,
+        rule: &dyn CompactionRule,
         target: RunTarget,
         job: Option<u64>,
         outputs: &mut Vec<FileMetaData>,
-        indexed: &mut Vec<Vec<IndexedEntry>>,
         created: &mut Vec<u64>,
         tally: &mut MergeTally,
     ) -> Result<()> {
         let parts = self.options.compaction.subcompactions;
-        let splittable = parts > 1
-            && matches!(task.plan, OutputPlan::BySize { .. })
-            && task.range.is_none()
-            && task.lab_chunk.is_none()
-            && self.stages[task.stage].index().is_none();
+        let splittable =
+            parts > 1 && matches!(task.plan, OutputPlan::BySize { .. }) && rule.plain();
         let cuts = if splittable {
             self.partition_cuts(task, parts)?
         } else {
@@ -33,11 +30,11 @@ impl DbInner {
         if cuts.is_empty() {
             return self.merge(
                 task,
+                rule,
                 target,
                 job,
                 (None, None),
                 outputs,
-                indexed,
                 created,
                 tally,
             );
@@ -53,21 +50,15 @@ impl DbInner {
                 )
             })
             .collect();
-        type Outcome = (
-            Vec<FileMetaData>,
-            Vec<Vec<IndexedEntry>>,
-            Vec<u64>,
-            MergeTally,
-        );
+        type Outcome = (Vec<FileMetaData>, Vec<u64>, MergeTally);
         let results: Vec<(Result<()>, Outcome)> = std::thread::scope(|scope| {
             let handles: Vec<_> = ranges
                 .iter()
                 .map(|&range| {
                     scope.spawn(move || {
                         let mut p: Outcome = Default::default();
-                        let r = self.merge(
-                            task, target, job, range, &mut p.0, &mut p.1, &mut p.2, &mut p.3,
-                        );
+                        let r = self
+                            .merge(task, rule, target, job, range, &mut p.0, &mut p.1, &mut p.2);
                         (r, p)
                     })
                 })
@@ -87,9 +78,8 @@ impl DbInner {
                 .collect()
         });
         let mut first_err = None;
-        for (r, (o, i, c, t)) in results {
+        for (r, (o, c, t)) in results {
             outputs.extend(o);
-            indexed.extend(i);
             created.extend(c);
             tally.read_input_bytes += t.read_input_bytes;
             tally.read_output_bytes += t.read_output_bytes;
@@ -160,61 +150,35 @@ impl DbInner {
     pub(super) fn merge(
         &self,
         task: &CompactionTask,
+        rule: &dyn CompactionRule,
         target: RunTarget,
         job: Option<u64>,
         range: KeyRange<'_>,
         outputs: &mut Vec<FileMetaData>,
-        indexed: &mut Vec<Vec<IndexedEntry>>,
         created: &mut Vec<u64>,
         tally: &mut MergeTally,
     ) -> Result<()> {
         let version = self.state.lock().versions.current();
-        // A stage with a global index keeps exactly the entries it points at (SLM-DB's
-        // selective compaction): each entry is checked against the index with its input run.
-        let index = self.stages[task.stage].index();
-        let input_numbers: Vec<u64> = task.input_runs().map(|f| f.number).collect();
         let smallest_snapshot = self.smallest_snapshot();
         let part = Part::Stage(task.stage);
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        let stored = self.stored_merge(task, target, &version, part)?;
-        // Per child (one per input run, in `input_runs` order): read from the output group.
-        let mut from_output_group: Vec<bool> = task
-            .inputs
-            .iter()
-            .flat_map(|(g, runs)| runs.iter().map(move |_| *g == task.output_group))
-            .collect();
-        // LAB-DB: the immutable tree's chunk, the newest input, first. An empty chunk (only
-        // ends the tree) reads nothing: entries of compacted chunks may still be in the tree
-        // until their deferred removal, and must not be compacted again.
-        if let Some(chunk) = task.lab_chunk.as_ref().filter(|c| c.entries > 0) {
-            let l0 = self.stages[task.stage].lab().ok_or_else(|| {
-                Error::InvalidArgument("a tree chunk task for a stage without L0 trees".into())
-            })?;
-            let charge = crate::labdb::l0::Charge {
-                counters: Arc::clone(&self.counters),
-                part,
-                purpose: IoPurpose::Compaction,
-            };
-            children.push(l0.chunk_iter(chunk, charge)?);
-            from_output_group.insert(0, false);
+        let cx = self.rule_context(task.stage);
+        let stored = self.stored_merge(task, rule, target, &version, part)?;
+        // The stage's own inputs first (newer versions), then one child per input run in
+        // `input_runs` order; per child: the run it reads (the stage's own: none), and
+        // whether it reads from the output group.
+        let mut children = rule.extra_inputs(&cx)?;
+        let mut child_runs: Vec<Option<u64>> = vec![None; children.len()];
+        let mut from_output_group: Vec<bool> = vec![false; children.len()];
+        for (g, runs) in &task.inputs {
+            for f in runs {
+                child_runs.push(Some(f.number));
+                from_output_group.push(*g == task.output_group);
+            }
         }
         for f in task.input_runs() {
-            // A row gives up only its live entries in the task's range.
-            if let (Some(_), Some(row)) = (&task.range, &f.row) {
-                let array = self.table_cache.array_for(f, part, IoPurpose::Compaction)?;
-                let i = task.inputs[0].1.iter().position(|r| Arc::ptr_eq(r, f));
-                let Some((dead, keep)) = i.and_then(|i| task.row_entries.get(i)) else {
-                    return Err(Error::InvalidArgument(format!(
-                        "row {} of a row task without its entries",
-                        f.number
-                    )));
-                };
-                children.push(Box::new(RowCursor::new(
-                    &array,
-                    (row.dead.clone(), dead.clone()),
-                    Some(*keep),
-                    IoPurpose::Compaction,
-                )));
+            // A run the stage reads partly (a row: its live entries in the task's range).
+            if let Some(child) = rule.input(&cx, f)? {
+                children.push(child);
                 continue;
             }
             let run = self.table_cache.open_for(f, part, IoPurpose::Compaction)?;
@@ -285,16 +249,21 @@ impl DbInner {
                 last_seq_for_key = u64::MAX;
                 last_kept_seq = None;
             }
-            // The same version twice, and the first copy was written out: a tree chunk whose
-            // entries a crash left in the tree after they were compacted into L1
-            // (`crate::labdb::l0`). (When the first copy was dropped, the second is judged on
-            // its own: SLM-DB's index may point at either of two tables holding one version.)
+            // The same version twice, and the first copy was written out: a stage's own input
+            // whose entries a crash left in place after they were compacted into the output
+            // group. (When the first copy was dropped, the second is judged on its own: a
+            // global index may point at either of two tables holding one version.)
             let duplicate = !new_user_key && last_kept_seq == Some(p.sequence);
+            let run = input
+                .current_child()
+                .and_then(|c| child_runs.get(c).copied().flatten());
             let drop = if duplicate {
                 true
-            } else if let Some(index) = index {
-                let child = input.current_child().unwrap_or(0);
-                !index.is_live(input_numbers[child], p.user_key, p.sequence)?
+            } else if let Some(survives) = match run {
+                Some(run) => rule.survives(run, p.user_key, p.sequence)?,
+                None => None,
+            } {
+                !survives
             } else if last_seq_for_key <= smallest_snapshot {
                 true
             } else {
@@ -336,7 +305,7 @@ impl DbInner {
                     };
                     if finished {
                         if let Some(o) = output.take() {
-                            finish_output(o, target, &self.dir, outputs, indexed)?;
+                            finish_output(o, target, &self.dir, outputs, rule)?;
                         }
                     }
                 }
@@ -349,9 +318,9 @@ impl DbInner {
                         part,
                         job,
                         created,
-                        (index.is_none(), rewrite.as_ref()),
+                        (!rule.records_blocks(), rewrite.as_ref()),
                     )?;
-                    if index.is_some() {
+                    if rule.records_blocks() {
                         o.blocks = Some(Vec::new());
                     }
                     output = Some(o);
@@ -370,7 +339,7 @@ impl DbInner {
         }
         input.status()?;
         if let Some(o) = output.take() {
-            finish_output(o, target, &self.dir, outputs, indexed)?;
+            finish_output(o, target, &self.dir, outputs, rule)?;
         }
         self.fs_for(target.tier).sync_dir(&self.dir)?;
         Ok(())
@@ -447,14 +416,12 @@ impl DbInner {
     pub(super) fn stored_merge(
         &self,
         task: &CompactionTask,
+        rule: &dyn CompactionRule,
         target: RunTarget,
         version: &Version,
         part: Part,
     ) -> Result<Option<HashSet<u64>>> {
-        if self.options.table.value_separation == 0
-            || target.kind != RunKind::Sst
-            || self.stages[task.stage].index().is_some()
-            || task.lab_chunk.is_some()
+        if self.options.table.value_separation == 0 || target.kind != RunKind::Sst || !rule.plain()
         {
             return Ok(None);
         }
@@ -528,25 +495,23 @@ pub(super) struct Output {
     number: u64,
     /// The set it joins (0: none yet; the policy's `apply` decides).
     set: u64,
-    /// For a stage with a global index: each entry's internal key and data-block ordinal.
+    /// When the stage's rule records blocks: each entry's internal key and data-block ordinal.
     blocks: Option<Vec<(Vec<u8>, usize)>>,
 }
 
-/// Finishes `o`: its metadata to `outputs`, its entries with their blocks to `indexed` (for a
-/// stage with a global index).
+/// Finishes `o`: its metadata to `outputs`, told to the stage's rule with its entries' blocks
+/// where the rule records them.
 pub(super) fn finish_output(
     mut o: Output,
     target: RunTarget,
     dir: &std::path::Path,
     outputs: &mut Vec<FileMetaData>,
-    indexed: &mut Vec<Vec<IndexedEntry>>,
+    rule: &dyn CompactionRule,
 ) -> Result<()> {
     let blocks = o.blocks.take();
     let (meta, data_blocks) = o.finish(target)?;
-    if let Some(b) = blocks {
-        let path = run_file_name(dir, meta.number, target.kind);
-        indexed.push(with_handles(b, &data_blocks, &path.display().to_string())?);
-    }
+    let path = run_file_name(dir, meta.number, target.kind);
+    rule.output_finished(&meta, &path, blocks.map(|b| (b, data_blocks.as_slice())))?;
     outputs.push(meta);
     Ok(())
 }

@@ -18,13 +18,10 @@ use crate::compaction::{
     BreakCursor, CompactionTask, Holes, OutputPlan, PolicyView, SetRouter, SetTarget,
 };
 use crate::format::{parse_internal_key, ValueType};
-use crate::gindex::{with_handles, IndexedEntry};
 use crate::iterator::InternalIterator;
-use crate::parray::live::{dead_entries, lower_bound_live};
-use crate::pipeline::RunTarget;
+use crate::pipeline::{CompactionRule, ManualProgress, ManualStep, RuleContext, RunTarget};
 use crate::runs::{create_writer, run_file_name, FloorSpec, RunWriter, SkipHoles};
 use crate::sst::value_log::value_log_file_name;
-use crate::stages::rows::RowCursor;
 use crate::stats::{IoPurpose, LevelCompactionStats, Part};
 use crate::tier::Tier;
 use crate::version::{FileMetaData, RunKind, Version};
@@ -109,14 +106,19 @@ impl DbInner {
     /// Runs a task whose groups the caller marked busy; frees them when done. Errors poison the
     /// database.
     pub(crate) fn run_task(&self, mut task: CompactionTask) -> Result<()> {
-        let result = self
-            .resolve_row_entries(&mut task)
-            .and_then(|()| self.reuse_untouched_runs(&mut task))
-            .and_then(|moved| self.execute(&task, &moved));
+        // The stage's part in the task, asked once before the merge.
+        let mut rule = None;
+        let result = (|| {
+            let cx = self.rule_context(task.stage);
+            let rule = &**rule.insert(self.stages[task.stage].compaction_rule(&cx, &mut task)?);
+            let moved = self.reuse_untouched_runs(&mut task, rule)?;
+            self.execute(&task, &moved, rule)
+        })();
         let mut state = self.state.lock();
         set_busy(&mut state, &task, false);
         // The task's hold on its input runs ends here, so that they can be deleted now.
         drop(task);
+        drop(rule);
         let result = match result {
             Ok(()) => {
                 self.counters.compactions.fetch_add(1, Relaxed);
@@ -130,9 +132,9 @@ impl DbInner {
                     self.bg_cv.notify_all();
                     return Err(e);
                 }
-                if let Err(e) = self.free_dead_row_pages() {
+                if let Err(e) = self.reclaim() {
                     let mut state = self.state.lock();
-                    let e = state.poison("freeing dead row pages failed", e);
+                    let e = state.poison("a stage's reclamation after the compaction failed", e);
                     self.bg_cv.notify_all();
                     return Err(e);
                 }
@@ -145,33 +147,13 @@ impl DbInner {
         result
     }
 
-    /// For a row container's task: each input row's dead entry intervals and the entries of
-    /// the task's range in it ([`CompactionTask::row_entries`]), found without reading a dead
-    /// entry.
-    fn resolve_row_entries(&self, task: &mut CompactionTask) -> Result<()> {
-        let Some(range) = &task.range else {
-            return Ok(());
-        };
-        let part = Part::Stage(task.stage);
-        let purpose = IoPurpose::Compaction;
-        let mut resolved = Vec::new();
-        for f in task.inputs.first().map_or(&[][..], |(_, rows)| rows) {
-            let Some(row) = &f.row else {
-                return Err(Error::InvalidArgument(format!(
-                    "run {} of a row task is not a row",
-                    f.number
-                )));
-            };
-            let array = self.table_cache.array_for(f, part, purpose)?;
-            let dead = dead_entries(row, &array, purpose)?.into_owned();
-            let bound =
-                |key: Option<&[u8]>| lower_bound_live(&array, &row.dead, &dead, key, purpose);
-            let first = bound(Some(&range.start))?;
-            let end = bound(range.end.as_deref())?.max(first);
-            resolved.push((dead, (first, end)));
+    /// What a stage's compaction rule is given of the engine for a task of `stage`.
+    fn rule_context(&self, stage: usize) -> RuleContext<'_> {
+        RuleContext {
+            tables: &self.table_cache,
+            counters: &self.counters,
+            part: Part::Stage(stage),
         }
-        task.row_entries = resolved;
-        Ok(())
     }
 
     /// False when the pool's free chunks (less those held back for logs and manifests) could
@@ -202,12 +184,15 @@ impl DbInner {
         bytes.div_ceil(per_chunk) + files <= pm.pmfs.chunks_for_tables()
     }
 
-    fn execute(&self, task: &CompactionTask, moved: &[Arc<FileMetaData>]) -> Result<()> {
+    fn execute(
+        &self,
+        task: &CompactionTask,
+        moved: &[Arc<FileMetaData>],
+        rule: &dyn CompactionRule,
+    ) -> Result<()> {
         let started = std::time::Instant::now();
-        let stage = &self.stages[task.stage];
-        let policy = stage.policy();
+        let policy = self.stages[task.stage].policy();
         let mut outputs = Vec::new();
-        let mut indexed = Vec::new();
         let mut job = None;
         let mut tally = MergeTally::default();
         let mut index_bytes = 0;
@@ -252,10 +237,10 @@ impl DbInner {
                 let merged = self
                     .merge_partitions(
                         merge_task,
+                        rule,
                         target,
                         job,
                         &mut outputs,
-                        &mut indexed,
                         &mut created,
                         &mut tally,
                     )
@@ -295,7 +280,7 @@ impl DbInner {
                 self.counters.pm_compaction_fallbacks.fetch_add(1, Relaxed);
                 self.counters.pm_compaction_retries.fetch_add(1, Relaxed);
                 outputs.clear();
-                indexed.clear();
+                rule.discard_outputs();
                 tally = MergeTally::default();
                 target = RunTarget {
                     tier: Tier::Ssd,
@@ -310,24 +295,11 @@ impl DbInner {
                     meta.written_bytes(),
                 );
             }
-            // A global index moves its pointers to the outputs before the manifest record: a
-            // crash from here on leaves outputs the index names, which recovery adopts, so
-            // they are never removed on failure (the database is poisoned instead).
-            if let Some(index) = stage.index() {
-                let inputs: HashSet<u64> = task.input_runs().map(|f| f.number).collect();
-                for (meta, entries) in outputs.iter().zip(&indexed) {
-                    let stale =
-                        index.index_compaction(&inputs, &Arc::new(meta.clone()), entries)?;
-                    self.counters.index_stale_copies.fetch_add(stale, Relaxed);
-                }
-                index_bytes = index.take_pm_bytes();
-                self.counters.add_written(
-                    Tier::Pm,
-                    Part::Stage(task.stage),
-                    IoPurpose::Compaction,
-                    index_bytes,
-                );
-            }
+            // The stage records the outputs before the manifest record (a global index moves
+            // its pointers to them: from here on a failure poisons the database and leaves
+            // the outputs, which recovery adopts).
+            let inputs: HashSet<u64> = task.input_runs().map(|f| f.number).collect();
+            index_bytes = rule.before_install(&self.rule_context(task.stage), &inputs)?;
         }
         let mut state = self.state.lock();
         let version = state.versions.current();
@@ -358,14 +330,6 @@ impl DbInner {
             state.pending_outputs.remove(&m.number);
         }
         let current = applied?;
-        if let Some(index) = stage.index() {
-            let gone: Vec<u64> = task
-                .input_runs()
-                .map(|f| f.number)
-                .filter(|n| !kept.contains(n))
-                .collect();
-            index.remove_files(&gone);
-        }
         let removed = task.input_runs().filter(|f| !kept.contains(&f.number));
         state.removed_runs.extend(removed.cloned());
         // A run re-added with other metadata has two `Arc`s for one file: the old one is kept
@@ -379,11 +343,14 @@ impl DbInner {
                 .collect();
             state.superseded_runs.extend(superseded);
         }
-        // LAB-DB: the chunk's entries leave the tree once no reader of an older version is
-        // left (they are in L1 for every newer one).
-        if let (Some(chunk), Some(l0)) = (&task.lab_chunk, stage.lab()) {
-            l0.chunk_done(chunk, state.live_versions.clone());
-        }
+        // The stage learns which inputs are gone, while the versions before this one are
+        // still the live ones.
+        let gone: Vec<u64> = task
+            .input_runs()
+            .map(|f| f.number)
+            .filter(|n| !kept.contains(n))
+            .collect();
+        rule.installed(&gone, &state.live_versions);
         state.install_super_version(&*self.front);
         self.clog_finish(&mut state, job, true)?;
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);

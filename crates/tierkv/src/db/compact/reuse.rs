@@ -16,6 +16,7 @@ impl DbInner {
     pub(super) fn reuse_untouched_runs(
         &self,
         task: &mut CompactionTask,
+        rule: &dyn CompactionRule,
     ) -> Result<Vec<Arc<FileMetaData>>> {
         let breaks = match &mut task.plan {
             OutputPlan::BySize { breaks } => breaks,
@@ -23,9 +24,7 @@ impl DbInner {
         };
         if !self.options.compaction.reuse_untouched_runs
             || task.trivial_move
-            || task.range.is_some()
-            || task.lab_chunk.is_some()
-            || self.stages[task.stage].index().is_some()
+            || !rule.plain()
             || task.inputs.len() != 2
             || task.inputs[1].0 != task.output_group
         {

@@ -8,24 +8,29 @@
 //! not have the range dead yet). So a row's pages are freed for the entries dead in *every*
 //! metadata of the row that anything still holds: the current version's, and each older one
 //! an older version, a reader or a flush building hints over the row keeps alive
-//! (`State::superseded_runs`). Each pass frees what became freeable; passes run after every
+//! (`LockedVersions::held_metadata`). Each pass frees what became freeable; passes run after every
 //! compaction and flush and at open (where no reader exists, so a crash between a manifest
 //! record and the freeing loses nothing: the next open frees it). The data area of dead entries
 //! `[first, end)` is the file range from entry `first`'s data offset to entry `end`'s (the
 //! index entries, after the data area, are never freed); `PmFs::punch` frees the chunks wholly
 //! inside it, never a row's first or last chunk.
+//!
+//! The pass is the row stage's [`crate::pipeline::Stage::reclaim`]; what it freed per row is
+//! kept here, so that a pass frees only what became freeable since.
 
-use super::DbInner;
 use crate::parray::live::merge_intervals;
+use crate::pipeline::StageHost;
 use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{run_file_name, FileMetaData, GroupOrder};
 use crate::Result;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-/// A row's stage, metadata and the entry intervals whose pages may be freed.
-type Freeable = (usize, Arc<FileMetaData>, Vec<(u32, u32)>);
+/// A row's metadata and the entry intervals whose pages may be freed.
+type Freeable = (Arc<FileMetaData>, Vec<(u32, u32)>);
 
 /// The entries in both `a` and `b` (each sorted and disjoint).
 fn intersect(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
@@ -45,70 +50,65 @@ fn intersect(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
     out
 }
 
-impl DbInner {
-    /// Frees the pages of every row wholly in entries dead for every holder of the row's
-    /// metadata (module doc); returns the bytes freed. Does nothing without PM or with
-    /// `rows.free_dead_pages` off.
-    pub(crate) fn free_dead_row_pages(&self) -> Result<u64> {
-        let Some(pm) = self
-            .pm
-            .as_ref()
-            .filter(|_| self.options.rows.free_dead_pages)
-        else {
+/// What the passes freed: per row, the dead entry intervals whose pages were last freed.
+#[derive(Default)]
+pub(super) struct FreedPages {
+    freed: Mutex<HashMap<u64, Vec<(u32, u32)>>>,
+}
+
+impl FreedPages {
+    /// Frees the pages of every row of stage `stage` wholly in entries dead for every holder
+    /// of the row's metadata (module doc); returns the bytes freed. Does nothing without a
+    /// pool or with `rows.free_dead_pages` off.
+    pub(super) fn free(&self, host: &dyn StageHost, stage: usize) -> Result<u64> {
+        if !host.has_pool() || !host.options().rows.free_dead_pages {
             return Ok(0);
-        };
+        }
         // The version is held until the pass ends: its rows' files are not deleted meanwhile
         // (a concurrent compaction may retire a row this pass frees pages of).
-        let (_version, work): (_, Vec<Freeable>) = {
-            let mut state = self.state.lock();
-            let version = state.versions.current();
-            let rows: std::collections::HashSet<u64> =
-                version.runs().map(|(_, _, f)| f.number).collect();
-            state.freed_rows.retain(|n, _| rows.contains(n));
-            let mut work = Vec::new();
-            for (stage, layout) in version.layouts().iter().enumerate() {
-                for (group, order) in layout.groups.iter().enumerate() {
-                    if *order != GroupOrder::Rows {
+        let mut version = None;
+        let mut work: Vec<Freeable> = Vec::new();
+        host.with_versions(&mut |v| {
+            let current = v.current();
+            let rows: HashSet<u64> = current.runs().map(|(_, _, f)| f.number).collect();
+            let mut freed = self.freed.lock();
+            freed.retain(|n, _| rows.contains(n));
+            let layout = &current.layouts()[stage];
+            for (group, order) in layout.groups.iter().enumerate() {
+                if *order != GroupOrder::Rows {
+                    continue;
+                }
+                for f in current.stage(stage).groups[group].iter() {
+                    // A row a full pool sent to the SSD tier is an ordinary file there.
+                    let Some(info) = f.row.as_ref().filter(|_| f.tier == Tier::Pm) else {
+                        continue;
+                    };
+                    if info.dead_entries.len() != info.dead.len() {
                         continue;
                     }
-                    for f in version.stage(stage).groups[group].iter() {
-                        // A row a full pool sent to the SSD tier is an ordinary file there.
-                        let Some(info) = f.row.as_ref().filter(|_| f.tier == Tier::Pm) else {
-                            continue;
+                    let mut freeable = merge_intervals(info.dead_entries.clone());
+                    for old in v.held_metadata(f.number) {
+                        freeable = match &old.row {
+                            Some(o) if o.dead_entries.len() == o.dead.len() => {
+                                intersect(&freeable, &merge_intervals(o.dead_entries.clone()))
+                            }
+                            _ => Vec::new(),
                         };
-                        if info.dead_entries.len() != info.dead.len() {
-                            continue;
-                        }
-                        let mut freeable = merge_intervals(info.dead_entries.clone());
-                        let held = state
-                            .superseded_runs
-                            .iter()
-                            .filter(|m| m.number == f.number && Arc::strong_count(m) > 1);
-                        for old in held {
-                            freeable = match &old.row {
-                                Some(o) if o.dead_entries.len() == o.dead.len() => {
-                                    intersect(&freeable, &merge_intervals(o.dead_entries.clone()))
-                                }
-                                _ => Vec::new(),
-                            };
-                        }
-                        let done = state.freed_rows.get(&f.number);
-                        if freeable.is_empty() || done == Some(&freeable) {
-                            continue;
-                        }
-                        work.push((stage, Arc::clone(f), freeable));
                     }
+                    let done = freed.get(&f.number);
+                    if freeable.is_empty() || done == Some(&freeable) {
+                        continue;
+                    }
+                    work.push((Arc::clone(f), freeable));
                 }
             }
-            (version, work)
-        };
+            version = Some(current);
+        });
         let mut freed = 0;
-        for (stage, f, freeable) in work {
-            let part = Part::Stage(stage);
-            let array = self
-                .table_cache
-                .array_for(&f, part, IoPurpose::Compaction)?;
-            let path = run_file_name(&self.dir, f.number, f.kind);
+        let part = Part::Stage(stage);
+        for (f, freeable) in work {
+            let array = host.tables().array_for(&f, part, IoPurpose::Compaction)?;
+            let path = run_file_name(host.dir(), f.number, f.kind);
             for &(first, end) in &freeable {
                 let start = u64::from(array.entry(first, IoPurpose::Compaction)?.data_offset);
                 let stop = if end < array.len() {
@@ -116,11 +116,12 @@ impl DbInner {
                 } else {
                     array.data_len()
                 };
-                freed += pm.pmfs.punch(&path, start, stop)?;
+                freed += host.punch_pool_file(&path, start, stop)?;
             }
-            self.state.lock().freed_rows.insert(f.number, freeable);
+            self.freed.lock().insert(f.number, freeable);
         }
-        self.counters
+        drop(version);
+        host.counters()
             .row_pages_freed_bytes
             .fetch_add(freed, Relaxed);
         Ok(freed)
