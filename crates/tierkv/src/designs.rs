@@ -2,10 +2,14 @@
 //! ordered list of stages, each with the paper's parameters as its defaults.
 //!
 //! A design lives in its own file (`designs/<name>.rs`) that defines one [`DesignSpec`];
-//! [`Design::ALL`] lists them, and the CLI, the manifest (which records the design's name), the
-//! reports and the tests read that list. Adding a design is adding its file and one line in
-//! [`Design::ALL`] (plus its constant below), nothing else: see `docs/ARCHITECTURE.md`, "Adding
-//! a design".
+//! `REGISTRY` lists them, [`Design::ALL`] names them, and the CLI, the manifest (which records
+//! the design's name), the reports and the tests read that list. Adding a design is adding its
+//! file and one line in `REGISTRY` (plus its constant below), nothing else: see
+//! `docs/ARCHITECTURE.md`, "Adding a design".
+//!
+//! Options name a design ([`Design`], defined with them); the registry reads the options: it
+//! builds the design's parts from them, applies its defaults, and checks what the design asks
+//! of them ([`Options::validate`]).
 
 mod fluidkv;
 mod labdb;
@@ -57,128 +61,142 @@ pub(crate) struct DesignSpec {
     pub defaults: fn(&mut Options),
 }
 
-/// A design: a handle to its entry in the registry. Cheap to copy; compares by name.
-#[derive(Clone, Copy)]
-pub struct Design(&'static DesignSpec);
+pub use crate::options::Design;
+
+/// Every design's entry, in CLI order ([`Design::ALL`]).
+const REGISTRY: &[&DesignSpec] = &[
+    &leveled::SPEC,
+    &tiered::SPEC,
+    &leveled_pm::SPEC,
+    &leveled_pmtable::SPEC,
+    &nvlsm::SPEC,
+    &nvlsm_leveled::SPEC,
+    &nvlsm_fragmented::SPEC,
+    &trianglekv::SPEC,
+    &matrixkv::SPEC,
+    &slmdb::SPEC,
+    &labdb::SPEC,
+    &fluidkv::SPEC,
+    &listdb::SPEC,
+];
 
 impl Design {
     /// SSD write-ahead log, DRAM memtable, leveled SSTables on SSD: the LevelDB/RocksDB baseline
     /// ("RocksDB-SSD" in the papers). With [`crate::PmOptions::wal_on_pm`] its WAL moves to PM.
-    pub const LEVELED: Design = Design(&leveled::SPEC);
+    pub const LEVELED: Design = Design(leveled::SPEC.name);
     /// WAL and DRAM memtable in front of size-tiered SSTables on SSD: RocksDB's universal
     /// compaction, the baseline that rewrites less than leveled compaction for more space.
-    pub const TIERED: Design = Design(&tiered::SPEC);
+    pub const TIERED: Design = Design(tiered::SPEC.name);
     /// The "RocksDB-L0-NVM" baseline of TriangleKV and LAB-DB: WAL on a PM log, L0 tables in
     /// the PM pool (read in place), L1 and below on SSD.
-    pub const LEVELED_PM: Design = Design(&leveled_pm::SPEC);
+    pub const LEVELED_PM: Design = Design(leveled_pm::SPEC.name);
     /// SLM-DB's "LevelDB+PM" baseline: a persistent skiplist memtable in PM and no WAL, in
     /// front of the leveled SSTables of `leveled`.
-    pub const LEVELED_PMTABLE: Design = Design(&leveled_pmtable::SPEC);
+    pub const LEVELED_PMTABLE: Design = Design(leveled_pmtable::SPEC.name);
 
     /// NVLSM: C1 runs and Skip-Array Trees of PM sorted arrays (accumulative compaction,
     /// cascading search), all in the PM pool.
-    pub const NVLSM: Design = Design(&nvlsm::SPEC);
+    pub const NVLSM: Design = Design(nvlsm::SPEC.name);
     /// NVLSM-L: NVLSM's front end over leveled PM sorted arrays.
-    pub const NVLSM_LEVELED: Design = Design(&nvlsm_leveled::SPEC);
+    pub const NVLSM_LEVELED: Design = Design(nvlsm_leveled::SPEC.name);
     /// NVLSM-F: NVLSM's front end over PebblesDB-style guards of PM sorted arrays.
-    pub const NVLSM_FRAGMENTED: Design = Design(&nvlsm_fragmented::SPEC);
+    pub const NVLSM_FRAGMENTED: Design = Design(nvlsm_fragmented::SPEC.name);
 
     /// TriangleKV: a triangle container of PM rows with cross-row hints as L0 (right-angle-side
     /// compaction) over flattened leveled SSTables on SSD.
-    pub const TRIANGLEKV: Design = Design(&trianglekv::SPEC);
+    pub const TRIANGLEKV: Design = Design(trianglekv::SPEC.name);
     /// MatrixKV, TriangleKV's baseline: a matrix container of PM rows (receiver, compactor,
     /// column compaction) as L0 over flattened leveled SSTables on SSD.
-    pub const MATRIXKV: Design = Design(&matrixkv::SPEC);
+    pub const MATRIXKV: Design = Design(matrixkv::SPEC.name);
 
     /// SLM-DB: a persistent skiplist memtable in PM and no WAL, one level of overlapping
     /// SSTables on SSD found through a persistent B+ tree in PM, selective compaction.
-    pub const SLMDB: Design = Design(&slmdb::SPEC);
+    pub const SLMDB: Design = Design(slmdb::SPEC.name);
 
     /// LAB-DB: an L0 of two persistent B+ trees (leaves in PM, inner nodes in DRAM) holding
     /// value addresses into value arrays on SSD, updated in place, compacted chunk by chunk
     /// into leveled SSTables on SSD.
-    pub const LABDB: Design = Design(&labdb::SPEC);
+    pub const LABDB: Design = Design(labdb::SPEC.name);
 
     /// FluidKV: FastStore (a concurrent DRAM index over per-thread PM logs) in front of a
     /// BufferStore of buffer trees and a StableStore of logical sorted tables, all in PM, with
     /// a load-aware compaction trigger and parallel compaction.
-    pub const FLUIDKV: Design = Design(&fluidkv::SPEC);
+    pub const FLUIDKV: Design = Design(fluidkv::SPEC.name);
     /// FluidKV's baseline, ListDB: a shared PM log whose entries become persistent skiplist
     /// nodes, L0 lists zipped into one L1 list.
-    pub const LISTDB: Design = Design(&listdb::SPEC);
+    pub const LISTDB: Design = Design(listdb::SPEC.name);
 
-    /// Every design this build knows, in CLI order.
-    pub const ALL: &'static [Design] = &[
-        Design::LEVELED,
-        Design::TIERED,
-        Design::LEVELED_PM,
-        Design::LEVELED_PMTABLE,
-        Design::NVLSM,
-        Design::NVLSM_LEVELED,
-        Design::NVLSM_FRAGMENTED,
-        Design::TRIANGLEKV,
-        Design::MATRIXKV,
-        Design::SLMDB,
-        Design::LABDB,
-        Design::FLUIDKV,
-        Design::LISTDB,
-    ];
+    /// Every design this build knows, in CLI order (the registry's).
+    pub const ALL: &'static [Design] = &{
+        let mut all = [Design(""); REGISTRY.len()];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = Design(REGISTRY[i].name);
+            i += 1;
+        }
+        all
+    };
 
     /// The design's name in the CLI, the manifest and the reports.
     pub fn name(self) -> &'static str {
-        self.0.name
+        self.0
     }
 
     /// One line: what the design is and where it comes from.
     pub fn summary(self) -> &'static str {
-        self.0.summary
+        self.spec().summary
     }
 
-    /// The registry entry.
+    /// The registry entry. A `Design` is made only from the registry's names (its constants,
+    /// or a name parsed against [`Design::ALL`]), so the entry exists.
     pub(crate) fn spec(self) -> &'static DesignSpec {
-        self.0
+        REGISTRY
+            .iter()
+            .copied()
+            .find(|s| s.name == self.0)
+            .expect("a Design names an entry of the registry")
     }
 
     /// Where the WAL lives under `options` (SSD for a design without a log).
     pub fn wal_tier(self, options: &Options) -> Tier {
-        (self.0.log_tier)(options).unwrap_or(Tier::Ssd)
+        (self.spec().log_tier)(options).unwrap_or(Tier::Ssd)
     }
 
     /// The design's front end.
     pub(crate) fn front_end(self) -> FrontEndKind {
-        self.0.front_end
+        self.spec().front_end
     }
 
     /// True if the design's memtable is in the PM pool and it has no WAL (SLM-DB's designs).
     pub fn memtable_on_pm(self) -> bool {
-        self.0.front_end == FrontEndKind::PmMemtable
+        self.spec().front_end == FrontEndKind::PmMemtable
     }
 
     /// True if the design keeps anything in the PM pool under `options`.
     pub fn uses_pm(self, options: &Options) -> bool {
-        (self.0.uses_pm)(options)
+        (self.spec().uses_pm)(options)
     }
 
     /// True if every run the design writes lives in the PM pool, so the pool must hold the
     /// whole database (with its space amplification), not only logs and a first stage.
     pub fn data_on_pm(self) -> bool {
-        self.0.data_on_pm
+        self.spec().data_on_pm
     }
 
     /// True if the design keeps a compaction log on PM (see `DbStats::clog_discarded`).
     pub fn compaction_log(self) -> bool {
-        self.0.compaction_log
+        self.spec().compaction_log
     }
 
     /// Why the design cannot run with `compaction.disable_auto_compactions`, or `None` if it
     /// can (opening with it set then fails with [`Error::InvalidArgument`] giving this reason).
     pub fn needs_auto_compactions(self) -> Option<&'static str> {
-        self.0.needs_auto_compactions
+        self.spec().needs_auto_compactions
     }
 
     /// The design's stages under `options`.
     pub(crate) fn stages(self, options: &Options) -> Vec<Box<dyn Stage>> {
-        (self.0.stages)(options)
+        (self.spec().stages)(options)
     }
 
     /// The shape of each stage's state under `options`, in pipeline order.
@@ -189,18 +207,108 @@ impl Design {
     /// `options` with this design and its defaults applied.
     pub fn options(self, mut options: Options) -> Options {
         options.design = self;
-        (self.0.defaults)(&mut options);
+        (self.spec().defaults)(&mut options);
         options
     }
 }
 
-impl PartialEq for Design {
-    fn eq(&self, other: &Design) -> bool {
-        self.name() == other.name()
+impl Options {
+    /// Where a manifest written under these options goes: the pool with `pm.manifest_on_pm`
+    /// (for a design with a pool), else the database directory.
+    pub fn manifest_tier(&self) -> Tier {
+        if self.pm.manifest_on_pm == Some(true) && self.design.uses_pm(self) {
+            Tier::Pm
+        } else {
+            Tier::Ssd
+        }
+    }
+
+    /// Checks every field, and that the design can run with them (its pool's size, the
+    /// options it does not support); returns [`Error::InvalidArgument`] naming the first bad
+    /// one.
+    pub fn validate(&self) -> Result<()> {
+        self.validate_fields()?;
+        self.design.check_options(self)
     }
 }
 
-impl Eq for Design {}
+impl Design {
+    /// What the design asks of `options` (their fields already checked on their own).
+    fn check_options(self, o: &Options) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        if o.table.value_separation > 0 && (self == Design::SLMDB || self == Design::LABDB) {
+            return bad(format!(
+                "table.value_separation needs a design without a global index; {self} maps \
+                 keys to table blocks"
+            ));
+        }
+        if o.pm.thread_logs
+            && (self.wal_tier(o) != Tier::Pm || self.memtable_on_pm() || self == Design::LABDB)
+        {
+            return bad(format!(
+                "pm.thread_logs needs a design whose log is on PM in front of a DRAM memtable; \
+                 {self} is not one under these options"
+            ));
+        }
+        if o.pm.manifest_on_pm == Some(true) && !self.uses_pm(o) {
+            return bad(format!(
+                "pm.manifest_on_pm needs a design with a PM pool; {self} has none under these \
+                 options"
+            ));
+        }
+        if o.compaction.disable_auto_compactions {
+            if let Some(why) = self.spec().needs_auto_compactions {
+                return bad(format!(
+                    "compaction.disable_auto_compactions is not supported by design {self}: {why}"
+                ));
+            }
+        }
+        if self.uses_pm(o) && o.pm.pool.is_none() {
+            self.check_pool_size(o)?;
+        }
+        Ok(())
+    }
+
+    /// The pool's chunk size and size under `o`, for a pool the open creates or maps.
+    fn check_pool_size(self, o: &Options) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        let pm = &o.pm;
+        if pm.chunk_bytes < (64 << 10) || !pm.chunk_bytes.is_power_of_two() {
+            return bad("pm.chunk_bytes must be a power of two >= 64 KiB".into());
+        }
+        if !pm.size_bytes.is_multiple_of(pm.chunk_bytes) {
+            return bad(format!(
+                "pm.size_bytes {} must be a multiple of pm.chunk_bytes {}",
+                pm.size_bytes, pm.chunk_bytes
+            ));
+        }
+        // The header and directory chunks, a spare, and one chunk per WAL when the WAL is
+        // on PM (otherwise room for one table), and the manifest's when it is in the pool.
+        let manifest_on_pm = o.manifest_tier() == Tier::Pm;
+        let min_chunks = if self.wal_tier(o) == Tier::Pm {
+            crate::fs::min_pool_chunks(o.max_write_buffer_number, manifest_on_pm)
+        } else {
+            3 + if manifest_on_pm {
+                crate::fs::MANIFEST_CHUNKS
+            } else {
+                0
+            }
+        };
+        let min = min_chunks * pm.chunk_bytes;
+        if pm.size_bytes < min {
+            return bad(format!(
+                "pm.size_bytes {} is below the minimum of {min} bytes ({} MiB: {min_chunks} \
+                 chunks of {} bytes: the pool header, the file directory, a spare chunk and \
+                 one chunk per WAL of max_write_buffer_number memtables, and two for a \
+                 manifest in the pool)",
+                pm.size_bytes,
+                min >> 20,
+                pm.chunk_bytes
+            ));
+        }
+        Ok(())
+    }
+}
 
 impl std::fmt::Debug for Design {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

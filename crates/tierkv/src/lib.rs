@@ -48,6 +48,7 @@ pub(crate) mod pm_structures;
 pub(crate) mod pmtable;
 pub(crate) mod runs;
 pub(crate) mod simulate;
+pub(crate) mod snapshot;
 pub(crate) mod sst;
 pub(crate) mod stages;
 pub mod stats;
@@ -57,7 +58,7 @@ pub(crate) mod version;
 pub(crate) mod write_batch;
 
 pub use compaction::max_bytes_for_level;
-pub use db::{pool_lock_path, CheckReport, Db, DbIterator, RepairReport, Snapshot};
+pub use db::{pool_lock_path, CheckReport, Db, DbIterator, RepairReport};
 pub use error::{Error, Result};
 pub use options::{
     CompactionOptions, Design, FilterScope, LabOptions, NvlsmOptions, Options, PmOptions,
@@ -65,6 +66,7 @@ pub use options::{
     WriteOptions,
 };
 pub use simulate::{simulate as simulate_compaction, GroupReport, SimulationReport, StageReport};
+pub use snapshot::Snapshot;
 pub use stats::{DbStats, LiveTable};
 pub use tier::Tier;
 pub use tierkv_pm as pm;

@@ -1,10 +1,8 @@
 //! Options: nested per component, each field documented with its effect and default, validated
 //! at open ([`Options::validate`]) and printed with every benchmark result.
 
-pub use crate::designs::Design;
 pub use crate::fs::SsdModelOptions;
 use crate::fs::{FileSystem, PosixFs};
-use crate::tier::Tier;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -476,6 +474,13 @@ impl Default for LabOptions {
     }
 }
 
+/// A design, by name: the entry of the design registry (`designs.rs`) a database runs. The
+/// registry gives each design its constant ([`Design::LEVELED`], ...), its parts, its defaults
+/// and what it asks of the options ([`Options::validate`]); options only name it. Cheap to
+/// copy; compares by name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Design(pub(crate) &'static str);
+
 /// Options of a database, given at open.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Options {
@@ -615,18 +620,10 @@ impl std::fmt::Debug for Options {
 }
 
 impl Options {
-    /// Where a manifest written under these options goes: the pool with `pm.manifest_on_pm`
-    /// (for a design with a pool), else the database directory.
-    pub fn manifest_tier(&self) -> crate::tier::Tier {
-        if self.pm.manifest_on_pm == Some(true) && self.design.uses_pm(self) {
-            crate::tier::Tier::Pm
-        } else {
-            crate::tier::Tier::Ssd
-        }
-    }
-
-    /// Checks every field; returns [`Error::InvalidArgument`] naming the first bad one.
-    pub fn validate(&self) -> Result<()> {
+    /// Checks every field on its own (what the design asks of them is checked by
+    /// [`Options::validate`], in the registry); returns [`Error::InvalidArgument`] naming the
+    /// first bad one.
+    pub(crate) fn validate_fields(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
         if self.write_buffer_size < 4096 {
             return bad(format!(
@@ -664,33 +661,6 @@ impl Options {
         }
         if t.index_partition_blocks > 65536 {
             return bad("table.index_partition_blocks must be <= 65536".into());
-        }
-        if t.value_separation > 0
-            && (self.design == crate::Design::SLMDB || self.design == crate::Design::LABDB)
-        {
-            return bad(format!(
-                "table.value_separation needs a design without a global index; {} maps keys \
-                 to table blocks",
-                self.design
-            ));
-        }
-        if self.pm.thread_logs
-            && (self.design.wal_tier(self) != crate::tier::Tier::Pm
-                || self.design.memtable_on_pm()
-                || self.design == crate::Design::LABDB)
-        {
-            return bad(format!(
-                "pm.thread_logs needs a design whose log is on PM in front of a DRAM memtable; \
-                 {} is not one under these options",
-                self.design
-            ));
-        }
-        if self.pm.manifest_on_pm == Some(true) && !self.design.uses_pm(self) {
-            return bad(format!(
-                "pm.manifest_on_pm needs a design with a PM pool; {} has none under these \
-                 options",
-                self.design
-            ));
         }
         let u = &self.universal;
         if u.min_merge_width < 2 || u.max_merge_width < u.min_merge_width {
@@ -797,52 +767,7 @@ impl Options {
         if !(10..=60_000).contains(&c.load_window_ms) {
             return bad("compaction.load_window_ms must be in 10..=60000".into());
         }
-        if c.disable_auto_compactions {
-            if let Some(why) = self.design.spec().needs_auto_compactions {
-                return bad(format!(
-                    "compaction.disable_auto_compactions is not supported by design {}: {why}",
-                    self.design.name()
-                ));
-            }
-        }
-        self.ssd.validate()?;
-        let pm = &self.pm;
-        if self.design.uses_pm(self) && pm.pool.is_none() {
-            if pm.chunk_bytes < (64 << 10) || !pm.chunk_bytes.is_power_of_two() {
-                return bad("pm.chunk_bytes must be a power of two >= 64 KiB".into());
-            }
-            if !pm.size_bytes.is_multiple_of(pm.chunk_bytes) {
-                return bad(format!(
-                    "pm.size_bytes {} must be a multiple of pm.chunk_bytes {}",
-                    pm.size_bytes, pm.chunk_bytes
-                ));
-            }
-            // The header and directory chunks, a spare, and one chunk per WAL when the WAL is
-            // on PM (otherwise room for one table), and the manifest's when it is in the pool.
-            let manifest_on_pm = self.manifest_tier() == Tier::Pm;
-            let min_chunks = if self.design.wal_tier(self) == Tier::Pm {
-                crate::fs::min_pool_chunks(self.max_write_buffer_number, manifest_on_pm)
-            } else {
-                3 + if manifest_on_pm {
-                    crate::fs::MANIFEST_CHUNKS
-                } else {
-                    0
-                }
-            };
-            let min = min_chunks * pm.chunk_bytes;
-            if pm.size_bytes < min {
-                return bad(format!(
-                    "pm.size_bytes {} is below the minimum of {min} bytes ({} MiB: {min_chunks} \
-                     chunks of {} bytes: the pool header, the file directory, a spare chunk and \
-                     one chunk per WAL of max_write_buffer_number memtables, and two for a \
-                     manifest in the pool)",
-                    pm.size_bytes,
-                    min >> 20,
-                    pm.chunk_bytes
-                ));
-            }
-        }
-        Ok(())
+        self.ssd.validate()
     }
 }
 
@@ -869,7 +794,7 @@ pub struct WriteOptions {
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions {
     /// Read as of this snapshot; the latest state when `None`.
-    pub snapshot: Option<crate::Snapshot>,
+    pub snapshot: Option<crate::snapshot::Snapshot>,
     /// Do not insert blocks read by this operation into the block cache (for scans that would
     /// otherwise evict the working set). Default false.
     pub skip_cache_fill: bool,

@@ -3,7 +3,7 @@
 //! pool's chunks, through the open protocol of [`crate::fs::open_pm_owners`] (one allocator
 //! rebuild from every owner's chunks). A structure added to the engine is added here.
 
-use crate::fs::{open_pm_owners, PmFs, PmFsOpen, PmFsOwner, PmOwner};
+use crate::fs::{open_pm_owners, EmptyManifestTest, PmFs, PmFsOpen, PmFsOwner, PmOwner};
 use crate::Result;
 use std::sync::Arc;
 use tierkv_pm::PmPool;
@@ -36,7 +36,8 @@ pub struct PmKinds {
 }
 
 /// Opens every structure the engine keeps in `pool` (the file system, and what `kinds`
-/// names) with the protocol of [`open_pm_owners`], for the database `how` names. The engine's
+/// names) with the protocol of [`open_pm_owners`], for the database `how` names; `empty_manifest`
+/// tells which of the file system's manifests hold no data ([`EmptyManifestTest`]). The engine's
 /// one entry point to a pool: a structure added to the engine is added here, so that the
 /// allocator is always rebuilt from all of them.
 pub fn open_pm_structures(
@@ -44,9 +45,11 @@ pub fn open_pm_structures(
     location: &str,
     how: PmFsOpen,
     kinds: PmKinds,
+    empty_manifest: EmptyManifestTest,
 ) -> Result<PmStructures> {
     use crate::pbtree::{InnerKind, Layout, PbTreeOwner};
-    let mut pmfs = PmFsOwner::new(Arc::clone(pool), location, how.identity())?;
+    let mut pmfs = PmFsOwner::new(Arc::clone(pool), location, how.identity())?
+        .with_empty_manifest_test(empty_manifest);
     let mut index = kinds.index.map(|_| {
         let inner = if kinds.index_inner_in_pm {
             InnerKind::Pm

@@ -11,6 +11,7 @@
 mod accumulative;
 mod lab;
 mod leveled;
+mod reuse;
 mod rows;
 pub(crate) mod selective;
 mod universal;
@@ -19,6 +20,7 @@ pub(crate) use accumulative::AccumulativePolicy;
 pub(crate) use lab::LabPolicy;
 pub use leveled::max_bytes_for_level;
 pub(crate) use leveled::LeveledPolicy;
+pub(crate) use reuse::ReuseContext;
 pub(crate) use rows::{live_row_bytes, row_info, Container, RowPolicy, RowTask};
 pub(crate) use selective::SelectivePolicy;
 pub(crate) use universal::{sorted_run_count, UniversalPolicy};

@@ -80,8 +80,9 @@ pub(crate) fn check(dir: &Path, options: &Options) -> Result<CheckReport> {
     for (i, stage) in stages.iter().enumerate() {
         stage.check(&cx, i, &mut report)?;
     }
-    // What the front end keeps: its logs (every record decoded), its own structures.
+    // What the front end keeps: its own structures, then its live logs (every record decoded).
     front.check(&cx, &mut report)?;
+    crate::front_ends::check_logs(&cx, &mut report)?;
     if let Some(pm) = &pm {
         report.pm_chunks = pm.pool.chunk_count() - 1;
         report.pm_free_chunks = pm.pool.free_chunks();

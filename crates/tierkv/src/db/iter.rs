@@ -54,7 +54,7 @@ pub struct DbIterator {
     inner: MergingIterator,
     _sv: Arc<SuperVersion>,
     /// The iterator's sequence held as a snapshot (designs with a global index, and LAB-DB).
-    _pin: Option<super::Snapshot>,
+    _pin: Option<crate::snapshot::Snapshot>,
     db: Arc<DbInner>,
     snapshot: SequenceNumber,
     lower: Bound<Vec<u8>>,
@@ -73,7 +73,7 @@ impl DbIterator {
         db: Arc<DbInner>,
         sv: Arc<SuperVersion>,
         inner: MergingIterator,
-        pin: Option<super::Snapshot>,
+        pin: Option<crate::snapshot::Snapshot>,
         snapshot: SequenceNumber,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,

@@ -31,16 +31,15 @@ mod owner;
 mod read;
 mod recovery;
 mod repair;
-mod snapshot;
 
+use crate::snapshot::Snapshot;
+use crate::snapshot::SnapshotList;
 pub use check::CheckReport;
 pub(crate) use inner::{DbInner, State};
 pub use iter::DbIterator;
 pub(crate) use recovery::describes_empty_database;
 pub(crate) use recovery::Present;
 pub use repair::RepairReport;
-pub use snapshot::Snapshot;
-use snapshot::SnapshotList;
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;

@@ -31,6 +31,7 @@ use crate::fs::{
 };
 use crate::log::LogReader;
 use crate::options::Options;
+use crate::pipeline::PoolStructure;
 use crate::runs::TableCache;
 use crate::sst::BlockCache;
 use crate::stats::Counters;
@@ -714,18 +715,20 @@ pub(crate) fn open_pm(
             (pool, path.display().to_string(), pool_lock, Some(path))
         }
     };
+    // The structures the design's stages and front end keep in the pool, opened with it.
     let stages = options.design.stages(options);
-    let keeps = |kind| stages.iter().any(|s| s.pool_structure() == Some(kind));
-    let has_index = keeps(crate::pipeline::PoolStructure::GlobalIndex);
-    let has_lab = keeps(crate::pipeline::PoolStructure::LabTrees);
-    let has_lists = options.design.front_end() == crate::pipeline::FrontEndKind::Lists;
-    let kinds = crate::pm_structures::PmKinds {
-        index: has_index.then_some(access != PoolAccess::Inspect),
-        index_inner_in_pm: options.slmdb.inner_nodes_in_pm,
-        lab: has_lab.then_some(access != PoolAccess::Inspect),
-        lists: has_lists.then_some(access != PoolAccess::Inspect),
-    };
-    let structures = crate::pm_structures::open_pm_structures(&pool, &location, how, kinds)?;
+    let structures: Vec<PoolStructure> = (stages.iter())
+        .filter_map(|s| s.pool_structure())
+        .chain(options.design.front_end().pool_structure())
+        .collect();
+    let kinds = PoolStructure::kinds(&structures, access != PoolAccess::Inspect);
+    let structures = crate::pm_structures::open_pm_structures(
+        &pool,
+        &location,
+        how,
+        kinds,
+        describes_empty_database,
+    )?;
     let pmfs = structures.pmfs;
     let index = structures.index.map(Arc::new);
     let lab_trees = parking_lot::Mutex::new(structures.lab_trees);
@@ -801,14 +804,9 @@ fn space_policy(options: &Options, pmfs: &PmFs, location: &str) -> Result<(PmSpa
     let manifest_on_pm = options.manifest_tier() == Tier::Pm;
     let manifest_chunks = if manifest_on_pm { MANIFEST_CHUNKS } else { 0 };
     if options.design.wal_tier(options) != Tier::Pm {
-        // LAB-DB's WAL buffer: two halves in the pool, each given back and taken anew as the
-        // buffer drains; the trees and tables leave the chunks of both, so that a drain never
-        // finds the pool taken by a leaf.
-        let wal_buffer = if crate::front_ends::lab_log_enabled(options) {
-            2 * (options.labdb.wal_buffer_bytes / 2).div_ceil(pmfs.data_per_chunk())
-        } else {
-            0
-        };
+        // A log buffer the front end keeps in the pool (LAB-DB's WAL buffer): the trees and
+        // tables leave its chunks, so that a drain never finds the pool taken by a leaf.
+        let wal_buffer = crate::front_ends::log_buffer_chunks(options, pmfs.data_per_chunk());
         let policy = PmSpacePolicy {
             spare_chunks: manifest_chunks,
             log_quota_chunks: wal_buffer,

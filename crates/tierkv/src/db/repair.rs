@@ -250,9 +250,14 @@ fn repair_pool(
             || "PM pool (given)".to_string(),
             |p| p.display().to_string(),
         );
-        let pmfs =
-            crate::pm_structures::open_pm_structures(&pool, &location, how, Default::default())?
-                .pmfs;
+        let pmfs = crate::pm_structures::open_pm_structures(
+            &pool,
+            &location,
+            how,
+            Default::default(),
+            super::describes_empty_database,
+        )?
+        .pmfs;
         let newest = manifests_of(&pmfs, dir)?.into_iter().max_by_key(|m| m.0);
         let Some((_, name)) = newest else {
             return Ok(None);

@@ -38,7 +38,7 @@ use crate::stages::LeveledStage;
 use crate::tier::Tier;
 use crate::version::RunKind;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "fluidkv",
     summary: "FastStore (concurrent DRAM index over per-thread PM logs), BufferStore -> \
               StableStore of logical sorted tables in PM, load-aware compaction trigger, \

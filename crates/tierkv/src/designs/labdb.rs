@@ -18,7 +18,7 @@ use crate::pipeline::{FrontEndKind, Stage};
 use crate::stages::LabStage;
 use crate::tier::Tier;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "labdb",
     summary: "PM WAL buffer draining into an SSD key/value log + DRAM memtable, L0 of two \
               persistent B+ trees (leaves in PM, inner nodes in \

@@ -10,7 +10,7 @@ use crate::pipeline::{FrontEndKind, Stage};
 use crate::stages::LeveledStage;
 use crate::tier::Tier;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "leveled",
     summary: "WAL + DRAM memtable + leveled SSTables on SSD (the LevelDB/RocksDB baseline)",
     front_end: FrontEndKind::WalMemtable,

@@ -15,7 +15,7 @@ use crate::pipeline::{FrontEndKind, Stage};
 use crate::stages::LeveledStage;
 use crate::tier::Tier;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "leveled-pm",
     summary: "PM log + DRAM memtable, L0 SSTables in the PM pool, L1.. on SSD (RocksDB-L0-NVM)",
     front_end: FrontEndKind::WalMemtable,

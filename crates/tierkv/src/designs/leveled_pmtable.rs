@@ -10,7 +10,7 @@ use crate::pipeline::{FrontEndKind, Stage};
 use crate::stages::LeveledStage;
 use crate::tier::Tier;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "leveled-pmtable",
     summary: "persistent skiplist memtable in PM, no WAL, leveled SSTables on SSD \
               (SLM-DB's LevelDB+PM)",

@@ -24,7 +24,7 @@ use crate::version::RunKind;
 const LISTDB_NEEDS_COMPACTIONS: &str =
     "every flush publishes an L0 list in one of the heap's 32 slots, and only the zipper \
      compaction frees them: with no automatic compaction flushes would stop for good";
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "listdb",
     summary: "one shared PM log whose entries become persistent skiplist nodes (index-unified \
               logging), L0 lists spliced into one L1 list by zipper compaction (ListDB, \

@@ -18,7 +18,7 @@ use crate::stages::rows::Container;
 use crate::stages::RowStage;
 use crate::tier::Tier;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "matrixkv",
     summary: "PM log + DRAM memtable, a matrix container of PM rows (receiver and compactor, \
               column compaction) as L0, flattened leveled SSTables on SSD (MatrixKV)",

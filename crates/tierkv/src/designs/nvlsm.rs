@@ -21,7 +21,7 @@ use crate::pipeline::{FrontEndKind, Stage};
 use crate::stages::SetStage;
 use crate::tier::Tier;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "nvlsm",
     summary: "PM log + DRAM memtable, C1 runs and Skip-Array Trees (accumulative compaction, \
               cascading search) of PM sorted arrays, all on PM (NVLSM)",

@@ -14,7 +14,7 @@ use crate::pipeline::{FrontEndKind, Stage};
 use crate::stages::SetStage;
 use crate::tier::Tier;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "nvlsm-fragmented",
     summary: "PM log + DRAM memtable, C1 runs and guards of PM sorted arrays (fragmented \
               compaction), all on PM (NVLSM-F)",

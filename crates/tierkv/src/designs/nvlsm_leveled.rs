@@ -14,7 +14,7 @@ use crate::stages::LeveledStage;
 use crate::tier::Tier;
 use crate::version::RunKind;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "nvlsm-leveled",
     summary: "PM log + DRAM memtable, leveled PM sorted arrays, all on PM (NVLSM-L)",
     front_end: FrontEndKind::WalMemtable,

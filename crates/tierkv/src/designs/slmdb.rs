@@ -15,7 +15,7 @@ use crate::pipeline::{FrontEndKind, Stage};
 use crate::stages::SingleLevelStage;
 use crate::tier::Tier;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "slmdb",
     summary: "persistent skiplist memtable in PM, no WAL, one level of overlapping SSTables on \
               SSD under a persistent B+ tree index in PM, selective compaction (SLM-DB)",

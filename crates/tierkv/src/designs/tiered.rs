@@ -10,7 +10,7 @@ use crate::pipeline::{FrontEndKind, Stage};
 use crate::stages::TieredStage;
 use crate::tier::Tier;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "tiered",
     summary: "WAL + DRAM memtable + size-tiered SSTables on SSD (RocksDB's universal compaction)",
     front_end: FrontEndKind::WalMemtable,

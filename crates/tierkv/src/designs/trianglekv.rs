@@ -20,7 +20,7 @@ use crate::stages::rows::Container;
 use crate::stages::RowStage;
 use crate::tier::Tier;
 
-pub(super) static SPEC: DesignSpec = DesignSpec {
+pub(super) const SPEC: DesignSpec = DesignSpec {
     name: "trianglekv",
     summary: "PM log + DRAM memtable, a triangle container of PM rows with cross-row hints as \
               L0 (right-angle-side compaction), flattened leveled SSTables on SSD (TriangleKV)",

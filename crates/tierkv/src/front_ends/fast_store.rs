@@ -453,14 +453,6 @@ impl FastStore {
 
 impl FrontEnd for FastStore {
     /// Its live logs, every record decoded as recovery reads them.
-    fn check(
-        &self,
-        cx: &crate::pipeline::CheckContext<'_>,
-        report: &mut crate::pipeline::CheckReport,
-    ) -> Result<()> {
-        super::log_check::check_logs(cx, report)
-    }
-
     fn write(&self, db: &DbInner, options: &WriteOptions, mut batch: WriteBatch) -> Result<()> {
         let mut tries = 0;
         let mut stalled = StallTracker::default();

@@ -308,6 +308,17 @@ pub(crate) fn enabled(options: &crate::Options) -> bool {
         && !options.pm.wal_on_pm
 }
 
+/// The PM chunks LAB-DB's WAL buffer takes under `options` (none when its log is not the front
+/// end's, [`enabled`]): two halves in the pool, each given back and taken anew as the buffer
+/// drains. The pool's space policy keeps them for it.
+pub(crate) fn buffer_chunks(options: &crate::Options, data_per_chunk: u64) -> u64 {
+    if enabled(options) {
+        2 * (options.labdb.wal_buffer_bytes / 2).div_ceil(data_per_chunk)
+    } else {
+        0
+    }
+}
+
 /// One recovered write group: its operations (type, key, value), and where it came from (for
 /// errors).
 struct Group {

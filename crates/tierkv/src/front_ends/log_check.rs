@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// Decodes every record of the live WALs (on every tier); only the newest may end in a torn
 /// tail.
-pub(super) fn check_logs(cx: &CheckContext<'_>, report: &mut CheckReport) -> Result<()> {
+pub(crate) fn check_logs(cx: &CheckContext<'_>, report: &mut CheckReport) -> Result<()> {
     let (dir, versions, options, pm) = (cx.dir, cx.versions, cx.options, cx.pm);
     let mut logs: Vec<(u64, Arc<dyn FileSystem>)> = Vec::new();
     let tiers = std::iter::once(Arc::clone(&options.fs)).chain(pm.map(|p| Arc::clone(&p.fs)));

@@ -19,7 +19,10 @@ mod wal_recovery;
 
 pub(crate) use fast_store::links_past_start;
 pub(crate) use fast_store::parse_header as thread_log_start;
-pub(crate) use lab_log::{enabled as lab_log_enabled, scan as scan_lab_log};
+pub(crate) use lab_log::{
+    buffer_chunks as log_buffer_chunks, enabled as lab_log_enabled, scan as scan_lab_log,
+};
+pub(crate) use log_check::check_logs;
 pub(crate) use wal_memtable::{WalMemtable, MAX_GROUP_BYTES};
 pub(crate) use wal_recovery::{holds_synced_record, WalLink};
 

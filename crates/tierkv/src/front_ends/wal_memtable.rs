@@ -648,14 +648,6 @@ impl WalMemtable {
 
 impl FrontEnd for WalMemtable {
     /// Its live logs, every record decoded as recovery reads them.
-    fn check(
-        &self,
-        cx: &crate::pipeline::CheckContext<'_>,
-        report: &mut crate::pipeline::CheckReport,
-    ) -> Result<()> {
-        super::log_check::check_logs(cx, report)
-    }
-
     fn write(&self, db: &DbInner, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let me = Arc::new(Writer {
             sync: options.sync,

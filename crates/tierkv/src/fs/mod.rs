@@ -33,7 +33,10 @@ pub use overlay::OverlayFs;
 pub(crate) use pm::{
     min_pool_chunks, PmWords, MANIFEST_CHUNKS, POOL_OVERHEAD_CHUNKS, SPARE_CHUNKS,
 };
-pub use pm::{PmFs, PmFsOwner, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES, PMFS_ROOT_NAME};
+pub use pm::{
+    EmptyManifestTest, PmFs, PmFsOwner, PmSpace, PmSpacePolicy, PMFS_MIN_CHUNK_BYTES,
+    PMFS_ROOT_NAME,
+};
 pub use pm_open::{open_pm_owners, PmFsOpen, PmOpenReport, PmOwner};
 pub use posix::PosixFs;
 pub use ssd_model::{

@@ -43,6 +43,14 @@ pub(crate) enum FrontEndKind {
     Lists,
 }
 
+impl FrontEndKind {
+    /// The structure the front end keeps in the PM pool besides files (opened with the pool),
+    /// if any.
+    pub(crate) fn pool_structure(self) -> Option<super::PoolStructure> {
+        (self == FrontEndKind::Lists).then_some(super::PoolStructure::Lists)
+    }
+}
+
 /// What readers see of the write buffers at one instant (part of a super version).
 pub(crate) trait FrontView: Send + Sync {
     /// The newest version of `key` visible at `snapshot` in the write buffers (an error for a
@@ -111,9 +119,9 @@ pub(crate) trait FrontEnd: Send + Sync {
     /// (`Corruption` otherwise; nothing is changed).
     fn verify(&self, dir: &Path, versions: &VersionSet, present: &Present) -> Result<()>;
 
-    /// Verifies, for `tierkv check`, what the front end keeps besides its log files (which the
-    /// check decodes for every front end); adds what it verified to `report`. Default: nothing
-    /// more.
+    /// Verifies, for `tierkv check`, what the front end keeps besides its log files (the check
+    /// decodes the live logs of every front end afterwards, `front_ends/log_check.rs`); adds
+    /// what it verified to `report`. Default: nothing more.
     fn check(&self, cx: &super::CheckContext<'_>, report: &mut super::CheckReport) -> Result<()> {
         let _ = (cx, report);
         Ok(())

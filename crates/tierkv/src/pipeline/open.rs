@@ -3,7 +3,7 @@
 
 use crate::fs::FileSystem;
 use crate::options::Options;
-use crate::pm_structures::PmTier;
+use crate::pm_structures::{PmKinds, PmTier};
 use crate::runs::TableCache;
 use crate::sst::BlockCache;
 use crate::stats::Counters;
@@ -15,10 +15,34 @@ use std::sync::Arc;
 /// (`crate::pm_structures`) and attached to the stage at open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PoolStructure {
-    /// SLM-DB's global index (a persistent B+ tree).
-    GlobalIndex,
+    /// SLM-DB's global index (a persistent B+ tree), its inner nodes in PM or in DRAM.
+    GlobalIndex {
+        /// The inner nodes live in PM (copy on write) rather than in DRAM.
+        inner_in_pm: bool,
+    },
     /// LAB-DB's two L0 trees.
     LabTrees,
+    /// ListDB's heap: its shared log and its lists (the front end's, not a stage's).
+    Lists,
+}
+
+impl PoolStructure {
+    /// What the pool's open opens for a design whose stages and front end keep `structures`,
+    /// each writable unless `writable` is false (an inspection: nothing is written).
+    pub(crate) fn kinds(structures: &[PoolStructure], writable: bool) -> PmKinds {
+        let mut kinds = PmKinds::default();
+        for s in structures {
+            match *s {
+                PoolStructure::GlobalIndex { inner_in_pm } => {
+                    kinds.index = Some(writable);
+                    kinds.index_inner_in_pm = inner_in_pm;
+                }
+                PoolStructure::LabTrees => kinds.lab = Some(writable),
+                PoolStructure::Lists => kinds.lists = Some(writable),
+            }
+        }
+        kinds
+    }
 }
 
 /// What a stage is given at open, after the manifest is read and before anything

@@ -32,6 +32,8 @@ use std::sync::{Arc, Weak};
 pub(crate) struct SingleLevelStage {
     index: Arc<GlobalIndex>,
     policy: SelectivePolicy,
+    /// The index keeps its inner nodes in PM (`slmdb.inner_nodes_in_pm`).
+    inner_in_pm: bool,
 }
 
 impl SingleLevelStage {
@@ -40,13 +42,16 @@ impl SingleLevelStage {
         SingleLevelStage {
             policy: SelectivePolicy::new(Arc::clone(&index), options.compaction.target_file_size),
             index,
+            inner_in_pm: options.slmdb.inner_nodes_in_pm,
         }
     }
 }
 
 impl Stage for SingleLevelStage {
     fn pool_structure(&self) -> Option<PoolStructure> {
-        Some(PoolStructure::GlobalIndex)
+        Some(PoolStructure::GlobalIndex {
+            inner_in_pm: self.inner_in_pm,
+        })
     }
 
     /// A table the global index maps keys into: each entry's data block is recorded, and the

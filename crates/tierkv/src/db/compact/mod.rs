@@ -15,7 +15,7 @@
 
 use super::DbInner;
 use crate::compaction::{
-    BreakCursor, CompactionTask, Holes, OutputPlan, PolicyView, SetRouter, SetTarget,
+    BreakCursor, CompactionTask, OutputPlan, PolicyView, ReuseContext, SetRouter, SetTarget,
 };
 use crate::format::{parse_internal_key, ValueType};
 use crate::iterator::InternalIterator;
@@ -33,7 +33,6 @@ use std::time::Duration;
 
 mod manual;
 mod merge;
-mod reuse;
 
 use merge::MergeTally;
 
@@ -111,7 +110,16 @@ impl DbInner {
         let result = (|| {
             let cx = self.rule_context(task.stage);
             let rule = &**rule.insert(self.stages[task.stage].compaction_rule(&cx, &mut task)?);
-            let moved = self.reuse_untouched_runs(&mut task, rule)?;
+            let current = || self.state.lock().versions.current();
+            let new_file_number = || self.state.lock().versions.new_file_number();
+            let reuse = ReuseContext {
+                options: &self.options,
+                tables: &self.table_cache,
+                counters: &self.counters,
+                current: &current,
+                new_file_number: &new_file_number,
+            };
+            let moved = reuse.reuse_untouched_runs(&mut task, rule.plain())?;
             self.execute(&task, &moved, rule)
         })();
         let mut state = self.state.lock();

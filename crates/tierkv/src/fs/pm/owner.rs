@@ -8,9 +8,18 @@ use super::*;
 /// [`PmFsOwner::into_fs`] gives the file system.
 pub struct PmFsOwner {
     pub(super) fs: PmFs,
-    /// Files found by `open` that hold data (not manifests or temporary files).
+    /// Files found by `open` that hold data (not temporary files, nor manifests that the
+    /// engine's test finds empty).
     pub(super) files: usize,
+    /// The engine's test of a manifest ([`EmptyManifestTest`]), if given.
+    empty_manifest: Option<EmptyManifestTest>,
 }
+
+/// Whether the manifest at a path of a file system describes a database with nothing in it
+/// (what a creation writes before `CURRENT` exists). The file system cannot tell (a manifest's
+/// format lives above it): the engine gives the test ([`PmFsOwner::with_empty_manifest_test`]),
+/// and without one every manifest counts as data.
+pub type EmptyManifestTest = fn(&dyn FileSystem, &Path) -> bool;
 
 impl PmFsOwner {
     /// The file system of `pool` for the database `identity`, not opened yet. A chunk size
@@ -24,7 +33,16 @@ impl PmFsOwner {
         Ok(PmFsOwner {
             fs: PmFs::unopened(pool, location.into(), identity)?,
             files: 0,
+            empty_manifest: None,
         })
+    }
+
+    /// The owner with `test` deciding which manifests hold no data: a pool whose files are
+    /// only such manifests (and temporary files) holds nothing, and another database may take
+    /// it over.
+    pub fn with_empty_manifest_test(mut self, test: EmptyManifestTest) -> PmFsOwner {
+        self.empty_manifest = Some(test);
+        self
     }
 
     /// The file system, once the protocol opened or created it.
@@ -51,9 +69,9 @@ impl PmOwner for PmFsOwner {
             .iter()
             .filter(|name| match crate::filename::parse_file_name(name) {
                 Some((FileKind::Temp, _)) => false,
-                Some((FileKind::Manifest, _)) => {
-                    !crate::db::describes_empty_database(&self.fs, Path::new(name.as_str()))
-                }
+                Some((FileKind::Manifest, _)) => !self
+                    .empty_manifest
+                    .is_some_and(|empty| empty(&self.fs, Path::new(name.as_str()))),
                 _ => true,
             })
             .count();

@@ -27,6 +27,7 @@ fn attached() -> (Arc<PmPool>, Arc<LabL0>) {
             lab: Some(true),
             ..crate::pm_structures::PmKinds::default()
         },
+        |_, _| false,
     )
     .unwrap();
     let options = LabOptions {

@@ -2,10 +2,38 @@
 //! compaction's output group that no source key falls into stay where they are, source runs
 //! that overlap nothing move down unchanged, and the untouched stretches of logical sorted
 //! tables inside a touched run stay as runs reading part of the old file.
+//!
+//! Unlike the policies, the reuse reads: a source run's keys where an output-group run lies,
+//! and the top-level indexes of the runs it may keep in part. The executor (`db/compact/`)
+//! runs it once per task, before the merge, given what it reads and counts
+//! ([`ReuseContext`]).
 
-use super::*;
+use super::{CompactionTask, Holes, OutputPlan};
+use crate::iterator::InternalIterator;
+use crate::options::Options;
+use crate::runs::TableCache;
+use crate::stats::{Counters, IoPurpose, Part};
+use crate::version::{FileMetaData, RunKind, Version};
+use crate::Result;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 
-impl DbInner {
+/// What the reuse of one task reads and counts: the engine's, given by the executor.
+pub(crate) struct ReuseContext<'a> {
+    /// The database's options (`compaction.reuse_*`, the pool's chunk size).
+    pub options: &'a Options,
+    /// Opens the runs (keys and indexes only).
+    pub tables: &'a TableCache,
+    /// The counters of reused and reclaimed runs.
+    pub counters: &'a Counters,
+    /// The current version (read under the state lock).
+    pub current: &'a dyn Fn() -> Arc<Version>,
+    /// A new file number (taken under the state lock), for a run kept in part.
+    pub new_file_number: &'a dyn Fn() -> u64,
+}
+
+impl ReuseContext<'_> {
     /// With `compaction.reuse_untouched_runs`, for a task of the first group into the next cut
     /// by size: the output group's input runs whose key range holds no key of a source run
     /// leave the task (they stay where they are, FluidKV's reuse of untouched tables), and the
@@ -13,10 +41,12 @@ impl DbInner {
     /// unchanged (returned; they stay inputs, so that the edit deletes them from the source
     /// group, and the merge skips them). Each run kept or moved gets a break in the task's
     /// plan at its smallest key, so that no output spans it.
-    pub(super) fn reuse_untouched_runs(
+    /// `plain`: the stage's compaction rule merges plainly (no stage reads or decides in the
+    /// merge); a task of any other rule reuses nothing.
+    pub(crate) fn reuse_untouched_runs(
         &self,
         task: &mut CompactionTask,
-        rule: &dyn CompactionRule,
+        plain: bool,
     ) -> Result<Vec<Arc<FileMetaData>>> {
         let breaks = match &mut task.plan {
             OutputPlan::BySize { breaks } => breaks,
@@ -24,7 +54,7 @@ impl DbInner {
         };
         if !self.options.compaction.reuse_untouched_runs
             || task.trivial_move
-            || !rule.plain()
+            || !plain
             || task.inputs.len() != 2
             || task.inputs[1].0 != task.output_group
         {
@@ -39,7 +69,7 @@ impl DbInner {
             for s in sources.iter().filter(|s| s.overlaps(Some(lo), Some(hi))) {
                 // Keys only: a separated table's values stay unread.
                 let mut it = self
-                    .table_cache
+                    .tables
                     .open_for(s, part, IoPurpose::Compaction)?
                     .iter_stored(IoPurpose::Compaction);
                 it.seek(&crate::format::lookup_key(lo, crate::format::MAX_SEQUENCE));
@@ -56,7 +86,7 @@ impl DbInner {
         // Per logical sorted table: the untouched stretches of the touched runs stay, as runs
         // reading part of the old file; the merge reads the rest.
         let mut parts: Vec<Arc<FileMetaData>> = Vec::new();
-        let version = self.state.lock().versions.current();
+        let version = (self.current)();
         // Parts take new (larger) numbers: only a group of disjoint runs, which numbers do not
         // order, may hold them.
         let disjoint = version.layouts()[task.stage].groups.get(task.output_group)
@@ -193,7 +223,7 @@ impl DbInner {
     /// key up to its own (the last table's up to `f`'s largest), so the stretches and the rest
     /// of the file split its keys exactly, every version of a key on one side. Finding them
     /// reads the top-level index (in DRAM) and a block per source per touched table.
-    pub(super) fn plan_untouched_tables(
+    fn plan_untouched_tables(
         &self,
         f: &Arc<FileMetaData>,
         sources: &[Arc<FileMetaData>],
@@ -206,7 +236,7 @@ impl DbInner {
             *pending += f.file_size;
             return Ok(None);
         }
-        let run = self.table_cache.open_for(f, part, purpose)?;
+        let run = self.tables.open_for(f, part, purpose)?;
         let Some(table) = run.table().filter(|t| t.is_partitioned()) else {
             *pending += f.file_size;
             return Ok(None);
@@ -243,7 +273,7 @@ impl DbInner {
         // entry.
         let mut source_bytes = vec![0u64; tables];
         for s in sources.iter().filter(|s| s.overlaps(Some(lo), Some(hi))) {
-            let run = self.table_cache.open_for(s, part, purpose)?;
+            let run = self.tables.open_for(s, part, purpose)?;
             if let Some(t) = run.table() {
                 // An index key ends its block: the first one past `hi` ends a block that may
                 // start inside the run. (A source made of part of a file: its own keys.)
@@ -315,10 +345,7 @@ impl DbInner {
     /// The runs a [`TablePlan`]'s stretches become (new numbers, exact first and last keys
     /// and entry counts, read from the stretch's keys once), with their user-key ranges (the
     /// holes the merge skips in the planned run); `None` if every stretch is empty.
-    pub(super) fn keep_planned_tables(
-        &self,
-        plan: &TablePlan,
-    ) -> Result<Option<(Vec<FileMetaData>, Holes)>> {
+    fn keep_planned_tables(&self, plan: &TablePlan) -> Result<Option<(Vec<FileMetaData>, Holes)>> {
         use crate::format::user_key;
         let f = &plan.f;
         let mut kept = Vec::new();
@@ -348,7 +375,7 @@ impl DbInner {
             };
             holes.push((user_key(&first).to_vec(), user_key(&last).to_vec()));
             kept.push(FileMetaData {
-                number: self.state.lock().versions.new_file_number(),
+                number: (self.new_file_number)(),
                 file_size,
                 num_entries: entries,
                 smallest: first,
@@ -366,8 +393,8 @@ impl DbInner {
 }
 
 /// The untouched stretches of logical sorted tables of one output-group run of a compaction
-/// (`DbInner::plan_untouched_tables`).
-pub(super) struct TablePlan {
+/// (`ReuseContext::plan_untouched_tables`).
+struct TablePlan {
     /// The run.
     f: Arc<FileMetaData>,
     /// Its reader.
@@ -385,27 +412,27 @@ pub(super) struct TablePlan {
 }
 
 impl TablePlan {
-    pub(super) fn lower(&self, i: usize) -> Lower<'_> {
+    fn lower(&self, i: usize) -> Lower<'_> {
         match i {
             0 => Lower::From(self.f.smallest_user_key()),
             _ => Lower::After(&self.cuts[i - 1]),
         }
     }
 
-    pub(super) fn upper(&self, i: usize) -> &[u8] {
+    fn upper(&self, i: usize) -> &[u8] {
         self.cuts
             .get(i)
             .map_or(self.f.largest_user_key(), |c| c.as_slice())
     }
 
     /// The bytes of `tables` tables of the file, as their share of it.
-    pub(super) fn bytes_of(&self, tables: usize) -> u64 {
+    fn bytes_of(&self, tables: usize) -> u64 {
         let share = u128::from(self.backing.file_size) * tables as u128;
         u64::try_from(share / u128::from(self.file_tables)).unwrap_or(u64::MAX)
     }
 
     /// The bytes of every stretch.
-    pub(super) fn kept_bytes(&self) -> u64 {
+    fn kept_bytes(&self) -> u64 {
         self.stretches
             .iter()
             .map(|(a, b)| self.bytes_of(b - a))
@@ -415,7 +442,7 @@ impl TablePlan {
 
 /// The lower bound of a logical sorted table's user keys.
 #[derive(Clone, Copy)]
-pub(super) enum Lower<'a> {
+enum Lower<'a> {
     /// From this key on.
     From(&'a [u8]),
     /// After this key.
@@ -424,7 +451,7 @@ pub(super) enum Lower<'a> {
 
 impl Lower<'_> {
     /// True if `user_key` is at or past the bound.
-    pub(super) fn passed(self, user_key: &[u8]) -> bool {
+    fn passed(self, user_key: &[u8]) -> bool {
         match self {
             Lower::From(k) => user_key >= k,
             Lower::After(k) => user_key > k,
@@ -432,7 +459,7 @@ impl Lower<'_> {
     }
 
     /// Positions `it` on its first entry at or past the bound.
-    pub(super) fn seek(self, it: &mut dyn InternalIterator) {
+    fn seek(self, it: &mut dyn InternalIterator) {
         use crate::format::{lookup_key, make_internal_key, user_key, ValueType, MAX_SEQUENCE};
         match self {
             Lower::From(k) => it.seek(&lookup_key(k, MAX_SEQUENCE)),
