@@ -229,7 +229,7 @@ pub fn list(out: &mut dyn Write) -> EngineResult<()> {
 
 /// How much an experiment runs, for `--list`: per round, each phase's designs x its keys and
 /// operations; then the `tierkv bench` runs in all (a reader's measure of its run time, which
-/// depends on the machine: `docs/BENCHMARKS.md` records measured ones).
+/// depends on the machine: `results/README.md` records each experiment's measured one).
 fn run_size(e: &Experiment) -> String {
     let flag = |p: &Phase, name: &str| {
         p.bench_args
