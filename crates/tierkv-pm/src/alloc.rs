@@ -24,7 +24,8 @@ struct State {
     used: Vec<bool>,
     /// Chunks in use, the header chunk excluded.
     live: u64,
-    /// Per chunk index: handed out since this allocator was made (kept across `rebuild`).
+    /// Per chunk index: handed out since this allocator was made, and not released since (kept
+    /// across `rebuild`; see [`ChunkAllocator::free_with`]).
     handed_out: Vec<bool>,
 }
 
@@ -33,7 +34,8 @@ struct State {
 pub(crate) struct Allocated {
     /// Offset of the chunk.
     pub offset: u64,
-    /// The chunk was never handed out before by this allocator.
+    /// The chunk was never handed out before by this allocator, or was released when it was
+    /// last freed: it is not backed, and (in a pool this process created) reads as zeros.
     pub first_use: bool,
 }
 
@@ -133,7 +135,7 @@ impl ChunkAllocator {
     }
 
     pub fn free(&self, offset: u64) -> PmResult<()> {
-        self.free_with(offset, |_| {})
+        self.free_with(offset, |_| false)
     }
 
     /// Takes back a chunk that [`ChunkAllocator::allocate_tracked`] just handed out for the
@@ -142,22 +144,32 @@ impl ChunkAllocator {
     /// under one lock, so no other thread can get the chunk as a non-first use in between.
     pub fn free_unused_first(&self, a: Allocated) -> PmResult<()> {
         debug_assert!(a.first_use);
-        self.free_with(a.offset, |h| *h = false)
+        self.free_with(a.offset, |_| true)
     }
 
-    /// Frees the chunk at `offset`, calling `then` on its `handed_out` flag under the same lock.
-    fn free_with(&self, offset: u64, then: impl FnOnce(&mut bool)) -> PmResult<()> {
+    /// Frees the chunk at `offset`, calling `release` on its offset first, while the chunk is
+    /// neither in use nor on the free list (no other thread can be handed it, and a second
+    /// free of it fails). `release` returns whether the chunk is unbacked again (its
+    /// file-system blocks given back, or never obtained): then its next allocation is a first
+    /// use, which backs it again. Making it free and marking it happen under one lock.
+    pub fn free_with(&self, offset: u64, release: impl FnOnce(u64) -> bool) -> PmResult<()> {
         let idx = self.index_of(offset, "free_chunk")? as usize;
-        let mut st = self.state.lock();
-        if !st.used[idx] {
-            return Err(PmError::InvalidArgument(format!(
-                "free_chunk: chunk at offset {offset} is not allocated (double free?)"
-            )));
+        {
+            let mut st = self.state.lock();
+            if !st.used[idx] {
+                return Err(PmError::InvalidArgument(format!(
+                    "free_chunk: chunk at offset {offset} is not allocated (double free?)"
+                )));
+            }
+            st.used[idx] = false;
+            st.live -= 1;
         }
-        st.used[idx] = false;
-        st.live -= 1;
+        let unbacked = release(offset);
+        let mut st = self.state.lock();
         st.free.push(idx as u64);
-        then(&mut st.handed_out[idx]);
+        if unbacked {
+            st.handed_out[idx] = false;
+        }
         Ok(())
     }
 
@@ -175,6 +187,20 @@ impl ChunkAllocator {
         }
         self.reset(&idx);
         Ok(())
+    }
+
+    /// The free chunks as runs of adjacent chunks: `(offset, bytes)`, by offset.
+    pub fn free_runs(&self) -> Vec<(u64, u64)> {
+        let st = self.state.lock();
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for i in (1..self.chunks).filter(|&i| !st.used[i as usize]) {
+            let off = i * self.chunk_size;
+            match runs.last_mut() {
+                Some((start, len)) if *start + *len == off => *len += self.chunk_size,
+                _ => runs.push((off, self.chunk_size)),
+            }
+        }
+        runs
     }
 
     /// Chunks in use (the header chunk excluded).
@@ -227,6 +253,11 @@ mod tests {
             }
         );
         assert!(a.allocate_tracked().unwrap().first_use, "8192 is new");
+        assert_eq!(a.free_runs(), [(12288, 4096)]);
+        a.free(4096).unwrap();
+        assert_eq!(a.free_runs(), [(4096, 4096), (12288, 4096)]);
+        a.free(8192).unwrap();
+        assert_eq!(a.free_runs(), [(4096, 3 * 4096)]);
         a.rebuild(&[]).unwrap();
         let again: Vec<bool> = (0..3)
             .map(|_| a.allocate_tracked().unwrap().first_use)

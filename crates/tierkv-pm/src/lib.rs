@@ -37,6 +37,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod alloc;
+mod backing;
 mod counter;
 mod crash;
 pub mod dram;

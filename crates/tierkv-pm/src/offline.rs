@@ -70,6 +70,7 @@ impl PmPool {
         );
         // The file cannot be written: chunks are not backed on allocation.
         pool.no_fallocate.store(true, Ordering::Relaxed);
+        pool.no_punch.store(true, Ordering::Relaxed);
         Ok(Arc::new(pool))
     }
 

@@ -177,6 +177,10 @@ pub struct PmStats {
     pub bytes_allocated: u64,
     /// Bytes of the ranges passed to `msync` (before rounding to pages).
     pub bytes_msynced: u64,
+    /// Bytes of free chunks punched out of the pool file, their file-system blocks given back
+    /// ([`crate::PmPool::set_release_freed`]: as each is freed, and those free at open).
+    #[serde(default)]
+    pub bytes_released: u64,
 }
 
 /// Which crash image of a crash-simulation pool to take.

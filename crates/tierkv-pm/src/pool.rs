@@ -69,18 +69,26 @@ pub struct PmPool {
     chunk_size: u64,
     mode: DurabilityMode,
     latency: LatencyModel,
-    location: String,
-    backend: Backend,
+    pub(crate) location: String,
+    pub(crate) backend: Backend,
     alloc: ChunkAllocator,
     /// The pool was created by this process: a chunk never handed out reads as zeros.
     created: bool,
     /// `fallocate` failed as unsupported once: chunks are no longer backed on allocation.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) no_fallocate: AtomicBool,
+    /// Give a freed chunk's file-system blocks back ([`PmPool::set_release_freed`]).
+    pub(crate) release_freed: AtomicBool,
+    /// Punching a hole failed as unsupported once: freed chunks are no longer released.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) no_punch: AtomicBool,
+    /// Bytes of freed chunks given back to the file system.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) bytes_released: Striped,
     /// Tests: the room left on a simulated file system that replaces `fallocate` (`None`: the
     /// real call). Makes the full-file-system path testable without mounting a small one.
     #[cfg(all(test, target_os = "linux"))]
-    simulated_fs_room: parking_lot::Mutex<Option<u64>>,
+    pub(crate) simulated_fs_room: parking_lot::Mutex<Option<u64>>,
     lines_written_back: Striped,
     bytes_msynced: Striped,
     /// One counter (its values number the fences for the hook), alone on its line.
@@ -155,6 +163,9 @@ impl PmPool {
             alloc: ChunkAllocator::new(header.size, header.chunk_size),
             created,
             no_fallocate: AtomicBool::new(false),
+            release_freed: AtomicBool::new(false),
+            no_punch: AtomicBool::new(false),
+            bytes_released: Striped::default(),
             #[cfg(all(test, target_os = "linux"))]
             simulated_fs_room: parking_lot::Mutex::new(None),
             lines_written_back: Striped::default(),
@@ -848,81 +859,6 @@ impl PmPool {
         Ok(a)
     }
 
-    /// Allocates file-system blocks for `[offset, offset + len)` of the pool file.
-    fn back_range(&self, offset: u64, len: u64) -> PmResult<()> {
-        #[cfg(target_os = "linux")]
-        if let Backend::File { _file: file, .. } = &self.backend {
-            if self.no_fallocate.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len))
-            else {
-                return Err(PmError::InvalidArgument(format!(
-                    "chunk at offset {offset} ({len} bytes) is beyond this platform's file offsets"
-                )));
-            };
-            let Err(err) = self.fallocate(file, off, n) else {
-                return Ok(());
-            };
-            return match err.raw_os_error() {
-                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
-                    self.no_fallocate.store(true, Ordering::Relaxed);
-                    Ok(())
-                }
-                Some(libc::ENOSPC) | Some(libc::EDQUOT) => Err(PmError::NoSpace(format!(
-                    "the file system holding {} has no room for chunk at offset {offset} \
-                     ({len} bytes): {err}",
-                    self.location
-                ))),
-                _ => Err(PmError::Io {
-                    op: "fallocate",
-                    path: self.location.clone(),
-                    source: err,
-                }),
-            };
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = (offset, len);
-        Ok(())
-    }
-
-    /// `fallocate(2)` mode 0 of `[off, off + n)` of the pool file, retried on `EINTR`.
-    #[cfg(target_os = "linux")]
-    fn fallocate(&self, file: &File, off: libc::off_t, n: libc::off_t) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
-        #[cfg(test)]
-        if let Some(room) = self.simulated_fs_room.lock().as_mut() {
-            // Backing takes `n` bytes of the room left, or fails as on a full file system.
-            return match room.checked_sub(n as u64) {
-                Some(left) => {
-                    *room = left;
-                    Ok(())
-                }
-                None => Err(std::io::Error::from_raw_os_error(libc::ENOSPC)),
-            };
-        }
-        loop {
-            // SAFETY: `fallocate` takes no pointers; the descriptor belongs to `file`, which the
-            // pool owns and keeps open while it exists. Mode 0 only allocates blocks for the
-            // range (the file never shrinks: offset + len <= size).
-            let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, n) };
-            if r == 0 {
-                return Ok(());
-            }
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(err);
-            }
-        }
-    }
-
-    /// Tests: `Some(bytes)` makes backing a chunk behave as on a file system with only `bytes`
-    /// of room left, instead of calling `fallocate`; `None` restores the real call.
-    #[cfg(all(test, target_os = "linux"))]
-    pub(crate) fn simulate_fs_room(&self, bytes: Option<u64>) {
-        *self.simulated_fs_room.lock() = bytes;
-    }
-
     /// Zeroes a checked range with non-temporal stores (durable at the next fence).
     fn zero_nt_checked(&self, offset: u64, len: u64) {
         static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
@@ -936,19 +872,24 @@ impl PmPool {
         }
     }
 
-    /// Frees a chunk.
+    /// Frees a chunk (and, with [`PmPool::set_release_freed`], gives its blocks back).
     ///
     /// A bad offset or a double free is a caller bug: it trips a `debug_assert` and is
     /// otherwise ignored (the free list is never corrupted). See [`PmPool::try_free_chunk`].
     pub fn free_chunk(&self, offset: u64) {
-        let r = self.alloc.free(offset);
+        let r = self.try_free_chunk(offset);
         debug_assert!(r.is_ok(), "{}", r.unwrap_err());
     }
 
     /// Frees a chunk, reporting a bad offset (unaligned, out of range, the header chunk) or a
     /// double free as `InvalidArgument` (and leaving the allocator unchanged).
     pub fn try_free_chunk(&self, offset: u64) -> PmResult<()> {
-        self.alloc.free(offset)
+        if self.release_freed.load(Ordering::Relaxed) {
+            self.alloc
+                .free_with(offset, |off| self.release_range(off, self.chunk_size))
+        } else {
+            self.alloc.free(offset)
+        }
     }
 
     /// Marks exactly `live` as allocated and every other chunk free (after recovery).
@@ -960,8 +901,17 @@ impl PmPool {
     /// allocated but not yet published when the process stopped is therefore free again:
     /// nothing leaks across a crash. Offsets that are not chunk-aligned, out of range, the
     /// header chunk (0) or listed twice are `InvalidArgument` (allocator unchanged).
+    ///
+    /// With [`PmPool::set_release_freed`] set before, the free chunks' blocks are given back
+    /// here too (a pool grown by an earlier process shrinks to its live chunks).
     pub fn rebuild_allocator(&self, live: &[u64]) -> PmResult<()> {
-        self.alloc.rebuild(live)
+        self.alloc.rebuild(live)?;
+        if self.release_freed.load(Ordering::Relaxed) {
+            for (offset, len) in self.alloc.free_runs() {
+                self.release_range(offset, len);
+            }
+        }
+        Ok(())
     }
 
     /// Chunks that can be allocated now.
@@ -982,6 +932,7 @@ impl PmPool {
             bytes_read: self.bytes_read.load(),
             bytes_allocated: self.alloc.live_chunks() * self.chunk_size,
             bytes_msynced: self.bytes_msynced.load(),
+            bytes_released: self.bytes_released.load(),
         }
     }
 }

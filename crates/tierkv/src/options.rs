@@ -62,6 +62,15 @@ pub struct PmOptions {
     /// Default true.
     #[serde(default = "default_true")]
     pub compaction_space_check: bool,
+    /// Give a freed chunk's file-system blocks back to the file system (punch it out of the
+    /// pool file), and at open those of every chunk no structure uses. Off (the default), the
+    /// pool file keeps the blocks of every chunk it ever handed out, its high-water mark, as a
+    /// reservation of `size_bytes` for this database (a PMDK pool behaves alike); on a RAM file
+    /// system such as `/dev/shm` that is memory. On, the file holds about the live chunks, at
+    /// the cost of a `fallocate` per freed chunk and per reuse and page faults on the reused
+    /// chunk's first writes. May change between opens.
+    #[serde(default)]
+    pub release_freed: bool,
     /// A pool to use instead of opening `path` (crash-simulation tests).
     #[serde(skip)]
     pub pool: Option<Arc<PmPool>>,
@@ -83,6 +92,7 @@ impl Default for PmOptions {
             thread_logs: false,
             manifest_on_pm: None,
             compaction_space_check: true,
+            release_freed: false,
             pool: None,
         }
     }
@@ -101,6 +111,7 @@ impl std::fmt::Debug for PmOptions {
             .field("thread_logs", &self.thread_logs)
             .field("manifest_on_pm", &self.manifest_on_pm)
             .field("compaction_space_check", &self.compaction_space_check)
+            .field("release_freed", &self.release_freed)
             .field("pool", &self.pool.as_ref().map(|_| "<given>"))
             .finish()
     }

@@ -174,7 +174,10 @@ const PUT_STORES_3: &[&str] = &[
 ];
 
 /// The bench flags every phase of the latency experiments shares: 500k pairs of 16-byte keys
-/// and 128-byte values in 20 KiB runs, one client, the pool on `/dev/shm`.
+/// and 128-byte values in 20 KiB runs, one client, the pool on `/dev/shm` with its freed chunks
+/// given back (`pm.release_freed`: a pool there otherwise holds RAM for its high-water mark,
+/// 1.3-2.9 GB per store at this scale, and the put-ratio experiment keeps seven stores' pools
+/// and a saved copy of each, more than a 24 GB machine has).
 macro_rules! latency_phase_args {
     ($benchmarks:expr, $($arg:expr),*) => {
         &[
@@ -189,6 +192,7 @@ macro_rules! latency_phase_args {
             "--pm_path=/dev/shm/tierkv-nvlsm.pool",
             "--pm_size=17179869184",
             "--set=pm.chunk_bytes=65536",
+            "--set=pm.release_freed=true",
             "--set=max_open_files=200000",
             "--sample_interval_ms=1000",
         ]

@@ -319,6 +319,7 @@ impl DbInner {
                 fences: p.fences,
                 bytes_read: p.bytes_read,
                 bytes_allocated: p.bytes_allocated,
+                bytes_released: p.bytes_released,
                 pool_bytes: pm.pool.size(),
             });
             s.pm_wal_bytes = log_bytes(&*pm.fs, &self.dir);

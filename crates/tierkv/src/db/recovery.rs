@@ -715,6 +715,10 @@ pub(crate) fn open_pm(
             (pool, path.display().to_string(), pool_lock, Some(path))
         }
     };
+    if access == PoolAccess::Write {
+        // Before the structures rebuild the allocator, which releases the free chunks.
+        pool.set_release_freed(options.pm.release_freed);
+    }
     // The structures the design's stages and front end keep in the pool, opened with it.
     let stages = options.design.stages(options);
     let structures: Vec<PoolStructure> = (stages.iter())

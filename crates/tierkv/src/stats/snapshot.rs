@@ -165,6 +165,9 @@ pub struct PmDeviceStats {
     pub bytes_read: u64,
     /// Bytes in allocated chunks.
     pub bytes_allocated: u64,
+    /// Bytes of free chunks given back to the file system (`pm.release_freed`).
+    #[serde(default)]
+    pub bytes_released: u64,
     /// Pool size.
     pub pool_bytes: u64,
 }
