@@ -116,7 +116,7 @@ pub(crate) fn run_rounds(
             }
             measured[i].push(commands::bench(&config, out)?);
             if source {
-                save(&config, &saved_db_root(exp, phase, dir), phase)?;
+                save(&config, &saved_db_root(exp, phase, dir))?;
             } else if let Some(root) = &config.db {
                 remove_dir_if_present(root)?;
                 remove_pools(&config);
@@ -165,11 +165,27 @@ pub(crate) fn saved_db_root(exp: &Experiment, phase: &Phase, dir: &Path) -> Path
     phase_dir(exp, phase, dir).join("db-saved")
 }
 
-/// Where a phase that others start from keeps the pool of an entry whose pool is `pool`.
-pub(crate) fn saved_pool(pool: &Path, phase: &Phase) -> PathBuf {
-    let mut name = pool.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".saved-{}", phase.name));
-    pool.with_file_name(name)
+/// Where a phase that others start from keeps the pool of an entry whose pool is `pool`: beside
+/// its saved databases (`saved_root`), on the output directory's file system, not the pools'
+/// (a RAM file system holds only the pools the running phase uses: at the NVLSM experiments'
+/// scale seven saved pools and seven working copies do not fit in RAM).
+pub(crate) fn saved_pool(saved_root: &Path, pool: &Path) -> PathBuf {
+    saved_pools_dir(saved_root).join(pool.file_name().unwrap_or_default())
+}
+
+fn saved_pools_dir(saved_root: &Path) -> PathBuf {
+    saved_root.with_file_name("pools-saved")
+}
+
+/// Moves the file `from` to `to`: a rename, or across file systems a sparse copy and removal.
+fn move_file(from: &Path, to: &Path) -> std::io::Result<()> {
+    match std::fs::rename(from, to) {
+        Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+            crate::snapshot::copy_sparse(from, to)?;
+            std::fs::remove_file(from)
+        }
+        r => r,
+    }
 }
 
 pub(crate) fn remove_dir_if_present(dir: &Path) -> EngineResult<()> {
@@ -182,8 +198,8 @@ pub(crate) fn remove_dir_if_present(dir: &Path) -> EngineResult<()> {
 }
 
 /// Moves the databases `config` (a phase others start from) just ran, and their pools, aside
-/// (renames: nothing is copied).
-pub(crate) fn save(config: &BenchConfig, saved_root: &Path, phase: &Phase) -> EngineResult<()> {
+/// (renames, and sparse copies for pools on another file system).
+pub(crate) fn save(config: &BenchConfig, saved_root: &Path) -> EngineResult<()> {
     let root = config
         .db
         .as_ref()
@@ -191,11 +207,20 @@ pub(crate) fn save(config: &BenchConfig, saved_root: &Path, phase: &Phase) -> En
     remove_dir_if_present(saved_root)?;
     std::fs::rename(root, saved_root)
         .map_err(|e| format!("moving {} aside: {e}", root.display()))?;
+    let pools = saved_pools_dir(saved_root);
+    remove_dir_if_present(&pools)?;
     for entry in config.design.iter() {
         if let Some(pool) = config.pm_path_for(&entry.label).filter(|p| p.exists()) {
-            let saved = saved_pool(&pool, phase);
-            std::fs::rename(&pool, &saved)
-                .map_err(|e| format!("moving {} aside: {e}", pool.display()))?;
+            std::fs::create_dir_all(&pools)
+                .map_err(|e| format!("creating {}: {e}", pools.display()))?;
+            let saved = saved_pool(saved_root, &pool);
+            move_file(&pool, &saved).map_err(|e| {
+                format!(
+                    "moving {} aside to {}: {e}",
+                    pool.display(),
+                    saved.display()
+                )
+            })?;
         }
     }
     Ok(())
@@ -228,7 +253,7 @@ pub(crate) fn restore(
             source.pm_path_for(&entry.label),
             config.pm_path_for(&entry.label),
         ) {
-            let saved = saved_pool(&pool, src);
+            let saved = saved_pool(saved_root, &pool);
             if !saved.exists() {
                 // A design without a pool (RocksDB, an SSD-only design).
                 continue;
@@ -264,10 +289,11 @@ pub(crate) fn remove_saved_databases(exp: &Experiment, configs: &[BenchConfig], 
         if !is_source(exp, phase) {
             continue;
         }
-        let _ = std::fs::remove_dir_all(saved_db_root(exp, phase, dir));
+        let saved_root = saved_db_root(exp, phase, dir);
+        let _ = std::fs::remove_dir_all(saved_pools_dir(&saved_root));
+        let _ = std::fs::remove_dir_all(saved_root);
         for entry in configs[i].design.iter() {
             if let Some(pool) = configs[i].pm_path_for(&entry.label) {
-                let _ = std::fs::remove_file(saved_pool(&pool, phase));
                 let _ = std::fs::remove_file(tierkv::pool_lock_path(&pool));
             }
         }

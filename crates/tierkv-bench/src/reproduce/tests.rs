@@ -102,9 +102,9 @@ fn saved_databases_and_pools_are_copied_where_a_phase_opens_them() {
     f.set_len(64 << 20).unwrap();
     std::os::unix::fs::FileExt::write_all_at(&f, b"pool data", 1 << 20).unwrap();
     let saved = dir.path().join("saved");
-    save(&source, &saved, &phase).unwrap();
+    save(&source, &saved).unwrap();
     assert!(!root.exists() && !pm_pool.exists());
-    assert!(saved_pool(&pm_pool, &phase).exists());
+    assert!(saved_pool(&saved, &pm_pool).exists());
 
     let target_root = dir.path().join("copy");
     let target_pool = dir.path().join("copy.pool");
