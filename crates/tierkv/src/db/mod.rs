@@ -20,6 +20,7 @@
 //! happen under `state` (they are rare: one per flush or compaction). Readers take `state`
 //! only to clone the current `SuperVersion` (one `Arc`), then read without locks.
 
+mod admission;
 mod check;
 mod clog;
 mod compact;
@@ -34,6 +35,7 @@ mod repair;
 
 use crate::snapshot::Snapshot;
 use crate::snapshot::SnapshotList;
+pub(crate) use admission::{AdmitBuffer, Step};
 pub use check::CheckReport;
 pub(crate) use inner::{DbInner, State};
 pub use iter::DbIterator;

@@ -45,20 +45,20 @@
 //! holds no other lock meanwhile.
 
 use super::wal_recovery::{finish_replay, flush_replayed, live_logs, read_log};
-use crate::db::{DbInner, Present, State};
+use crate::db::{AdmitBuffer, DbInner, Present, State, Step};
 use crate::format::{lookup_key, make_internal_key, user_key, OrderedKey, ValueType};
 use crate::iterator::InternalIterator;
 use crate::log::{LogReader, LogWriter};
 use crate::memtable::LookupResult;
 use crate::options::{Options, WriteOptions};
-use crate::pipeline::{admit, Admission, Fill, FlushSource, FrontEnd, FrontView};
+use crate::pipeline::{Fill, FlushSource, FrontEnd, FrontView};
 use crate::stats::{IoPurpose, Part, StallReason, StallTracker};
 use crate::tier::Tier;
 use crate::version::{log_file_name, FileKind, VersionEdit, VersionSet};
 use crate::write_batch::{decode_batch, BatchOp};
 use crate::{Error, Result, WriteBatch};
 use crossbeam_skiplist::SkipMap;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -282,46 +282,17 @@ impl FastStore {
         Arc::clone(&self.gens.lock().active)
     }
 
-    /// Admits a write ([`crate::pipeline::admit`]): throttles on the stages' write pressure
-    /// and the number of immutable generations, and rotates a full active generation.
+    /// Admits a write through the engine's admission loop ([`DbInner::admit_write`]):
+    /// throttled on the stages' write pressure and the number of immutable generations, a full
+    /// active generation rotated.
     fn make_room(&self, db: &DbInner) -> Result<()> {
-        let mut allow_delay = true;
-        let mut stalled = StallTracker::default();
-        loop {
-            let mut state = db.state.lock();
-            if let Some(e) = &state.bg_error {
-                return Err(e.duplicate());
-            }
-            // Full: its index reached the write buffer size, or its logs their share of the
-            // pool (as one WAL's, so that a small pool rotates before it runs out).
-            let share = db
-                .pm
-                .as_ref()
-                .map_or(0, |p| p.wal_chunk_cap * p.pmfs.data_per_chunk());
-            let (fill, base) = {
-                let g = self.gens.lock();
-                let a = &g.active;
-                let logs_full = share > 0 && !a.is_empty() && a.log_bytes.load(Relaxed) >= share;
-                let fill = Fill {
-                    full: a.bytes.load(Relaxed) >= self.write_buffer_size || logs_full,
-                    at_limit: g.imm.len() + 1 >= self.max_write_buffer_number,
-                };
-                (fill, a.base)
-            };
-            match admit(db.write_pressure(&state), allow_delay, fill) {
-                Admission::Delay(reason) => {
-                    drop(state);
-                    db.delay_write(reason, &mut stalled);
-                    allow_delay = false;
-                }
-                Admission::Wait(reason) => db.wait_for_background(&mut state, reason, &mut stalled),
-                Admission::Proceed => return Ok(()),
-                Admission::Rotate => {
-                    drop(state);
-                    self.rotate_full(db, Some(base))?;
-                }
-            }
-        }
+        db.admit_write(
+            &mut GenerationRoom {
+                front: self,
+                base: 0,
+            },
+            true,
+        )
     }
 
     /// Makes the active generation immutable and starts a new one, after the writers inside it
@@ -448,6 +419,39 @@ impl FastStore {
         }
         db.counters.wal_syncs.fetch_add(1, Relaxed);
         Ok(())
+    }
+}
+
+/// The active generation, as the admission loop sees it.
+struct GenerationRoom<'a> {
+    front: &'a FastStore,
+    /// The base of the generation last measured (the one `rotate` rotates).
+    base: u64,
+}
+
+impl AdmitBuffer for GenerationRoom<'_> {
+    fn fill(&mut self, db: &DbInner) -> Option<Fill> {
+        // Full: its index reached the write buffer size, or its logs their share of the pool
+        // (as one WAL's, so that a small pool rotates before it runs out).
+        let share = db
+            .pm
+            .as_ref()
+            .map_or(0, |p| p.wal_chunk_cap * p.pmfs.data_per_chunk());
+        let front = self.front;
+        let g = front.gens.lock();
+        let a = &g.active;
+        let logs_full = share > 0 && !a.is_empty() && a.log_bytes.load(Relaxed) >= share;
+        self.base = a.base;
+        Some(Fill {
+            full: a.bytes.load(Relaxed) >= front.write_buffer_size || logs_full,
+            at_limit: g.imm.len() + 1 >= front.max_write_buffer_number,
+        })
+    }
+
+    fn rotate(&mut self, db: &DbInner, state: &mut MutexGuard<'_, State>) -> Result<Step> {
+        let (front, base) = (self.front, self.base);
+        MutexGuard::unlocked(state, || front.rotate_full(db, Some(base)))?;
+        Ok(Step::Again)
     }
 }
 

@@ -25,23 +25,22 @@
 //! * **Recovery.** The heap's open rebuilds the lists' DRAM levels; the log entries after the
 //!   last published list are indexed again as the active memtable.
 
-use crate::db::{DbInner, Present};
+use crate::db::{AdmitBuffer, DbInner, Present, State, Step};
 use crate::format::{lookup_key, pack_trailer, user_key, OrderedKey, ValueType};
 use crate::iterator::InternalIterator;
 use crate::memtable::LookupResult;
 use crate::options::{Options, WriteOptions};
 use crate::pipeline::{
-    admit, Admission, Fill, FlushSource, FrontEnd, FrontView, ShadowFilter, StageHost,
-    WritePressure,
+    Fill, FlushSource, FrontEnd, FrontView, ShadowFilter, StageHost, WritePressure,
 };
 use crate::plist::{ListHeap, ListIter, ListSet, NewEntry, PList};
-use crate::stats::{IoPurpose, Part, StallReason, StallTracker};
+use crate::stats::{IoPurpose, Part};
 use crate::tier::Tier;
 use crate::version::{FileKind, VersionEdit, VersionSet};
 use crate::write_batch::BatchOp;
 use crate::{Error, Result, WriteBatch};
 use crossbeam_skiplist::SkipMap;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -474,57 +473,11 @@ impl ListFront {
             .ok_or_else(|| Error::InvalidArgument("the ListDB heap is not open".into()))
     }
 
-    /// Admits a write ([`crate::pipeline::admit`], with the L0 lists' own pressure): throttles
-    /// on the number of L0 lists and immutable memtables, and rotates a full active one.
+    /// Admits a write through the engine's admission loop ([`DbInner::admit_write`], with the
+    /// L0 lists' own pressure): throttled on the number of L0 lists and immutable memtables, a
+    /// full active one rotated.
     fn make_room(&self, db: &DbInner) -> Result<()> {
-        let mut allow_delay = true;
-        let mut stalled = StallTracker::default();
-        loop {
-            let mut state = db.state.lock();
-            if let Some(e) = &state.bg_error {
-                return Err(e.duplicate());
-            }
-            let (pressure, stage) = db.write_pressure(&state);
-            // The L0 lists hold writes back as L0 tables do (the engine's triggers; the stop
-            // at most the heap's slots): every list is one more search for each get.
-            let lists = self.heap.get().map_or(0, |h| h.lists().l0.len());
-            if lists >= self.stop_lists {
-                drop(state);
-                let t = Instant::now();
-                if let Some(z) = self.zipper.get() {
-                    if let Err(e) = z.wait_below(self.stop_lists) {
-                        return Err(db.state.lock().poison("zipper compaction failed", e));
-                    }
-                }
-                db.add_stall(t, StallReason::Stop(0), &mut stalled);
-                continue;
-            }
-            let pressure = if lists >= self.slowdown_lists {
-                (pressure.max(WritePressure::Slowdown), stage)
-            } else {
-                (pressure, stage)
-            };
-            let fill = {
-                let m = self.mems.lock();
-                Fill {
-                    full: m.active.bytes.load(Relaxed) >= self.write_buffer_size,
-                    at_limit: m.imm.len() + 1 >= self.max_write_buffer_number,
-                }
-            };
-            match admit(pressure, allow_delay, fill) {
-                Admission::Delay(reason) => {
-                    drop(state);
-                    db.delay_write(reason, &mut stalled);
-                    allow_delay = false;
-                }
-                Admission::Wait(reason) => db.wait_for_background(&mut state, reason, &mut stalled),
-                Admission::Proceed => return Ok(()),
-                Admission::Rotate => {
-                    drop(state);
-                    return self.rotate_active(db, true);
-                }
-            }
-        }
+        db.admit_write(&mut MemRoom { front: self }, true)
     }
 
     /// Makes the active memtable immutable if it holds anything (and, with `only_full`, is
@@ -564,6 +517,52 @@ impl Drop for ListFront {
         if let Some(t) = self.zipper_thread.lock().take() {
             let _ = t.join();
         }
+    }
+}
+
+/// The active memtable and the L0 lists, as the admission loop sees them.
+struct MemRoom<'a> {
+    front: &'a ListFront,
+}
+
+impl AdmitBuffer for MemRoom<'_> {
+    fn fill(&mut self, _db: &DbInner) -> Option<Fill> {
+        let front = self.front;
+        let m = front.mems.lock();
+        Some(Fill {
+            full: m.active.bytes.load(Relaxed) >= front.write_buffer_size,
+            at_limit: m.imm.len() + 1 >= front.max_write_buffer_number,
+        })
+    }
+
+    /// The L0 lists hold writes back as L0 tables do (the engine's triggers; the stop at most
+    /// the heap's slots): every list is one more search for each get.
+    fn own_pressure(&self) -> WritePressure {
+        let front = self.front;
+        let lists = front.heap.get().map_or(0, |h| h.lists().l0.len());
+        if lists >= front.stop_lists {
+            WritePressure::Stop
+        } else if lists >= front.slowdown_lists {
+            WritePressure::Slowdown
+        } else {
+            WritePressure::None
+        }
+    }
+
+    fn wait_own(&mut self, db: &DbInner) -> Result<()> {
+        if let Some(z) = self.front.zipper.get() {
+            if let Err(e) = z.wait_below(self.front.stop_lists) {
+                return Err(db.state.lock().poison("zipper compaction failed", e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Rotates, and lets the write in (the new memtable is empty).
+    fn rotate(&mut self, db: &DbInner, state: &mut MutexGuard<'_, State>) -> Result<Step> {
+        let front = self.front;
+        MutexGuard::unlocked(state, || front.rotate_active(db, true))?;
+        Ok(Step::Done)
     }
 }
 

@@ -29,16 +29,16 @@
 use super::buffer::Buffer;
 use super::lab_log::{LabLog, LabLogState};
 use super::wal_recovery::{self, WalLink};
-use crate::db::{DbInner, Present, State};
+use crate::db::{AdmitBuffer, DbInner, Present, State, Step};
 use crate::format::ValueType;
 use crate::iterator::InternalIterator;
 use crate::labdb::vaddr::LabAddrs;
 use crate::log::LogWriter;
 use crate::memtable::{LookupResult, MemTable, RegionCache};
 use crate::options::{Options, WriteOptions};
-use crate::pipeline::{admit, Admission, Fill, FlushSource, FrontEnd, FrontView};
+use crate::pipeline::{Fill, FlushSource, FrontEnd, FrontView};
 use crate::pmtable::PmTable;
-use crate::stats::{IoPurpose, Part, StallReason, StallTracker};
+use crate::stats::{IoPurpose, Part, StallReason};
 use crate::tier::Tier;
 use crate::version::{log_file_name, FileKind, VersionEdit, VersionSet};
 use crate::write_batch::BatchOp;
@@ -401,123 +401,30 @@ impl WalMemtable {
     }
 
     /// Ensures the active memtable and WAL have room for a record of `record_len` bytes (0: an
-    /// unlogged write, which appends nothing to the WAL), throttling or stopping while the
-    /// stages hold writes back or the memtable backlog is too large, and rotating a full memtable (or one whose PM WAL reached its share of the pool).
-    /// For a write (`!force`) the WAL's space for the record is taken here, so the append
-    /// cannot run out of it half-way: if the PM pool has no room, the write waits for a flush
-    /// to free a retired WAL, or fails with [`Error::NoSpace`] with nothing written when nothing
-    /// can be freed. With `force`, rotates a non-empty memtable regardless of its size (used by
-    /// `flush`).
+    /// unlogged write, which appends nothing to the WAL), through the engine's admission loop
+    /// ([`DbInner::admit_write`]): throttled or stopped while the stages hold writes back or
+    /// the memtable backlog is too large, a full memtable (or one whose PM WAL reached its
+    /// share of the pool) rotated. For a write (`!force`) the WAL's space for the record is
+    /// taken here, so the append cannot run out of it half-way: if the PM pool has no room, the
+    /// write waits for a flush to free a retired WAL, or fails with [`Error::NoSpace`] with
+    /// nothing written when nothing can be freed. With `force`, rotates a non-empty memtable
+    /// regardless of its size (used by `flush`).
     fn make_room_for_write(
         &self,
         db: &DbInner,
         wal: &mut WalState,
-        mut force: bool,
+        force: bool,
         record_len: usize,
     ) -> Result<()> {
-        let writing = !force;
-        let mut allow_delay = !force;
-        let mut stalled = StallTracker::default();
-        // Out of PM space with nothing pending to free any: retried once already.
-        let mut retried = false;
-        let mut state = db.state.lock();
-        loop {
-            if let Some(e) = &state.bg_error {
-                return Err(e.duplicate());
-            }
-            if force && wal.mem.is_empty() {
-                return Ok(());
-            }
-            let full = force
-                || wal.mem.fill_bytes() >= self.write_buffer_size as u64
-                || self.wal_share_exceeded(db, wal, record_len);
-            let fill = Fill {
-                full,
-                // Read only when it matters: the write path of a buffer with room skips it.
-                at_limit: full && self.pending_flushes() + 1 >= self.max_write_buffer_number,
-            };
-            match admit(db.write_pressure(&state), allow_delay, fill) {
-                Admission::Delay(reason) => {
-                    drop(state);
-                    db.delay_write(reason, &mut stalled);
-                    allow_delay = false;
-                    state = db.state.lock();
-                    continue;
-                }
-                Admission::Wait(reason) => {
-                    db.wait_for_background(&mut state, reason, &mut stalled);
-                    continue;
-                }
-                Admission::Proceed if record_len == 0 => {
-                    // An unlogged write: the memtable has room, and nothing goes to the WAL.
-                    return Ok(());
-                }
-                Admission::Proceed => {
-                    drop(state);
-                    let reserved = match &wal.mem {
-                        Buffer::Pm(t) => t.reserve(record_len as u64),
-                        Buffer::Dram(_) => wal.writer.reserve_record(record_len),
-                    };
-                    state = db.state.lock();
-                    match reserved {
-                        Ok(()) => return Ok(()),
-                        Err(Error::NoSpace(m)) => {
-                            // Nothing was appended. A flush will free a retired WAL; rotating
-                            // a non-empty memtable lets its WAL be retired. (A flush may also
-                            // have finished since the attempt: try once more before giving
-                            // up.)
-                            if self.wal_space_pending(db) {
-                                db.wait_for_background(
-                                    &mut state,
-                                    StallReason::PmPoolFull,
-                                    &mut stalled,
-                                );
-                                continue;
-                            }
-                            if wal.mem.is_empty() {
-                                if std::mem::replace(&mut retried, true) {
-                                    return Err(Error::NoSpace(format!(
-                                        "{m}; the PM pool has no room for this write's WAL \
-                                         record of {record_len} bytes"
-                                    )));
-                                }
-                                continue;
-                            }
-                            force = true;
-                            continue;
-                        }
-                        Err(e) => return Err(state.poison("WAL space reservation failed", e)),
-                    }
-                }
-                Admission::Rotate => {}
-            }
-            // Rotate: start a new WAL, hand the old one to the background sync, make the
-            // memtable immutable. The file I/O runs without the state lock (readers and
-            // background threads go on); the `wal` lock this leader holds keeps every other
-            // writer out.
-            let number = state.versions.new_file_number();
-            drop(state);
-            let rotated = self.rotate_wal(db, wal, number);
-            state = db.state.lock();
-            match rotated {
-                Ok(()) => {}
-                // The pool has no chunk for the new WAL until a flush frees a retired one
-                // (nothing changed: the old WAL stays active).
-                Err(Error::NoSpace(_)) if self.wal_space_pending(db) => {
-                    db.wait_for_background(&mut state, StallReason::PmPoolFull, &mut stalled);
-                    continue;
-                }
-                // A WAL may have been freed since the attempt: try once more.
-                Err(Error::NoSpace(_)) if !std::mem::replace(&mut retried, true) => continue,
-                Err(e @ Error::NoSpace(_)) => return Err(e),
-                Err(e) => return Err(state.poison("WAL rotation failed", e)),
-            }
-            self.make_immutable(&mut state, db, wal.mem.clone());
-            force = false;
-            if !writing {
-                return Ok(());
-            }
-        }
+        let mut room = WalRoom {
+            front: self,
+            wal,
+            force,
+            writing: !force,
+            record_len,
+            retried: false,
+        };
+        db.admit_write(&mut room, !force)
     }
 
     /// Makes the active memtable immutable, `mem` the active one, and publishes the change.
@@ -643,6 +550,104 @@ impl WalMemtable {
         };
         let bytes = wal.writer.size() + wal.writer.physical_len(record_len);
         !wal.mem.is_empty() && bytes.div_ceil(pm.pmfs.data_per_chunk()) > pm.wal_chunk_cap
+    }
+}
+
+/// The active memtable and its WAL, as the admission loop sees them (see
+/// [`WalMemtable::make_room_for_write`]).
+struct WalRoom<'a> {
+    front: &'a WalMemtable,
+    wal: &'a mut WalState,
+    /// Rotate a non-empty memtable whatever its size (a flush; set also when the pool has no
+    /// room for the record until this memtable's WAL is retired).
+    force: bool,
+    /// A write waits to enter (not a flush's rotation alone).
+    writing: bool,
+    record_len: usize,
+    /// Out of PM space with nothing pending to free any: retried once already.
+    retried: bool,
+}
+
+impl AdmitBuffer for WalRoom<'_> {
+    fn fill(&mut self, db: &DbInner) -> Option<Fill> {
+        if self.force && self.wal.mem.is_empty() {
+            return None;
+        }
+        let front = self.front;
+        let full = self.force
+            || self.wal.mem.fill_bytes() >= front.write_buffer_size as u64
+            || front.wal_share_exceeded(db, self.wal, self.record_len);
+        Some(Fill {
+            full,
+            // Read only when it matters: the write path of a buffer with room skips it.
+            at_limit: full && front.pending_flushes() + 1 >= front.max_write_buffer_number,
+        })
+    }
+
+    fn proceed(&mut self, db: &DbInner, state: &mut MutexGuard<'_, State>) -> Result<Step> {
+        let record_len = self.record_len;
+        if record_len == 0 {
+            // An unlogged write: the memtable has room, and nothing goes to the WAL.
+            return Ok(Step::Done);
+        }
+        let wal = &mut *self.wal;
+        let reserved = MutexGuard::unlocked(state, || match &wal.mem {
+            Buffer::Pm(t) => t.reserve(record_len as u64),
+            Buffer::Dram(_) => wal.writer.reserve_record(record_len),
+        });
+        match reserved {
+            Ok(()) => Ok(Step::Done),
+            Err(Error::NoSpace(m)) => {
+                // Nothing was appended. A flush will free a retired WAL; rotating a non-empty
+                // memtable lets its WAL be retired. (A flush may also have finished since the
+                // attempt: try once more before giving up.)
+                if self.front.wal_space_pending(db) {
+                    return Ok(Step::Wait(StallReason::PmPoolFull));
+                }
+                if self.wal.mem.is_empty() {
+                    if std::mem::replace(&mut self.retried, true) {
+                        return Err(Error::NoSpace(format!(
+                            "{m}; the PM pool has no room for this write's WAL record of \
+                             {record_len} bytes"
+                        )));
+                    }
+                    return Ok(Step::Again);
+                }
+                self.force = true;
+                Ok(Step::Again)
+            }
+            Err(e) => Err(state.poison("WAL space reservation failed", e)),
+        }
+    }
+
+    /// Starts a new WAL, hands the old one to the background sync, and makes the memtable
+    /// immutable. The file I/O runs without the state lock (readers and background threads go
+    /// on); the `wal` lock the caller holds keeps every other writer out.
+    fn rotate(&mut self, db: &DbInner, state: &mut MutexGuard<'_, State>) -> Result<Step> {
+        let number = state.versions.new_file_number();
+        let (front, wal) = (self.front, &mut *self.wal);
+        let rotated = MutexGuard::unlocked(state, || front.rotate_wal(db, wal, number));
+        match rotated {
+            Ok(()) => {}
+            // The pool has no chunk for the new WAL until a flush frees a retired one
+            // (nothing changed: the old WAL stays active).
+            Err(Error::NoSpace(_)) if front.wal_space_pending(db) => {
+                return Ok(Step::Wait(StallReason::PmPoolFull));
+            }
+            // A WAL may have been freed since the attempt: try once more.
+            Err(Error::NoSpace(_)) if !std::mem::replace(&mut self.retried, true) => {
+                return Ok(Step::Again);
+            }
+            Err(e @ Error::NoSpace(_)) => return Err(e),
+            Err(e) => return Err(state.poison("WAL rotation failed", e)),
+        }
+        front.make_immutable(state, db, self.wal.mem.clone());
+        self.force = false;
+        Ok(if self.writing {
+            Step::Again
+        } else {
+            Step::Done
+        })
     }
 }
 
