@@ -9,7 +9,7 @@
 //! oldest live WAL) -> delete what no durable state references (runs of unfinished flushes and
 //! compactions, retired logs, temporary files; this frees space before recovery needs any) ->
 //! the front end's recovery (the WAL front end: replay into stage 0, new manifest, new WAL; see
-//! `front_ends/wal_recovery.rs`).
+//! `front_ends/wal_memtable/recovery.rs`).
 //!
 //! Manifest damage: a torn last manifest record is a commit that never happened, which is only
 //! harmless if nothing it published was relied on. The checks above find a version that lost

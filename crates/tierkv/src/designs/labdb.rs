@@ -4,7 +4,7 @@
 //! (key-value separation), with in-place updates of existing keys and chunked compaction of the
 //! immutable tree into leveled SSTables on SSD.
 //!
-//! Front end: the memtable front end with LAB-DB's log (`front_ends/lab_log.rs`): a write is
+//! Front end: the memtable front end with LAB-DB's log (`front_ends/wal_memtable/lab_log.rs`): a write is
 //! durable in a PM WAL buffer, which drains into a key array and a value array on SSD; a flush
 //! inserts the values' addresses into the mutable tree. `labdb.split_log = false` keeps the
 //! engine's WAL instead (the paper's B+-tree-only variant; with `pm.wal_on_pm`, LAB-DB-WA). The

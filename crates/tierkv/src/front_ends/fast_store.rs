@@ -44,7 +44,7 @@
 //! its logs' writers): no writer locks those any more but a sync write's `sync_all`, which
 //! holds no other lock meanwhile.
 
-use super::wal_recovery::{finish_replay, flush_replayed, live_logs, read_log};
+use super::replay::{finish_replay, flush_replayed, live_logs, read_log, WalLink};
 use crate::db::{AdmitBuffer, DbInner, Present, State, Step};
 use crate::format::{lookup_key, make_internal_key, user_key, OrderedKey, ValueType};
 use crate::iterator::InternalIterator;
@@ -643,7 +643,7 @@ pub(super) fn replay_thread_logs(
                 // A WAL of the memtable front end opens with a link to the WAL before it; the
                 // merge by sequence number finds what that WAL lost as a gap, but for an
                 // emptied one that no merge reaches (below).
-                if let Some(link) = super::wal_recovery::WalLink::parse(&record) {
+                if let Some(link) = WalLink::parse(&record) {
                     links.push(link);
                     continue;
                 }
@@ -713,10 +713,10 @@ pub(super) fn replay_thread_logs(
 /// it (the WAL was emptied, as a power failure leaves a file never synced). Every record the
 /// merge would replay then follows a hole.
 pub(crate) fn links_past_start(
-    links: &[super::wal_recovery::WalLink],
+    links: &[WalLink],
     log_number: u64,
     start: Option<u64>,
-) -> Option<super::wal_recovery::WalLink> {
+) -> Option<WalLink> {
     links
         .iter()
         .filter(|l| l.prev_number >= log_number && l.prev_last > 0)

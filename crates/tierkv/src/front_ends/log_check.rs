@@ -109,7 +109,7 @@ pub(crate) fn check_logs(cx: &CheckContext<'_>, report: &mut CheckReport) -> Res
         }
         return Ok(());
     }
-    // Point in time, as recovery (`front_ends/wal_recovery.rs`): a cut (damaged bytes, or a gap
+    // Point in time, as recovery (`front_ends/wal_memtable/recovery.rs`): a cut (damaged bytes, or a gap
     // in the sequence numbers) is a power failure's unless a synced write follows it.
     let synced_after = |from: usize| -> Result<Option<String>> {
         for (n, fs) in &logs[from..] {

@@ -1,9 +1,10 @@
 //! The front ends designs are assembled from (see [`crate::pipeline::FrontEnd`]).
 //!
-//! * [`WalMemtable`] (`wal_memtable.rs`, recovery in `wal_recovery.rs`): a write-ahead log on
-//!   SSD or PM and a DRAM memtable, LevelDB's write path with group commit; or, with no WAL, a
-//!   persistent skiplist memtable in PM (SLM-DB's); or, for LAB-DB, its log in place of the
-//!   WAL (`lab_log.rs`: a PM WAL buffer draining into key and value arrays on SSD).
+//! * [`WalMemtable`] (`wal_memtable/`, its recovery in `recovery.rs` there): a write-ahead log
+//!   on SSD or PM and a DRAM memtable, LevelDB's write path with group commit; or, with no WAL,
+//!   a persistent skiplist memtable in PM (SLM-DB's); or, for LAB-DB, its log in place of the
+//!   WAL (`wal_memtable/lab_log.rs`: a PM WAL buffer draining into key and value arrays on
+//!   SSD).
 //! * [`fast_store::FastStore`] (`fast_store.rs`, with `pm.thread_logs`): FluidKV's concurrent
 //!   DRAM index over thread-exclusive PM logs, writers without a leader.
 //! * [`list_front::ListFront`] (`list_front.rs`): ListDB's shared PM log whose entries become
@@ -11,20 +12,18 @@
 
 mod buffer;
 mod fast_store;
-mod lab_log;
 mod list_front;
 mod log_check;
+mod replay;
 mod wal_memtable;
-mod wal_recovery;
 
 pub(crate) use fast_store::links_past_start;
 pub(crate) use fast_store::parse_header as thread_log_start;
-pub(crate) use lab_log::{
-    buffer_chunks as log_buffer_chunks, enabled as lab_log_enabled, scan as scan_lab_log,
-};
 pub(crate) use log_check::check_logs;
-pub(crate) use wal_memtable::{WalMemtable, MAX_GROUP_BYTES};
-pub(crate) use wal_recovery::{holds_synced_record, WalLink};
+pub(crate) use replay::{holds_synced_record, WalLink};
+pub(crate) use wal_memtable::{
+    buffer_chunks as log_buffer_chunks, lab_log_enabled, scan_lab_log, WalMemtable, MAX_GROUP_BYTES,
+};
 
 use crate::options::Options;
 use crate::pipeline::{FrontEnd, FrontEndKind};

@@ -2,7 +2,7 @@
 //! into value arrays on the SSD tier, in front of leveled SST levels.
 //!
 //! This module holds LAB-DB's own parts; its log (the PM WAL buffer, key and value arrays) is
-//! the memtable front end's `front_ends/lab_log.rs`, and its stage `stages/lab.rs`.
+//! the memtable front end's `front_ends/wal_memtable/lab_log.rs`, and its stage `stages/lab.rs`.
 //!
 //! * [`vaddr`]: the 8-byte value address (`Vaddr`) a tree leaf and a memtable entry hold, and
 //!   the value record it points at, whose checksum covers its own file number, offset and user

@@ -27,13 +27,13 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FrontEndKind {
     /// LevelDB's: a write-ahead log (SSD or PM) and a DRAM memtable, writers grouped by a
-    /// leader into one log append (`front_ends/wal_memtable.rs`).
+    /// leader into one log append (`front_ends/wal_memtable/mod.rs`).
     WalMemtable,
     /// SLM-DB's: the same write path with a persistent skiplist memtable in PM and no WAL
-    /// (`front_ends/wal_memtable.rs`, `pmtable`).
+    /// (`front_ends/wal_memtable/mod.rs`, `pmtable`).
     PmMemtable,
     /// LAB-DB's: the same write path with LAB-DB's log in place of the WAL (a PM WAL buffer
-    /// draining into a key array and a value array on SSD, `front_ends/lab_log.rs`) unless
+    /// draining into a key array and a value array on SSD, `front_ends/wal_memtable/lab_log.rs`) unless
     /// `labdb.split_log` is off or `pm.wal_on_pm` is on (then the engine's WAL, the paper's
     /// variants).
     LabLog,

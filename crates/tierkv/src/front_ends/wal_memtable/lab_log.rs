@@ -34,8 +34,8 @@
 //!
 //! Formats: `docs/FORMATS.md`, "LAB batch record" and "LAB-DB WAL-buffer half".
 
-use super::wal_memtable::{WalMemtable, WalState};
-use super::wal_recovery::Replayer;
+use super::replayer::Replayer;
+use super::{WalMemtable, WalState};
 use crate::db::{DbInner, State};
 use crate::format::ValueType;
 use crate::labdb::record::{decode_wbuf_header, encode_wbuf_header, LabOp, LabRecord, OpValue};

@@ -26,9 +26,14 @@
 //! a leaf lock taken under the database's state mutex or alone. Lock order: `wal` -> state ->
 //! `buffers`.
 
+mod lab_log;
+mod recovery;
+mod replayer;
+
+pub(crate) use lab_log::{buffer_chunks, enabled as lab_log_enabled, scan as scan_lab_log};
+
 use super::buffer::Buffer;
-use super::lab_log::{LabLog, LabLogState};
-use super::wal_recovery::{self, WalLink};
+use super::replay::WalLink;
 use crate::db::{AdmitBuffer, DbInner, Present, State, Step};
 use crate::format::ValueType;
 use crate::iterator::InternalIterator;
@@ -43,6 +48,7 @@ use crate::tier::Tier;
 use crate::version::{log_file_name, FileKind, VersionEdit, VersionSet};
 use crate::write_batch::BatchOp;
 use crate::{Error, Result, WriteBatch};
+use lab_log::{LabLog, LabLogState};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -76,7 +82,7 @@ pub(crate) struct WalState {
     /// next record carries them, so that recovery tells their gap from a cut log.
     pub unlogged_seqs: u64,
     /// The last sequence number of the last record appended to this WAL (0: none yet): the
-    /// next WAL's link record carries it (`wal_recovery::WalLink`).
+    /// next WAL's link record carries it (`front_ends::replay::WalLink`).
     pub last_logged: u64,
     /// LAB-DB's log: the value array and WAL-buffer halves (unused without it).
     pub lab: LabLogState,
@@ -202,8 +208,7 @@ impl WalMemtable {
                 options.design.wal_tier(options)
             },
             pm_memtable,
-            lab: super::lab_log::enabled(options)
-                .then(|| LabLog::new(options.labdb.wal_buffer_bytes)),
+            lab: lab_log::enabled(options).then(|| LabLog::new(options.labdb.wal_buffer_bytes)),
             write_buffer_size: options.write_buffer_size,
             max_write_buffer_number: options.max_write_buffer_number,
             queue: Mutex::new(VecDeque::new()),
@@ -302,7 +307,7 @@ impl WalMemtable {
         if sync {
             // Everything acknowledged before a sync write must be durable when it is: the
             // closed WALs first, before this record is appended (a synced record is then never
-            // found after a WAL torn by a power failure; see `wal_recovery`).
+            // found after a WAL torn by a power failure; see `recovery.rs`).
             if let Err(e) = self.sync_closed(db) {
                 return Err(db.state.lock().poison("WAL sync failed", e));
             }
@@ -468,7 +473,7 @@ impl WalMemtable {
         let file = db.fs_for(self.wal_tier).create_log(&path)?;
         let mut writer = LogWriter::new(file);
         // The link to the WAL before, when it holds records: recovery tells an emptied or cut
-        // older WAL from one that held nothing (`wal_recovery`, "WAL damage"). A WAL that held
+        // older WAL from one that held nothing (`recovery.rs`, "WAL damage"). A WAL that held
         // none (only unlogged writes) needs none: nothing of it can be lost.
         if wal.last_logged > 0 {
             let link = WalLink {
@@ -777,7 +782,7 @@ impl FrontEnd for WalMemtable {
     }
 
     fn verify(&self, dir: &Path, versions: &VersionSet, present: &Present) -> Result<()> {
-        wal_recovery::verify_oldest_wal(dir, versions, present)
+        recovery::verify_oldest_wal(dir, versions, present)
     }
 
     fn is_obsolete(&self, kind: FileKind, number: u64, versions: &VersionSet) -> Option<bool> {
@@ -806,7 +811,7 @@ impl FrontEnd for WalMemtable {
     }
 
     fn recover(&self, db: &DbInner, present: &Present) -> Result<()> {
-        wal_recovery::recover(self, db, present)
+        recovery::recover(self, db, present)
     }
 }
 
