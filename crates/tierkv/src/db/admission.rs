@@ -63,7 +63,13 @@ impl DbInner {
     /// Admits one write (or, with `may_delay` false, a flush's rotation) into `buffer`:
     /// delays it once, waits, and rotates as the admission rule says, until `buffer` says the
     /// write may enter. Fails with the background error, or with what `buffer` fails with.
-    pub(crate) fn admit_write(&self, buffer: &mut dyn AdmitBuffer, may_delay: bool) -> Result<()> {
+    /// Generic, not `dyn`: each front end's write path gets its own copy with its answers
+    /// inlined, as when it wrote its own loop.
+    pub(crate) fn admit_write<B: AdmitBuffer>(
+        &self,
+        buffer: &mut B,
+        may_delay: bool,
+    ) -> Result<()> {
         let mut allow_delay = may_delay;
         let mut stalled = StallTracker::default();
         let mut state = self.state.lock();
