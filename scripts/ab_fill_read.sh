@@ -11,7 +11,9 @@
 #      in one `tierkv bench` invocation; BENCHMARKS (default fillrandom,readrandom) the
 #      benchmarks, in order (e.g. ycsb-load,ycsb-a,ycsb-c); NUM (default 1000000), VALUE_SIZE
 #      (default 128), THREADS (default 1) and EXTRA (more `tierkv bench` flags, e.g.
-#      "--write_buffer_size=16777216 --pm_latency=nvdimm --reads=500000") change the workload.
+#      "--write_buffer_size=16777216 --pm_latency=nvdimm --reads=500000") change the workload;
+#      EXTRA_BEFORE and EXTRA_AFTER are flags for one side only (the same binary twice with
+#      EXTRA_AFTER="--set=pm.release_freed=true" is an A/B of that option).
 # Prints one line per (round, binary, design, benchmark): ops/s, p99.9 and max latency (us); at
 # the end, per design and benchmark, the medians of both binaries and after / before of ops/s.
 set -euo pipefail
@@ -23,21 +25,22 @@ pool=/dev/shm/tierkv-ab.pool
 designs=${DESIGNS:-leveled,leveled-pm}
 benchmarks=${BENCHMARKS:-fillrandom,readrandom}
 run() {
-  local label=$1 bin=$2
+  local label=$1 bin=$2 side
+  side=${3:-}
   if [ "${SEPARATE:-0}" = 1 ]; then
     for d in ${designs//,/ }; do
-      run_designs "$label" "$bin" "$d"
+      run_designs "$label" "$bin" "$d" "$side"
     done
   else
-    run_designs "$label" "$bin" "$designs"
+    run_designs "$label" "$bin" "$designs" "$side"
   fi
 }
 run_designs() {
-  local label=$1 bin=$2 designs=$3
+  local label=$1 bin=$2 designs=$3 side=$4
   rm -rf "$db" "$pool"*
   # shellcheck disable=SC2086 # EXTRA is a list of flags
   "$bin" bench --design "$designs" --benchmarks="$benchmarks" --num="${NUM:-1000000}" \
-    --key_size=16 --value_size="${VALUE_SIZE:-128}" --threads="${THREADS:-1}" ${EXTRA:-} \
+    --key_size=16 --value_size="${VALUE_SIZE:-128}" --threads="${THREADS:-1}" ${EXTRA:-} $side \
     --db "$db" --pm_path "$pool" 2>&1 |
     awk -v label="$label" -v list="$benchmarks" '
       BEGIN { n = split(list, names, ","); for (i = 1; i <= n; i++) wanted[names[i]] = 1 }
@@ -53,8 +56,8 @@ run_designs() {
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for r in $(seq 1 "$rounds"); do
-  run "round$r before" "$before"
-  run "round$r after" "$after"
+  run "round$r before" "$before" "${EXTRA_BEFORE:-}"
+  run "round$r after" "$after" "${EXTRA_AFTER:-}"
 done | tee "$out"
 echo "medians over $rounds rounds (ops/s, p99.9 us, max us):"
 for d in ${designs//,/ }; do for b in ${benchmarks//,/ }; do
