@@ -18,8 +18,12 @@ use crate::options::{PmError, PmResult};
 use parking_lot::Mutex;
 
 struct State {
-    /// Free chunk indices; `pop` yields the next one to hand out.
+    /// Free chunk indices that are not backed (never handed out, or released); `pop` yields the
+    /// next one to hand out once `free_backed` is empty.
     free: Vec<u64>,
+    /// Free chunk indices that are backed (handed out before and not released): handed out
+    /// first, so that a reused chunk costs no `fallocate` and no page faults.
+    free_backed: Vec<u64>,
     /// In-use flag per chunk index (index 0, the header chunk, is always `true`).
     used: Vec<bool>,
     /// Chunks in use, the header chunk excluded.
@@ -27,6 +31,9 @@ struct State {
     /// Per chunk index: handed out since this allocator was made, and not released since (kept
     /// across `rebuild`; see [`ChunkAllocator::free_with`]).
     handed_out: Vec<bool>,
+    /// [`ChunkAllocator::free_with`] keeps a freed chunk backed, without releasing it, while
+    /// fewer than this many free chunks are backed.
+    keep_backed: u64,
 }
 
 /// A chunk handed out by [`ChunkAllocator::allocate_tracked`].
@@ -54,9 +61,11 @@ impl ChunkAllocator {
             chunks,
             state: Mutex::new(State {
                 free: Vec::new(),
+                free_backed: Vec::new(),
                 used: Vec::new(),
                 live: 0,
                 handed_out: vec![false; chunks as usize],
+                keep_backed: 0,
             }),
         };
         a.reset(&[]);
@@ -77,11 +86,32 @@ impl ChunkAllocator {
         let mut st = self.state.lock();
         st.live = live_idx.len() as u64;
         st.used = used;
-        st.free = free;
+        let (backed, unbacked): (Vec<u64>, Vec<u64>) =
+            free.into_iter().partition(|&i| st.handed_out[i as usize]);
+        st.free = unbacked;
+        st.free_backed = backed;
         // Live chunks were written by their owner, whether or not this allocator handed them out.
         for &i in live_idx {
             st.handed_out[i as usize] = true;
         }
+    }
+
+    /// Up to `chunks` freed chunks stay backed, unreleased, for the next allocations (see
+    /// [`ChunkAllocator::free_with`]).
+    pub fn set_keep_backed(&self, chunks: u64) {
+        self.state.lock().keep_backed = chunks;
+    }
+
+    /// How many freed chunks may stay backed ([`ChunkAllocator::set_keep_backed`]).
+    #[cfg(test)]
+    pub fn keep_backed(&self) -> u64 {
+        self.state.lock().keep_backed
+    }
+
+    /// Free chunks that are backed (their blocks kept).
+    #[cfg(test)]
+    pub fn backed_free_chunks(&self) -> u64 {
+        self.state.lock().free_backed.len() as u64
     }
 
     /// Chunk index of `offset`, or `InvalidArgument`.
@@ -115,7 +145,7 @@ impl ChunkAllocator {
     /// Allocates a chunk and says whether it is handed out for the first time.
     pub fn allocate_tracked(&self) -> PmResult<Allocated> {
         let mut st = self.state.lock();
-        match st.free.pop() {
+        match st.free_backed.pop().or_else(|| st.free.pop()) {
             Some(i) => {
                 debug_assert!(!st.used[i as usize]);
                 st.used[i as usize] = true;
@@ -144,7 +174,7 @@ impl ChunkAllocator {
     /// under one lock, so no other thread can get the chunk as a non-first use in between.
     pub fn free_unused_first(&self, a: Allocated) -> PmResult<()> {
         debug_assert!(a.first_use);
-        self.free_with(a.offset, |_| true)
+        self.free_inner(a.offset, false, |_| true)
     }
 
     /// Frees the chunk at `offset`, calling `release` on its offset first, while the chunk is
@@ -152,7 +182,21 @@ impl ChunkAllocator {
     /// free of it fails). `release` returns whether the chunk is unbacked again (its
     /// file-system blocks given back, or never obtained): then its next allocation is a first
     /// use, which backs it again. Making it free and marking it happen under one lock.
+    ///
+    /// While fewer free chunks are backed than [`ChunkAllocator::set_keep_backed`] says, the
+    /// chunk is kept backed instead, without calling `release`: the free list hands out the
+    /// chunk freed last first, so a design that frees and allocates chunks in turn reuses
+    /// backed ones and releases only what its churn leaves free beyond that reserve.
     pub fn free_with(&self, offset: u64, release: impl FnOnce(u64) -> bool) -> PmResult<()> {
+        self.free_inner(offset, true, release)
+    }
+
+    fn free_inner(
+        &self,
+        offset: u64,
+        may_keep: bool,
+        release: impl FnOnce(u64) -> bool,
+    ) -> PmResult<()> {
         let idx = self.index_of(offset, "free_chunk")? as usize;
         {
             let mut st = self.state.lock();
@@ -163,12 +207,18 @@ impl ChunkAllocator {
             }
             st.used[idx] = false;
             st.live -= 1;
+            if may_keep && (st.free_backed.len() as u64) < st.keep_backed {
+                st.free_backed.push(idx as u64);
+                return Ok(());
+            }
         }
         let unbacked = release(offset);
         let mut st = self.state.lock();
-        st.free.push(idx as u64);
         if unbacked {
             st.handed_out[idx] = false;
+            st.free.push(idx as u64);
+        } else {
+            st.free_backed.push(idx as u64);
         }
         Ok(())
     }
@@ -210,7 +260,8 @@ impl ChunkAllocator {
 
     /// Chunks that can be allocated now.
     pub fn free_chunks(&self) -> u64 {
-        self.state.lock().free.len() as u64
+        let st = self.state.lock();
+        (st.free.len() + st.free_backed.len()) as u64
     }
 
     /// Total chunks, the header chunk included.
@@ -263,5 +314,49 @@ mod tests {
             .map(|_| a.allocate_tracked().unwrap().first_use)
             .collect();
         assert_eq!(again, [false, false, true], "rebuild keeps the history");
+    }
+
+    #[test]
+    fn a_reserve_of_freed_chunks_stays_backed_and_is_handed_out_first() {
+        let a = ChunkAllocator::new(8 * 4096, 4096);
+        a.set_keep_backed(1);
+        let x: Vec<u64> = (0..3).map(|_| a.allocate().unwrap()).collect();
+        let mut released = Vec::new();
+        for &c in &x {
+            a.free_with(c, |off| {
+                released.push(off);
+                true
+            })
+            .unwrap();
+        }
+        assert_eq!(released, [x[1], x[2]], "the first freed is kept");
+        assert_eq!(a.backed_free_chunks(), 1);
+        // The backed chunk first, then the released ones (freed last first), as first uses.
+        let y = a.allocate_tracked().unwrap();
+        assert_eq!((y.offset, y.first_use), (x[0], false));
+        let z = a.allocate_tracked().unwrap();
+        assert_eq!((z.offset, z.first_use), (x[2], true));
+        assert_eq!(a.backed_free_chunks(), 0);
+        // The reserve refills; beyond it, a chunk that could not be released counts as backed.
+        a.free_with(y.offset, |_| panic!("kept, not released"))
+            .unwrap();
+        a.free_with(z.offset, |_| false).unwrap();
+        assert_eq!(a.backed_free_chunks(), 2);
+        let again: Vec<Allocated> = (0..3).map(|_| a.allocate_tracked().unwrap()).collect();
+        let offsets: Vec<(u64, bool)> = again.iter().map(|g| (g.offset, g.first_use)).collect();
+        assert_eq!(offsets, [(x[2], false), (x[0], false), (x[1], true)]);
+        // A first use its caller could not back is never kept as backed.
+        a.set_keep_backed(8);
+        a.free_unused_first(again[2]).unwrap();
+        assert_eq!(a.backed_free_chunks(), 0);
+        assert_eq!(a.allocate_tracked().unwrap(), again[2]);
+        // A rebuild sorts the free chunks again by whether they were handed out.
+        a.rebuild(&[x[2]]).unwrap();
+        assert_eq!(a.backed_free_chunks(), 2, "x[0] and x[1]");
+        assert_eq!(
+            a.allocate_tracked().unwrap().offset,
+            x[0],
+            "lowest backed first"
+        );
     }
 }

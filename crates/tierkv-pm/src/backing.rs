@@ -21,15 +21,24 @@ use crate::pool::{Backend, PmPool};
 use std::fs::File;
 use std::sync::atomic::Ordering;
 
+/// With releasing on, up to this many bytes of freed chunks (but at most a sixteenth of the
+/// pool, and at least one chunk) stay backed for the next allocations: a design that frees and
+/// allocates chunks in turn reuses them without a `fallocate` and page faults each time, and
+/// the pool file holds at most this much more than its live chunks.
+pub const RELEASE_RESERVE_BYTES: u64 = 64 << 20;
+
 impl PmPool {
-    /// Gives each chunk's file-system blocks back when it is freed (`true`), or keeps them for
-    /// its next allocation (`false`, the default: the file's blocks, or a RAM file system's
-    /// memory, stay at the pool's high-water mark). Releasing costs a `fallocate` call per
-    /// freed chunk and again per reallocation, and page faults when the chunk is written
-    /// again. File systems that cannot punch holes, and crash-simulation pools, keep the
-    /// blocks.
+    /// Gives freed chunks' file-system blocks back (`true`), or keeps them for their next
+    /// allocation (`false`, the default: the file's blocks, or a RAM file system's memory, stay
+    /// at the pool's high-water mark). On, freed chunks beyond a reserve of
+    /// [`RELEASE_RESERVE_BYTES`] kept backed are punched out as they are freed. Releasing costs
+    /// a `fallocate` call per released chunk and again per reallocation, and page faults when
+    /// the chunk is written again. File systems that cannot punch holes, and crash-simulation
+    /// pools, keep the blocks.
     pub fn set_release_freed(&self, on: bool) {
         self.release_freed.store(on, Ordering::Relaxed);
+        let reserve = (RELEASE_RESERVE_BYTES.min(self.size() / 16) / self.chunk_size()).max(1);
+        self.alloc.set_keep_backed(if on { reserve } else { 0 });
     }
 
     /// Allocates file-system blocks for `[offset, offset + len)` of the pool file.
@@ -159,6 +168,7 @@ impl PmPool {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    use super::RELEASE_RESERVE_BYTES;
     use crate::options::{DurabilityMode, LatencyModel, PmError, PoolOptions};
     use crate::PmPool;
     use std::os::unix::fs::MetadataExt;
@@ -200,6 +210,7 @@ mod tests {
         let path = dir.path().join("p.pm");
         let p = PmPool::create(&path, &opts()).unwrap();
         p.set_release_freed(true);
+        p.alloc.set_keep_backed(0);
         let a = filled_chunk(&p, 0xa5);
         let keep = filled_chunk(&p, 0x5a);
         let before = held(&path);
@@ -244,6 +255,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = PmPool::create(&dir.path().join("p.pm"), &opts()).unwrap();
         p.set_release_freed(true);
+        p.alloc.set_keep_backed(0);
         p.simulate_fs_room(Some(2 * CHUNK));
         let a = filled_chunk(&p, 1);
         filled_chunk(&p, 2);
@@ -281,6 +293,42 @@ mod tests {
         for free in [a, c] {
             assert!(read_chunk(&p, free).iter().all(|&x| x == 0));
         }
+    }
+
+    #[test]
+    fn freed_chunks_up_to_the_reserve_stay_backed_the_rest_are_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.pm");
+        let p = PmPool::create(&path, &opts()).unwrap();
+        p.set_release_freed(true);
+        assert_eq!(
+            p.alloc.keep_backed(),
+            (RELEASE_RESERVE_BYTES.min(p.size() / 16) / CHUNK).max(1),
+            "the default reserve"
+        );
+        p.alloc.set_keep_backed(2);
+        let chunks: Vec<u64> = (1..=4).map(|i| filled_chunk(&p, i)).collect();
+        let full = held(&path);
+        for &c in &chunks {
+            p.free_chunk(c);
+        }
+        // The first two freed stay backed, the other two are released.
+        assert_eq!(p.stats().bytes_released, 2 * CHUNK);
+        assert_eq!(p.alloc.backed_free_chunks(), 2);
+        assert!(held(&path) + 2 * CHUNK <= full, "{} of {full}", held(&path));
+        // The kept ones are handed out first, with their old bytes (not first uses: nothing
+        // backs or zeroes them), then the released ones, zeroed and backed again.
+        let again: Vec<u64> = (0..4).map(|_| p.allocate_chunk().unwrap()).collect();
+        assert_eq!(again, [chunks[1], chunks[0], chunks[3], chunks[2]]);
+        assert!(read_chunk(&p, chunks[1]).iter().all(|&b| b == 2));
+        assert!(read_chunk(&p, chunks[0]).iter().all(|&b| b == 1));
+        assert!(read_chunk(&p, chunks[3]).iter().all(|&b| b == 0));
+        assert!(read_chunk(&p, chunks[2]).iter().all(|&b| b == 0));
+        assert_eq!(p.alloc.backed_free_chunks(), 0);
+        assert!(held(&path) >= full, "every chunk is backed again");
+        // Off, nothing is kept in reserve or released.
+        p.set_release_freed(false);
+        assert_eq!(p.alloc.keep_backed(), 0);
     }
 
     #[test]

@@ -53,6 +53,7 @@ mod roots;
 #[cfg(test)]
 mod tests;
 
+pub use backing::RELEASE_RESERVE_BYTES;
 pub use header::{FORMAT_VERSION, HEADER_LEN, POOL_MAGIC, ROOTS_OFFSET, ROOT_DIRECTORY_OFFSET};
 pub use options::{
     CrashImage, DurabilityMode, LatencyModel, PmError, PmResult, PmStats, PoolOptions,

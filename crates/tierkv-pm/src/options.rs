@@ -178,7 +178,8 @@ pub struct PmStats {
     /// Bytes of the ranges passed to `msync` (before rounding to pages).
     pub bytes_msynced: u64,
     /// Bytes of free chunks punched out of the pool file, their file-system blocks given back
-    /// ([`crate::PmPool::set_release_freed`]: as each is freed, and those free at open).
+    /// ([`crate::PmPool::set_release_freed`]: as each is freed beyond the reserve kept backed,
+    /// and at open every free range, whether it was backed or not).
     #[serde(default)]
     pub bytes_released: u64,
 }

@@ -71,7 +71,7 @@ pub struct PmPool {
     latency: LatencyModel,
     pub(crate) location: String,
     pub(crate) backend: Backend,
-    alloc: ChunkAllocator,
+    pub(crate) alloc: ChunkAllocator,
     /// The pool was created by this process: a chunk never handed out reads as zeros.
     created: bool,
     /// `fallocate` failed as unsupported once: chunks are no longer backed on allocation.

@@ -66,9 +66,10 @@ pub struct PmOptions {
     /// pool file), and at open those of every chunk no structure uses. Off (the default), the
     /// pool file keeps the blocks of every chunk it ever handed out, its high-water mark, as a
     /// reservation of `size_bytes` for this database (a PMDK pool behaves alike); on a RAM file
-    /// system such as `/dev/shm` that is memory. On, the file holds about the live chunks, at
-    /// the cost of a `fallocate` per freed chunk and per reuse and page faults on the reused
-    /// chunk's first writes. May change between opens.
+    /// system such as `/dev/shm` that is memory. On, the file holds about the live chunks and
+    /// a reserve of freed chunks kept backed for reuse (`tierkv_pm::RELEASE_RESERVE_BYTES`, at
+    /// most a sixteenth of the pool); a chunk released costs a `fallocate` when freed and when
+    /// reused, and page faults on its first writes. May change between opens.
     #[serde(default)]
     pub release_freed: bool,
     /// A pool to use instead of opening `path` (crash-simulation tests).

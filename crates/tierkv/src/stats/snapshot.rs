@@ -165,7 +165,8 @@ pub struct PmDeviceStats {
     pub bytes_read: u64,
     /// Bytes in allocated chunks.
     pub bytes_allocated: u64,
-    /// Bytes of free chunks given back to the file system (`pm.release_freed`).
+    /// Bytes of free chunks given back to the file system (`pm.release_freed`; at open, every
+    /// free range, whether it was backed or not).
     #[serde(default)]
     pub bytes_released: u64,
     /// Pool size.
